@@ -1,0 +1,38 @@
+# Tailor's build. CI runs `make test` through .ci/run; everything else is for people.
+GO ?= go
+# Pinned tools run with `go run`, so a fresh machine needs only Go and the module proxy.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+E2E_TIMEOUT ?= 30m
+
+.PHONY: all build test unit e2e run bench generate lint verify-generate
+
+all: build test
+
+build: ## compile both binaries into bin/
+	$(GO) build -o bin/tailor-scheduler ./cmd/scheduler
+	$(GO) build -o bin/tailor ./cmd/tailor
+
+test: unit e2e ## everything CI runs
+
+unit: ## unit and table tests, fast
+	$(GO) vet ./...
+	$(GO) test -short -count=1 ./...
+
+e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process)
+	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in one process
+	$(GO) run ./cmd/tailor sandbox --apply examples/
+
+bench: ## benchmarks; compare two runs with benchstat
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... | tee bench.txt
+
+generate: ## deepcopy and CRDs from the API types
+	./hack/generate.sh
+
+verify-generate: generate ## fails if generated files are stale
+	git diff --exit-code -- pkg/apis manifests/crds
+
+lint:
+	$(GOLANGCI_LINT) run ./...

@@ -1,0 +1,93 @@
+// Command scheduler is Tailor's production binary: kube-scheduler with the Tailor plugin, and
+// Tailor's provisioner and controllers in the same process. It takes every kube-scheduler flag,
+// plus Tailor's own under "Tailor flags".
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/cli"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/utils/clock"
+
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/operator"
+
+	// Register the default metrics and client-go adapters like kube-scheduler does.
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+)
+
+func main() {
+	os.Exit(cli.Run(newCommand()))
+}
+
+// newCommand mirrors kube-scheduler's own command, so every flag and the config file work the
+// same; it differs only in what runs: operator.Run instead of app.Run.
+func newCommand() *cobra.Command {
+	opts := options.NewOptions()
+	cloudName := "fake"
+	clusterName := "tailor"
+	cmd := &cobra.Command{
+		Use:  "tailor-scheduler",
+		Long: "kube-scheduler with Tailor: pods that fit no node get new nodes launched for them.",
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return opts.ComponentGlobalsRegistry.Set()
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			verflag.PrintAndExitIfRequested()
+			fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+			if err := logsapi.ValidateAndApply(opts.Logs, fg); err != nil {
+				return err
+			}
+			if mfg, ok := fg.(featuregate.MutableFeatureGate); ok {
+				mfg.AddMetrics()
+			}
+			cliflag.PrintFlags(cmd.Flags())
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				<-server.SetupSignalHandler()
+				cancel()
+			}()
+			cp, err := newCloud(cloudName, clusterName)
+			if err != nil {
+				return err
+			}
+			return operator.Run(ctx, opts, cp, clock.RealClock{})
+		},
+		Args: cobra.NoArgs,
+	}
+	nfs := opts.Flags
+	verflag.AddFlags(nfs.FlagSet("global"))
+	globalflag.AddGlobalFlags(nfs.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	tfs := nfs.FlagSet("Tailor")
+	tfs.StringVar(&cloudName, "cloud", cloudName, "cloud to launch capacity in: fake (simulated, in memory)")
+	tfs.StringVar(&clusterName, "cluster-name", clusterName, "name of the cluster, used to tag and find its instances")
+	fs := cmd.Flags()
+	for _, f := range nfs.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	return cmd
+}
+
+func newCloud(name, cluster string) (*fake.Provider, error) {
+	switch name {
+	case "fake":
+		return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: cluster}), nil
+	default:
+		return nil, fmt.Errorf("--cloud=%q: unknown cloud; the choices are: fake", name)
+	}
+}

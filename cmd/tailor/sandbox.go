@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+type sandboxFlags struct {
+	kubeconfig   string
+	apply        []string
+	untilSettled bool
+	timeout      time.Duration
+	report       string
+	cloud        string
+	logFile      string
+}
+
+func newSandboxCommand() *cobra.Command {
+	f := &sandboxFlags{}
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Run a whole cluster, a simulated fleet and Tailor in one process",
+		Long: `sandbox starts etcd, kube-apiserver, the Deployment and ReplicaSet controllers, kwok (playing
+every kubelet), a simulated cloud, and Tailor's scheduler, all in this process. It writes a
+kubeconfig so kubectl works against it. Nothing is downloaded and no container runs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSandbox(cmd.Context(), f) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", filepath.Join(os.TempDir(), "tailor-sandbox", "kubeconfig"), "where to write the sandbox's kubeconfig")
+	fs.StringArrayVar(&f.apply, "apply", nil, "manifest file or folder to apply once the cluster is up (repeatable)")
+	fs.BoolVar(&f.untilSettled, "until-settled", false, "exit once every pod runs or Tailor has said why it cannot be placed")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "with --until-settled, give up after this long")
+	fs.StringVar(&f.report, "report", "", "print a report when exiting: json")
+	fs.StringVar(&f.cloud, "cloud", "fake", "cloud to launch capacity in: fake (simulated, in memory)")
+	fs.StringVar(&f.logFile, "log-file", "", "where the components' logs go (default: tailor.log beside the kubeconfig)")
+	return cmd
+}
+
+func runSandbox(ctx context.Context, f *sandboxFlags) error {
+	if f.report != "" && f.report != "json" {
+		return fmt.Errorf("--report=%q: the only format is json", f.report)
+	}
+	if f.cloud != "fake" {
+		return fmt.Errorf("--cloud=%q: the only cloud is fake", f.cloud)
+	}
+	dir := filepath.Dir(f.kubeconfig)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	dataDir, err := os.MkdirTemp(dir, "run-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dataDir)
+	if f.logFile == "" {
+		f.logFile = filepath.Join(dir, "tailor.log")
+	}
+	if err := logToFile(f.logFile); err != nil {
+		return err
+	}
+	defer klog.Flush()
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tb := sandbox.NewProcessTB("sandbox", dataDir)
+	defer tb.Close()
+	say("starting the sandbox (logs: %s)", f.logFile)
+	started := time.Now()
+	cluster, err := sandbox.Start(ctx, tb, sandbox.Options{
+		Dir:   dataDir,
+		Clock: clock.RealClock{},
+		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
+			return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "sandbox", Joiner: &fake.KubeletJoiner{Client: kube}})
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	if err := copyFile(cluster.Kubeconfig, f.kubeconfig); err != nil {
+		return err
+	}
+	say("cluster up in %.1fs; kubeconfig: %s", time.Since(started).Seconds(), f.kubeconfig)
+	say("  try: kubectl --kubeconfig %s get nodeclaims,nodes,pods -A", f.kubeconfig)
+	watchFleet(ctx, cluster)
+
+	if len(f.apply) > 0 {
+		if err := sandbox.ApplyFiles(ctx, cluster.Config, f.apply, func(s string) { say("%s", s) }); err != nil {
+			return err
+		}
+	}
+	settleStart := time.Now()
+	if !f.untilSettled {
+		select {
+		case <-ctx.Done():
+		case err := <-cluster.SchedulerErr():
+			return fmt.Errorf("the scheduler stopped: %v", err)
+		}
+		return printReport(context.Background(), cluster, f.report, settleStart)
+	}
+	settled := waitSettled(ctx, cluster, f.timeout)
+	if err := printReport(ctx, cluster, f.report, settleStart); err != nil {
+		return err
+	}
+	if !settled {
+		return fmt.Errorf("not settled within %s", f.timeout)
+	}
+	return nil
+}
+
+// waitSettled polls until the cluster has been settled for two readings in a row, so that a
+// moment between a NodeClaim's creation and the next pod's arrival does not count.
+func waitSettled(ctx context.Context, cluster *sandbox.Cluster, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	streak := 0
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case err := <-cluster.SchedulerErr():
+			say("the scheduler stopped: %v", err)
+			return false
+		case <-tick.C:
+		}
+		state, err := cluster.Read(ctx)
+		if err != nil || !state.Settled() {
+			streak = 0
+			continue
+		}
+		if streak++; streak >= 2 {
+			return true
+		}
+	}
+}
+
+func printReport(ctx context.Context, cluster *sandbox.Cluster, format string, since time.Time) error {
+	state, err := cluster.Read(ctx)
+	if err != nil {
+		return err
+	}
+	pools, _, err := cluster.Tailor.NodePools.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	report := state.Report(ctx, cluster.Cloud, pools)
+	report.Seconds = time.Since(since).Seconds()
+	if format == "" {
+		say("%d nodes, $%.4f/h; %d pods", len(report.Nodes), report.PricePerHour, len(report.Pods))
+		return nil
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(report)
+}
+
+// say prints a line of the sandbox's own story to stderr, keeping stdout for the report.
+func say(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func logToFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	fs := flagSetForKlog()
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "log_file": path, "stderrthreshold": "FATAL"} {
+		if err := fs.Set(name, value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// watchFleet narrates, as they happen, NodeClaims being launched, registered, initialized and
+// deleted, and pods being bound.
+func watchFleet(ctx context.Context, cluster *sandbox.Cluster) {
+	claims := cluster.Tailor.NodeClaims.NewInformer(0)
+	_, _ = claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if c, ok := obj.(*karpv1.NodeClaim); ok {
+				say("nodeclaim %s created (nodepool %s)", c.Name, c.Labels[karpv1.NodePoolLabelKey])
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*karpv1.NodeClaim)
+			n, ok2 := newObj.(*karpv1.NodeClaim)
+			if !ok1 || !ok2 {
+				return
+			}
+			for _, cond := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized} {
+				if !o.IsTrue(cond) && n.IsTrue(cond) {
+					say("nodeclaim %s %s: %s", n.Name, describe(cond), claimSummary(n))
+				}
+			}
+			if o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
+				say("nodeclaim %s terminating", n.Name)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if c, ok := obj.(*karpv1.NodeClaim); ok {
+				say("nodeclaim %s deleted", c.Name)
+			}
+		},
+	})
+	go claims.Run(ctx.Done())
+
+	factory := informers.NewSharedInformerFactory(cluster.Kube, 0)
+	_, _ = factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Pod)
+			n, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != "" {
+				say("pod %s/%s bound to %s", n.Namespace, n.Name, n.Spec.NodeName)
+			}
+		},
+	})
+	factory.Start(ctx.Done())
+}
+
+func describe(cond string) string {
+	switch cond {
+	case karpv1.ConditionTypeLaunched:
+		return "launched"
+	case karpv1.ConditionTypeRegistered:
+		return "registered"
+	default:
+		return "initialized"
+	}
+}
+
+func claimSummary(c *karpv1.NodeClaim) string {
+	return fmt.Sprintf("%s %s %s node=%s", c.Labels[corev1.LabelInstanceTypeStable], c.Labels[karpv1.CapacityTypeLabelKey],
+		c.Labels[corev1.LabelTopologyZone], c.Status.NodeName)
+}
+
+var klogFlagSet *flag.FlagSet
+
+// flagSetForKlog returns a flag set bound to klog's settings, for changing them in code.
+func flagSetForKlog() *flag.FlagSet {
+	if klogFlagSet == nil {
+		klogFlagSet = flag.NewFlagSet("klog-settings", flag.ContinueOnError)
+		klog.InitFlags(klogFlagSet)
+	}
+	return klogFlagSet
+}

@@ -1,0 +1,193 @@
+package fake
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+func byName(types []*cloud.InstanceType) map[string]*cloud.InstanceType {
+	out := map[string]*cloud.InstanceType{}
+	for _, it := range types {
+		out[it.Name] = it
+	}
+	return out
+}
+
+func offering(t *testing.T, it *cloud.InstanceType, zone, capacityType string) cloud.Offering {
+	t.Helper()
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == capacityType {
+			return o
+		}
+	}
+	t.Fatalf("%s has no %s offering in %s", it.Name, capacityType, zone)
+	return cloud.Offering{}
+}
+
+func TestCatalogShape(t *testing.T) {
+	types := Catalog()
+	// 15 general families x 8 sizes, t3 and t4g x 3, g5 x 7.
+	if len(types) != 133 {
+		t.Fatalf("catalog has %d types, want 133", len(types))
+	}
+	for i := 1; i < len(types); i++ {
+		if types[i-1].Name >= types[i].Name {
+			t.Fatalf("catalog not sorted or has duplicates at %s, %s", types[i-1].Name, types[i].Name)
+		}
+	}
+	if !strings.HasPrefix(Simulated, "SIMULATED") {
+		t.Errorf("Simulated = %q", Simulated)
+	}
+}
+
+func TestCatalogLabels(t *testing.T) {
+	required := []string{
+		corev1.LabelInstanceTypeStable, corev1.LabelArchStable, corev1.LabelOSStable,
+		awsv1.LabelInstanceCategory, awsv1.LabelInstanceFamily, awsv1.LabelInstanceGeneration,
+		awsv1.LabelInstanceSize, awsv1.LabelInstanceCPU, awsv1.LabelInstanceCPUManufacturer,
+		awsv1.LabelInstanceMemory, awsv1.LabelInstanceNetworkBandwidth, awsv1.LabelInstanceHypervisor,
+	}
+	gibPerCPU := map[string]int64{"c": 2, "m": 4, "r": 8, "t": 4, "g": 4}
+	for _, it := range Catalog() {
+		for _, key := range required {
+			if it.Labels[key] == "" {
+				t.Errorf("%s: missing label %s", it.Name, key)
+			}
+		}
+		family, size, _ := strings.Cut(it.Name, ".")
+		l := it.Labels
+		if l[corev1.LabelInstanceTypeStable] != it.Name || l[awsv1.LabelInstanceFamily] != family ||
+			l[awsv1.LabelInstanceSize] != size || l[corev1.LabelOSStable] != "linux" ||
+			l[awsv1.LabelInstanceHypervisor] != "nitro" || !strings.HasPrefix(family, l[awsv1.LabelInstanceCategory]+l[awsv1.LabelInstanceGeneration]) {
+			t.Errorf("%s: inconsistent labels %v", it.Name, l)
+		}
+		wantArch := "amd64"
+		if strings.HasSuffix(family, "g") {
+			wantArch = "arm64"
+		}
+		if l[corev1.LabelArchStable] != wantArch {
+			t.Errorf("%s: arch %s, want %s", it.Name, l[corev1.LabelArchStable], wantArch)
+		}
+		cpu, _ := strconv.ParseInt(l[awsv1.LabelInstanceCPU], 10, 64)
+		memMiB, _ := strconv.ParseInt(l[awsv1.LabelInstanceMemory], 10, 64)
+		if got := it.Capacity.Cpu().Value(); got != cpu {
+			t.Errorf("%s: cpu capacity %d, label %d", it.Name, got, cpu)
+		}
+		if want := gibPerCPU[l[awsv1.LabelInstanceCategory]] * 1024 * cpu; memMiB != want {
+			t.Errorf("%s: memory %d MiB, want %d", it.Name, memMiB, want)
+		}
+		wantMem := resource.MustParse(strconv.FormatInt(memMiB-(memMiB*75+999)/1000, 10) + "Mi")
+		if it.Capacity.Memory().Cmp(wantMem) != 0 {
+			t.Errorf("%s: memory capacity %s, want %s (7.5%% VM overhead off)", it.Name, it.Capacity.Memory(), &wantMem)
+		}
+		gpus := it.Capacity[ResourceNvidiaGPU]
+		if l[awsv1.LabelInstanceCategory] == "g" {
+			if gpus.Value() < 1 || l[awsv1.LabelInstanceGPUCount] != gpus.String() ||
+				l[awsv1.LabelInstanceGPUName] != "a10g" || l[awsv1.LabelInstanceGPUManufacturer] != "nvidia" ||
+				l[awsv1.LabelInstanceGPUMemory] != "24576" {
+				t.Errorf("%s: GPU capacity %s, labels %v", it.Name, &gpus, l)
+			}
+		} else if !gpus.IsZero() || l[awsv1.LabelInstanceGPUCount] != "" {
+			t.Errorf("%s: unexpected GPU %s", it.Name, &gpus)
+		}
+	}
+}
+
+func TestCatalogAllocatable(t *testing.T) {
+	types := byName(Catalog())
+	// c5.2xlarge has the shape of the worked example in the notes (c6a.2xlarge, from a real log).
+	for _, tc := range []struct {
+		name                     string
+		cpu, memory, pods, ephem string
+	}{
+		{"c5.2xlarge", "7910m", "14162Mi", "58", "17Gi"},
+		{"m6g.large", "1930m", "6903Mi", "29", "17Gi"},
+		{"r7i.4xlarge", "15890m", "118312Mi", "234", "17Gi"},
+		{"m5.24xlarge", "95690m", "355262Mi", "737", "17Gi"},
+	} {
+		a := types[tc.name].Allocatable()
+		for res, want := range map[corev1.ResourceName]string{
+			corev1.ResourceCPU: tc.cpu, corev1.ResourceMemory: tc.memory,
+			corev1.ResourcePods: tc.pods, corev1.ResourceEphemeralStorage: tc.ephem,
+		} {
+			got := a[res]
+			if got.Cmp(resource.MustParse(want)) != 0 {
+				t.Errorf("%s allocatable %s = %s, want %s", tc.name, res, &got, want)
+			}
+		}
+	}
+	if g := types["g5.12xlarge"].Allocatable()[ResourceNvidiaGPU]; g.Value() != 4 {
+		t.Errorf("g5.12xlarge allocatable gpus = %s, want 4", &g)
+	}
+}
+
+func TestKubeReservedCPU(t *testing.T) {
+	for vcpu, want := range map[int64]int64{1: 60, 2: 70, 4: 80, 8: 90, 16: 110, 96: 310} {
+		if got := kubeReservedMilliCPU(vcpu); got != want {
+			t.Errorf("kubeReservedMilliCPU(%d) = %d, want %d", vcpu, got, want)
+		}
+	}
+}
+
+func TestCatalogPrices(t *testing.T) {
+	types := byName(Catalog())
+	for _, it := range types {
+		zones := map[string]int{}
+		for _, o := range it.Offerings {
+			zones[o.Zone]++
+			if !o.Available || o.PricePerHour <= 0 {
+				t.Errorf("%s %s/%s: available=%v price=%v", it.Name, o.Zone, o.CapacityType, o.Available, o.PricePerHour)
+			}
+		}
+		for _, z := range Zones() {
+			if zones[z] != 2 {
+				t.Errorf("%s: %d offerings in %s, want on-demand and spot", it.Name, zones[z], z)
+			}
+			od := offering(t, it, z, karpv1.CapacityTypeOnDemand).PricePerHour
+			spot := offering(t, it, z, karpv1.CapacityTypeSpot).PricePerHour
+			if ratio := spot / od; ratio < 0.299 || ratio > 0.451 {
+				t.Errorf("%s %s: spot %v is %.3f of on-demand %v, want 0.30-0.45", it.Name, z, spot, ratio, od)
+			}
+		}
+	}
+	onDemand := func(name string) float64 {
+		return offering(t, types[name], ZoneA, karpv1.CapacityTypeOnDemand).PricePerHour
+	}
+	// Each pair is (cheaper, dearer) per hour for the same size.
+	pairs := [][2]string{
+		{"c6g", "c6i"}, {"c7g", "c7i"}, {"m6g", "m6i"}, {"m7g", "m7i"}, {"r6g", "r6i"}, {"r7g", "r7i"}, // arm64 < x86
+		{"c5", "m5"}, {"m5", "r5"}, {"c6i", "m6i"}, {"m7g", "r7g"}, // c < m < r
+		{"c5", "c6i"}, {"c6i", "c7i"}, {"m6g", "m7g"}, {"r5", "r6i"}, {"r6g", "r7g"}, // older < newer
+	}
+	for _, size := range []string{"large", "4xlarge", "24xlarge"} {
+		for _, p := range pairs {
+			cheap, dear := p[0]+"."+size, p[1]+"."+size
+			if onDemand(cheap) >= onDemand(dear) {
+				t.Errorf("%s costs %v, not less than %s at %v", cheap, onDemand(cheap), dear, onDemand(dear))
+			}
+		}
+	}
+	if got := onDemand("m6g.large") / onDemand("m6i.large"); got < 0.75 || got > 0.85 {
+		t.Errorf("m6g/m6i on-demand ratio %.3f, want about 0.8", got)
+	}
+}
+
+func TestCatalogReturnsCopies(t *testing.T) {
+	first := Catalog()
+	first[0].Labels[corev1.LabelArchStable] = "mutated"
+	first[0].Offerings[0].PricePerHour = 1e6
+	first[0].Capacity[corev1.ResourceCPU] = resource.MustParse("1000")
+	second := Catalog()
+	if second[0].Labels[corev1.LabelArchStable] == "mutated" || second[0].Offerings[0].PricePerHour == 1e6 ||
+		second[0].Capacity.Cpu().Value() == 1000 {
+		t.Fatalf("Catalog shares state between calls")
+	}
+}

@@ -1,0 +1,200 @@
+// Package lifecycle carries a NodeClaim from creation to a Ready node and back to nothing:
+// launch through the CloudProvider, registration of its Node, initialization, and termination.
+// Each step reads the NodeClaim and its Node, decides, writes once, and requeues.
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+// Options are what the controller reads and writes.
+type Options struct {
+	Kube         kubernetes.Interface
+	NodeClaims   *client.Typed[*karpv1.NodeClaim]
+	ClaimLister  client.Lister[*karpv1.NodeClaim]
+	ClaimInform  cache.SharedIndexInformer
+	NodeInformer cache.SharedIndexInformer
+	Nodes        corelisters.NodeLister
+	Cloud        cloud.CloudProvider
+	Recorder     events.EventRecorder
+	Clock        clock.WithTicker
+	// Replan is called when a claim goes away before it served its pods, so they are planned
+	// again at once.
+	Replan func()
+}
+
+// Controller reconciles NodeClaims.
+type Controller struct {
+	opts  Options
+	queue workqueue.TypedRateLimitingInterface[string]
+}
+
+const providerIDIndex = "providerID"
+
+// New registers the controller's event handlers; call it before the informers start.
+func New(opts Options) (*Controller, error) {
+	c := &Controller{
+		opts: opts,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeclaim-lifecycle", Clock: opts.Clock}),
+	}
+	if err := opts.NodeInformer.AddIndexers(cache.Indexers{providerIDIndex: func(obj any) ([]string, error) {
+		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
+			return []string{n.Spec.ProviderID}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("indexing nodes by provider ID: %w", err)
+	}
+	enqueueClaim := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if claim, ok := obj.(*karpv1.NodeClaim); ok {
+			c.queue.Add(claim.Name)
+		}
+	}
+	if _, err := opts.ClaimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueueClaim, UpdateFunc: func(_, n any) { enqueueClaim(n) }, DeleteFunc: enqueueClaim,
+	}); err != nil {
+		return nil, err
+	}
+	enqueueOwner := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if n, ok := obj.(*corev1.Node); ok {
+			if claim := c.claimForNode(n); claim != nil {
+				c.queue.Add(claim.Name)
+			}
+		}
+	}
+	if _, err := opts.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueueOwner, UpdateFunc: func(_, n any) { enqueueOwner(n) }, DeleteFunc: enqueueOwner,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Run works the queue with a few workers until ctx ends. Cloud calls can be slow; several
+// workers keep one slow launch from holding up registration of others.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName("lifecycle")
+	ctx = klog.NewContext(ctx, logger)
+	for range workers {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	requeue, err := c.reconcile(ctx, name)
+	switch {
+	case err != nil:
+		if !apierrors.IsConflict(err) {
+			klog.FromContext(ctx).Error(err, "Reconciling NodeClaim failed", "nodeClaim", name)
+		}
+		c.queue.AddRateLimited(name)
+	case requeue > 0:
+		c.queue.Forget(name)
+		c.queue.AddAfter(name, requeue)
+	default:
+		c.queue.Forget(name)
+	}
+	return true
+}
+
+// reconcile moves the claim one or more steps along; it returns when to look again.
+func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
+	claim, ok := c.opts.ClaimLister.Get(name)
+	if !ok {
+		return 0, nil
+	}
+	claim = claim.DeepCopy()
+	if claim.DeletionTimestamp != nil {
+		return c.finalize(ctx, claim)
+	}
+	if !hasFinalizer(claim.Finalizers, karpv1.TerminationFinalizer) {
+		claim.Finalizers = append(claim.Finalizers, karpv1.TerminationFinalizer)
+		_, err := c.opts.NodeClaims.Update(ctx, claim)
+		return 0, err // the update brings the claim back through the queue
+	}
+	if !claim.IsTrue(karpv1.ConditionTypeLaunched) {
+		return c.launch(ctx, claim)
+	}
+	if !claim.IsTrue(karpv1.ConditionTypeRegistered) {
+		return c.register(ctx, claim)
+	}
+	if !claim.IsTrue(karpv1.ConditionTypeInitialized) {
+		return c.initialize(ctx, claim)
+	}
+	return 0, nil
+}
+
+// claimForNode finds the NodeClaim whose instance the node runs on.
+func (c *Controller) claimForNode(n *corev1.Node) *karpv1.NodeClaim {
+	if n.Spec.ProviderID == "" {
+		return nil
+	}
+	for _, claim := range c.opts.ClaimLister.List() {
+		if claim.Status.ProviderID == n.Spec.ProviderID {
+			return claim
+		}
+	}
+	return nil
+}
+
+// nodeForClaim finds the Node that registered for the claim's instance.
+func (c *Controller) nodeForClaim(claim *karpv1.NodeClaim) (*corev1.Node, error) {
+	if claim.Status.ProviderID == "" {
+		return nil, nil
+	}
+	objs, err := c.opts.NodeInformer.GetIndexer().ByIndex(providerIDIndex, claim.Status.ProviderID)
+	if err != nil || len(objs) == 0 {
+		return nil, err
+	}
+	if len(objs) > 1 {
+		return nil, fmt.Errorf("%d nodes claim provider ID %s of NodeClaim %s", len(objs), claim.Status.ProviderID, claim.Name)
+	}
+	return objs[0].(*corev1.Node), nil
+}
+
+func hasFinalizer(finalizers []string, f string) bool {
+	for _, x := range finalizers {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,90 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+// launch asks the cloud for the claim's instance and records what it got. The cloud call is
+// idempotent per claim, so a crash between it and the status write launches nothing twice.
+func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.Duration, error) {
+	logger := klog.FromContext(ctx).WithValues("nodeClaim", claim.Name)
+	launched, err := c.opts.Cloud.Create(ctx, claim)
+	if err != nil {
+		if cloud.IsInsufficientCapacity(err) {
+			// The pods are planned again with the offering marked unavailable.
+			c.opts.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, "InsufficientCapacity", "Launch",
+				"NodeClaim %s could not launch: %v", claim.Name, err)
+			logger.Info("No capacity for NodeClaim; deleting it so its pods are planned again", "error", err.Error())
+			if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return 0, err
+			}
+			c.opts.Replan()
+			return 0, nil
+		}
+		claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, "LaunchFailed", truncate(err.Error()), c.opts.Clock.Now())
+		if _, uerr := c.opts.NodeClaims.UpdateStatus(ctx, claim); uerr != nil {
+			return 0, uerr
+		}
+		c.opts.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, "LaunchFailed", "Launch", "NodeClaim %s: %v", claim.Name, err)
+		return 0, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+	}
+
+	// Labels first: they are metadata, written by Update; then the status.
+	if changed := mergeLabels(claim, launched.Labels); changed {
+		updated, err := c.opts.NodeClaims.Update(ctx, claim)
+		if err != nil {
+			return 0, err
+		}
+		claim = updated
+	}
+	claim.Status.ProviderID = launched.Status.ProviderID
+	claim.Status.ImageID = launched.Status.ImageID
+	claim.Status.Capacity = launched.Status.Capacity
+	claim.Status.Allocatable = launched.Status.Allocatable
+	if launched.Status.NodeName != "" {
+		claim.Status.NodeName = launched.Status.NodeName
+	}
+	claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched",
+		fmt.Sprintf("launched %s %s in %s", launched.Labels[corev1.LabelInstanceTypeStable],
+			launched.Labels[karpv1.CapacityTypeLabelKey], launched.Labels[corev1.LabelTopologyZone]), c.opts.Clock.Now())
+	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil {
+		return 0, err
+	}
+	logger.Info("Launched NodeClaim", "providerID", launched.Status.ProviderID,
+		"instanceType", launched.Labels[corev1.LabelInstanceTypeStable], "zone", launched.Labels[corev1.LabelTopologyZone],
+		"capacityType", launched.Labels[karpv1.CapacityTypeLabelKey])
+	return 0, nil
+}
+
+func mergeLabels(claim *karpv1.NodeClaim, labels map[string]string) bool {
+	changed := false
+	if claim.Labels == nil {
+		claim.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		if claim.Labels[k] != v {
+			claim.Labels[k] = v
+			changed = true
+		}
+	}
+	return changed
+}
+
+// truncate keeps condition messages within what the API accepts and a human reads.
+func truncate(s string) string {
+	const max = 1024
+	if len(s) > max {
+		return s[:max-3] + "..."
+	}
+	return s
+}

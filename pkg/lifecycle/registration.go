@@ -1,0 +1,124 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+)
+
+// register adopts the Node that joined for the claim's instance: it syncs the claim's labels and
+// taints onto it and lifts karpenter.sh/unregistered, so pods may land.
+func (c *Controller) register(ctx context.Context, claim *karpv1.NodeClaim) (time.Duration, error) {
+	node, err := c.nodeForClaim(claim)
+	if err != nil || node == nil {
+		// The Node's arrival brings the claim back through the queue.
+		return 0, err
+	}
+	labels := map[string]string{}
+	for k, v := range claim.Labels {
+		labels[k] = v
+	}
+	labels[karpv1.NodeRegisteredLabelKey] = "true"
+	taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool { return t.Key == karpv1.UnregisteredTaintKey })
+	for _, t := range claim.Spec.Taints {
+		if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
+			taints = append(taints, t)
+		}
+	}
+	if err := c.patchNode(ctx, node, labels, taints); err != nil {
+		return 0, fmt.Errorf("registering Node %s for NodeClaim %s: %w", node.Name, claim.Name, err)
+	}
+	claim.Status.NodeName = node.Name
+	claim.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered",
+		fmt.Sprintf("Node %s joined", node.Name), c.opts.Clock.Now())
+	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil {
+		return 0, err
+	}
+	klog.FromContext(ctx).Info("Registered NodeClaim", "nodeClaim", claim.Name, "node", node.Name)
+	return 0, nil
+}
+
+// initialize marks the claim Initialized once its node is Ready, its startup taints are gone and
+// every extended resource it was launched for is registered.
+func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (time.Duration, error) {
+	node, err := c.nodeForClaim(claim)
+	if err != nil || node == nil {
+		return 0, err
+	}
+	if why := notInitialized(node, claim); why != "" {
+		if claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why, c.opts.Clock.Now()) {
+			_, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+			return 0, err
+		}
+		return 0, nil
+	}
+	labels := map[string]string{karpv1.NodeInitializedLabelKey: "true"}
+	if err := c.patchNode(ctx, node, labels, nil); err != nil {
+		return 0, err
+	}
+	now := c.opts.Clock.Now()
+	claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", now)
+	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil {
+		return 0, err
+	}
+	klog.FromContext(ctx).Info("Initialized NodeClaim", "nodeClaim", claim.Name, "node", node.Name)
+	return 0, nil
+}
+
+func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) string {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return fmt.Sprintf("Node %s is not Ready", node.Name)
+	}
+	for _, st := range claim.Spec.StartupTaints {
+		if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&st) }) {
+			return fmt.Sprintf("startup taint %s is still on Node %s", st.ToString(), node.Name)
+		}
+	}
+	for name, q := range claim.Status.Capacity {
+		if !isExtended(name) || q.IsZero() {
+			continue
+		}
+		if have, ok := node.Status.Allocatable[name]; !ok || have.IsZero() {
+			return fmt.Sprintf("resource %s is not registered on Node %s", name, node.Name)
+		}
+	}
+	return ""
+}
+
+func isExtended(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+		return false
+	}
+	return true
+}
+
+// patchNode merges labels into the node and, when taints is not nil, replaces its taints. The
+// taint list carries the resource version so that a concurrent change is not overwritten.
+func (c *Controller) patchNode(ctx context.Context, node *corev1.Node, labels map[string]string, taints []corev1.Taint) error {
+	patch := map[string]any{"metadata": map[string]any{"labels": labels, "resourceVersion": node.ResourceVersion}}
+	if taints != nil {
+		patch["spec"] = map[string]any{"taints": taints}
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = c.opts.Kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, data, metav1.PatchOptions{})
+	return err
+}

@@ -1,0 +1,161 @@
+// Package operator wires Tailor into kube-scheduler: it is the host of the Tailor plugin, owns
+// the provisioner and the controllers, and starts them when the scheduler starts scheduling,
+// which is after it has won leader election.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/utils/clock"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/lifecycle"
+	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
+	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// Operator is Tailor inside one scheduler process.
+type Operator struct {
+	cloud cloud.CloudProvider
+	clock clock.WithTicker
+
+	mu          sync.Mutex
+	handle      fwk.Handle
+	args        *tailor.Args
+	clients     *client.Set
+	claimInform cache.SharedIndexInformer
+	poolInform  cache.SharedIndexInformer
+	provisioner *provision.Provisioner
+	lifecycle   *lifecycle.Controller
+}
+
+var _ tailor.Host = (*Operator)(nil)
+
+// New returns an Operator that launches capacity in cp.
+func New(cp cloud.CloudProvider, clk clock.WithTicker) *Operator {
+	return &Operator{cloud: cp, clock: clk}
+}
+
+// Attach is called by the plugin factory while the scheduler builds its profiles. It builds the
+// clients, informers and controllers; nothing runs until Start.
+func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.handle != nil {
+		return fmt.Errorf("plugin %s attached twice", tailor.Name)
+	}
+	cfg := rest.CopyConfig(h.KubeConfig())
+	clients, err := client.NewSet(cfg)
+	if err != nil {
+		return err
+	}
+	o.handle, o.args, o.clients = h, args, clients
+	o.claimInform = clients.NodeClaims.NewInformer(0)
+	o.poolInform = clients.NodePools.NewInformer(0)
+	podInformer := h.SharedInformerFactory().Core().V1().Pods()
+	nodeInformer := h.SharedInformerFactory().Core().V1().Nodes()
+	claimLister := client.Lister[*karpv1.NodeClaim]{Store: o.claimInform.GetStore()}
+
+	o.provisioner = provision.New(provision.Options{
+		SchedulerName: h.ProfileName(),
+		Kube:          h.ClientSet(),
+		NodeClaims:    clients.NodeClaims,
+		ClaimLister:   claimLister,
+		PoolLister:    client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()},
+		Pods:          podInformer.Lister(),
+		Nodes:         nodeInformer.Lister(),
+		Cloud:         o.cloud,
+		Recorder:      h.EventRecorder(),
+		Clock:         o.clock,
+		BatchIdle:     args.BatchIdleDuration.Duration,
+		BatchMax:      args.BatchMaxDuration.Duration,
+	})
+	o.lifecycle, err = lifecycle.New(lifecycle.Options{
+		Kube:         h.ClientSet(),
+		NodeClaims:   clients.NodeClaims,
+		ClaimLister:  claimLister,
+		ClaimInform:  o.claimInform,
+		NodeInformer: nodeInformer.Informer(),
+		Nodes:        nodeInformer.Lister(),
+		Cloud:        o.cloud,
+		Recorder:     h.EventRecorder(),
+		Clock:        o.clock,
+		Replan:       o.provisioner.Trigger,
+	})
+	if err != nil {
+		return err
+	}
+	// Unschedulable pods of this scheduler also reach the provisioner through the informer: with
+	// zero nodes the scheduler never calls PostFilter.
+	_, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.podChanged(obj) },
+		UpdateFunc: func(_, obj any) { o.podChanged(obj) },
+	})
+	return err
+}
+
+func (o *Operator) podChanged(obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok && o.provisioner.IsProvisionable(pod) {
+		o.provisioner.Trigger()
+	}
+}
+
+// Enqueue implements tailor.Capacity.
+func (o *Operator) Enqueue(pod *corev1.Pod) { o.provisioner.Enqueue(pod) }
+
+// NominatedNode implements tailor.Capacity.
+func (o *Operator) NominatedNode(pod *corev1.Pod) (string, bool) {
+	return o.provisioner.NominatedNode(pod)
+}
+
+// Reserve implements tailor.Capacity.
+func (o *Operator) Reserve(pod *corev1.Pod, node string) { o.provisioner.Reserve(pod, node) }
+
+// Unreserve implements tailor.Capacity.
+func (o *Operator) Unreserve(pod *corev1.Pod, node string) { o.provisioner.Unreserve(pod, node) }
+
+// Start runs the provisioner and controllers until ctx ends. profile is the scheduler profile
+// that enabled the plugin; the simulator is built from it so planning uses the same Filters.
+func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfile, parallelism int) error {
+	o.mu.Lock()
+	h := o.handle
+	o.mu.Unlock()
+	if h == nil {
+		return fmt.Errorf("no scheduler profile enables plugin %s", tailor.Name)
+	}
+	logger := klog.FromContext(ctx).WithName("tailor")
+	ctx = klog.NewContext(ctx, logger)
+
+	go o.claimInform.Run(ctx.Done())
+	go o.poolInform.Run(ctx.Done())
+	factory := h.SharedInformerFactory()
+	factory.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), o.claimInform.HasSynced, o.poolInform.HasSynced) {
+		return fmt.Errorf("NodeClaim and NodePool informers did not sync; are Tailor's CRDs installed?")
+	}
+	factory.WaitForCacheSync(ctx.Done())
+
+	sim, err := simulation.New(ctx, profile, h, parallelism, tailor.Name)
+	if err != nil {
+		return err
+	}
+	go o.lifecycle.Run(ctx, 4)
+	go o.provisioner.Run(ctx, provision.NewPlanner(sim))
+	logger.Info("Tailor started", "profile", profile.SchedulerName, "cloud", o.cloud.Name())
+	return nil
+}

@@ -1,0 +1,97 @@
+// Package tailor is the scheduler plugin that connects kube-scheduler to Tailor's provisioner.
+// PostFilter hands pods that fit no node to the provisioner (or nominates the node already being
+// launched for them); Reserve and Unreserve keep the provisioner's ledger of pods that are about
+// to bind. Every method touches memory only: the scheduling goroutine never waits on I/O.
+package tailor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// Name is the plugin's name in the scheduler configuration.
+const Name = "Tailor"
+
+// Capacity is the part of Tailor the plugin talks to. Implementations must not block.
+type Capacity interface {
+	// Enqueue hands a pod that fits no existing node to the provisioner.
+	Enqueue(pod *corev1.Pod)
+	// NominatedNode returns the name of the node being launched for pod, once it is known.
+	NominatedNode(pod *corev1.Pod) (string, bool)
+	// Reserve records that the scheduler has assumed pod onto nodeName.
+	Reserve(pod *corev1.Pod, nodeName string)
+	// Unreserve undoes Reserve; it may be called without a matching Reserve.
+	Unreserve(pod *corev1.Pod, nodeName string)
+}
+
+// Host is the process-wide Tailor runtime: it learns the handle and args of the one profile
+// that enables the plugin, and serves as its Capacity.
+type Host interface {
+	Capacity
+	Attach(h fwk.Handle, args *Args) error
+}
+
+// Plugin implements PostFilter, Reserve and Unreserve.
+type Plugin struct {
+	capacity Capacity
+}
+
+var (
+	_ fwk.PostFilterPlugin = (*Plugin)(nil)
+	_ fwk.ReservePlugin    = (*Plugin)(nil)
+)
+
+// NewFactory returns the plugin factory to register with the scheduler. The host is attached to
+// the first profile that builds the plugin; a second profile is refused, because one provisioner
+// cannot serve two scheduler names with different Filter plugins.
+func NewFactory(host Host) frameworkruntime.PluginFactory {
+	var once sync.Once
+	return func(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		args, err := DecodeArgs(obj)
+		if err != nil {
+			return nil, err
+		}
+		attached := false
+		once.Do(func() { attached = true })
+		if !attached {
+			return nil, fmt.Errorf("plugin %s is enabled in more than one profile; enable it in one", Name)
+		}
+		if err := host.Attach(h, args); err != nil {
+			return nil, err
+		}
+		return &Plugin{capacity: host}, nil
+	}
+}
+
+// Name returns the plugin name.
+func (p *Plugin) Name() string { return Name }
+
+// PostFilter runs after DefaultPreemption found no victims. It looks at the pod alone, not at
+// the node status codes: whether the pod failed as Unschedulable or UnschedulableAndUnresolvable
+// on existing nodes, new capacity may still hold it, and the provisioner decides.
+func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if node, ok := p.capacity.NominatedNode(pod); ok {
+		// Capacity is on its way: keep its room for this pod and wait for the node.
+		return framework.NewPostFilterResultWithNominatedNode(node), fwk.NewStatus(fwk.Success)
+	}
+	p.capacity.Enqueue(pod)
+	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for Tailor to provision capacity")
+}
+
+// Reserve books the pod against the capacity Tailor planned for it.
+func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	p.capacity.Reserve(pod, nodeName)
+	return nil
+}
+
+// Unreserve undoes Reserve when binding fails.
+func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) {
+	p.capacity.Unreserve(pod, nodeName)
+}

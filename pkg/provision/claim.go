@@ -1,0 +1,97 @@
+package provision
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+// MaxInstanceTypes is how many instance types a NodeClaim offers the cloud to fall back on, as
+// the AWS provider truncates to.
+const MaxInstanceTypes = 60
+
+// NewNodeClaim turns a planned claim into the NodeClaim to create: the NodePool's template, plus
+// requirements that narrow it to the offerings every planned pod passed the Filters on.
+func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
+	pool := pc.NodePool
+	tmpl := pool.Spec.Template
+	labels := map[string]string{}
+	for k, v := range tmpl.Labels {
+		labels[k] = v
+	}
+	if len(pc.Options) > 0 {
+		// Custom labels pinned by the pool's requirements are part of the claim's identity.
+		for k, v := range candidateLabels(pool, pc.Options[0].InstanceType, pc.Options[0].Offering, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements)) {
+			if _, inTemplate := tmpl.Labels[k]; !inTemplate && !isWellKnownLabel(k) && pc.Options[0].InstanceType.Labels[k] == "" {
+				labels[k] = v
+			}
+		}
+	}
+	labels[karpv1.NodePoolLabelKey] = pool.Name
+	annotations := map[string]string{}
+	for k, v := range tmpl.Annotations {
+		annotations[k] = v
+	}
+
+	var types, zones, capacityTypes []string
+	seen := map[string]bool{}
+	for _, o := range pc.Options {
+		if !seen["t/"+o.InstanceType.Name] && len(types) < MaxInstanceTypes {
+			seen["t/"+o.InstanceType.Name] = true
+			types = append(types, o.InstanceType.Name)
+		}
+	}
+	for _, o := range pc.Options {
+		if !seen["t/"+o.InstanceType.Name] {
+			continue
+		}
+		if !seen["z/"+o.Offering.Zone] {
+			seen["z/"+o.Offering.Zone] = true
+			zones = append(zones, o.Offering.Zone)
+		}
+		if !seen["c/"+o.Offering.CapacityType] {
+			seen["c/"+o.Offering.CapacityType] = true
+			capacityTypes = append(capacityTypes, o.Offering.CapacityType)
+		}
+	}
+	sort.Strings(zones)
+	sort.Strings(capacityTypes)
+	reqs := append([]karpv1.NodeSelectorRequirementWithMinValues{}, tmpl.Spec.Requirements...)
+	reqs = append(reqs,
+		karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: types},
+		karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: zones},
+		karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: capacityTypes},
+	)
+	requests := corev1.ResourceList{}
+	for _, p := range pc.Pods {
+		requests = scheduling.Add(requests, scheduling.PodRequests(p))
+	}
+	blockOwnerDeletion := true
+	return &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: pool.Name + "-",
+			Labels:       labels,
+			Annotations:  annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         karpv1.SchemeGroupVersion.String(),
+				Kind:               "NodePool",
+				Name:               pool.Name,
+				UID:                pool.UID,
+				BlockOwnerDeletion: &blockOwnerDeletion,
+			}},
+		},
+		Spec: karpv1.NodeClaimSpec{
+			Taints:                 tmpl.Spec.Taints,
+			StartupTaints:          tmpl.Spec.StartupTaints,
+			Requirements:           reqs,
+			Resources:              karpv1.ResourceRequirements{Requests: requests},
+			NodeClassRef:           tmpl.Spec.NodeClassRef,
+			ExpireAfter:            tmpl.Spec.ExpireAfter,
+			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
+		},
+	}
+}

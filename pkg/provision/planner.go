@@ -1,0 +1,322 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// Input is everything one plan looks at.
+type Input struct {
+	// Pending are the pods to place.
+	Pending []*corev1.Pod
+	// Nodes and Pods are the cluster as the scheduler sees it: every node, including the
+	// in-flight ones below, and every pod bound or planned onto them.
+	Nodes []*corev1.Node
+	Pods  []*corev1.Pod
+	// InFlight maps the name of a node in Nodes to the NodeClaim it stands for, for nodes that
+	// are launching or not yet initialized. Pods that fit there need no new capacity.
+	InFlight map[string]string
+	// Pools are the NodePools to launch from, highest weight first.
+	Pools []Pool
+}
+
+// Plan is what the planner decided.
+type Plan struct {
+	// Claims are the NodeClaims to create.
+	Claims []*PlannedClaim
+	// InFlight maps NodeClaim names to the pending pods that will go to them.
+	InFlight map[string][]*corev1.Pod
+	// FitsExisting are pods that fit a node that is ready now; the scheduler will place them.
+	FitsExisting []*corev1.Pod
+	// Unplaceable are pods no NodePool can hold, with the reason per NodePool.
+	Unplaceable []Unplaceable
+}
+
+// PlannedClaim is a NodeClaim to launch: a NodePool, the pods it is for, and the offerings it
+// may be launched as, cheapest first. Every option passes every Filter plugin for every pod.
+type PlannedClaim struct {
+	NodePool *karpv1.NodePool
+	Pods     []*corev1.Pod
+	Options  []Option
+}
+
+// Option is one offering a planned claim can launch as.
+type Option struct {
+	InstanceType *cloud.InstanceType
+	Offering     cloud.Offering
+}
+
+// Unplaceable is a pod that fits nowhere, with a reason per NodePool (or one overall reason when
+// no NodePool was consulted).
+type Unplaceable struct {
+	Pod     *corev1.Pod
+	Reasons map[string]string
+}
+
+// Planner turns pending pods into NodeClaims. Fit is decided by the simulator's Filter plugins.
+type Planner struct {
+	sim *simulation.Simulator
+}
+
+// NewPlanner returns a planner over sim.
+func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} }
+
+// openClaim is a NodeClaim being filled during a plan. options are the offerings on which every
+// pod added so far passes the Filters, each with a NodeInfo that holds those pods.
+type openClaim struct {
+	name    string
+	pool    *poolState
+	pods    []*corev1.Pod
+	options []*option
+}
+
+type option struct {
+	c    *candidate
+	info *framework.NodeInfo
+}
+
+// Plan places in.Pending: first on nodes that exist or are in flight, then on claims opened by
+// this plan, then on new claims from the pools in order.
+func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
+	snapshot := schedcache.NewSnapshot(in.Pods, in.Nodes)
+	pl.sim.Use(snapshot)
+	nodeInfos, _ := snapshot.NodeInfos().List()
+
+	pools := make([]*poolState, 0, len(in.Pools))
+	for _, p := range in.Pools {
+		pools = append(pools, newPoolState(p))
+	}
+	plan := &Plan{InFlight: map[string][]*corev1.Pod{}}
+	var open []*openClaim
+	for _, pod := range sortedForPacking(in.Pending) {
+		state, pre, status := pl.sim.PreFilter(ctx, pod)
+		if status != nil {
+			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
+			continue
+		}
+		if ni := pl.firstFit(ctx, state, pre, pod, nodeInfos); ni != nil {
+			if claim, ok := in.InFlight[ni.Node().Name]; ok {
+				addPod(ni, pod)
+				plan.InFlight[claim] = append(plan.InFlight[claim], pod)
+			} else {
+				plan.FitsExisting = append(plan.FitsExisting, pod)
+			}
+			continue
+		}
+		placed := false
+		for _, oc := range open {
+			if pl.tryAdd(ctx, state, pre, pod, oc) {
+				placed = true
+				break
+			}
+		}
+		if placed {
+			continue
+		}
+		reasons := map[string]string{}
+		for _, ps := range pools {
+			oc := &openClaim{name: fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), pool: ps}
+			why := pl.open(ctx, state, pre, pod, oc)
+			if why == "" {
+				open = append(open, oc)
+				ps.open = append(ps.open, oc)
+				placed = true
+				break
+			}
+			reasons[ps.NodePool.Name] = why
+		}
+		if !placed {
+			if len(pools) == 0 {
+				reasons[""] = "no NodePool is ready to launch capacity"
+			}
+			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: reasons})
+		}
+	}
+	for _, oc := range open {
+		plan.Claims = append(plan.Claims, oc.planned())
+	}
+	return plan
+}
+
+// firstFit returns the first node in the snapshot on which pod passes every Filter.
+func (pl *Planner) firstFit(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, nodes []fwk.NodeInfo) fwk.NodeInfo {
+	for _, ni := range nodes {
+		if !allowedByPreFilter(pre, ni.Node().Name) {
+			continue
+		}
+		if pl.sim.Filter(ctx, state, pod, ni).IsSuccess() {
+			return ni
+		}
+	}
+	return nil
+}
+
+// open tries to start a new claim in oc.pool for pod. It returns "" on success, or why the pool
+// cannot hold the pod.
+func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, oc *openClaim) string {
+	ps := oc.pool
+	if len(ps.compatible) == 0 {
+		return "no available instance type offering satisfies the NodePool's requirements"
+	}
+	var limited corev1.ResourceName
+	for _, c := range ps.compatible {
+		if name, ok := ps.withinLimits(c.it); !ok {
+			limited = name
+			continue
+		}
+		oc.options = append(oc.options, &option{c: c, info: newTemplateInfo(c, oc.name)})
+	}
+	if len(oc.options) == 0 {
+		return fmt.Sprintf("NodePool limit on %s is exhausted (%s of %s in use)", limited,
+			quantityString(ps.Used, limited), quantityString(corev1.ResourceList(ps.NodePool.Spec.Limits), limited))
+	}
+	if !allowedByPreFilter(pre, oc.name) {
+		return "the pod's PreFilter result excludes new nodes"
+	}
+	statuses := pl.filterOptions(ctx, state, pod, oc.options)
+	if keep := passing(oc.options, statuses); len(keep) > 0 {
+		oc.options = keep
+		oc.add(pod)
+		return ""
+	}
+	return explain(pod, oc.options, statuses)
+}
+
+// tryAdd adds pod to oc if it passes the Filters on at least one of oc's options, narrowing the
+// options to those.
+func (pl *Planner) tryAdd(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, oc *openClaim) bool {
+	if !allowedByPreFilter(pre, oc.name) {
+		return false
+	}
+	keep := passing(oc.options, pl.filterOptions(ctx, state, pod, oc.options))
+	if len(keep) == 0 {
+		return false
+	}
+	oc.options = keep
+	oc.add(pod)
+	return true
+}
+
+// filterOptions runs the Filter plugins for pod on every option in parallel.
+func (pl *Planner) filterOptions(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, options []*option) []*fwk.Status {
+	statuses := make([]*fwk.Status, len(options))
+	var mu sync.Mutex
+	pl.sim.Parallelizer().Until(ctx, len(options), func(i int) {
+		s := pl.sim.Filter(ctx, state, pod, options[i].info)
+		mu.Lock()
+		statuses[i] = s
+		mu.Unlock()
+	}, "tailor.planner.filter")
+	return statuses
+}
+
+func passing(options []*option, statuses []*fwk.Status) []*option {
+	var keep []*option
+	for i, o := range options {
+		if statuses[i].IsSuccess() {
+			keep = append(keep, o)
+		}
+	}
+	return keep
+}
+
+func (oc *openClaim) add(pod *corev1.Pod) {
+	oc.pods = append(oc.pods, pod)
+	for _, o := range oc.options {
+		addPod(o.info, pod)
+	}
+}
+
+// maxCapacity is the most the claim can end up launching, counted against limits until it does.
+func (oc *openClaim) maxCapacity() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, o := range oc.options {
+		for name, q := range o.c.it.Capacity {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				out[name] = q
+			}
+		}
+	}
+	return out
+}
+
+func (oc *openClaim) planned() *PlannedClaim {
+	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods}
+	for _, o := range oc.options {
+		pc.Options = append(pc.Options, Option{InstanceType: o.c.it, Offering: o.c.offering})
+	}
+	sort.SliceStable(pc.Options, func(i, j int) bool {
+		return pc.Options[i].Offering.PricePerHour < pc.Options[j].Offering.PricePerHour
+	})
+	return pc
+}
+
+func newTemplateInfo(c *candidate, name string) *framework.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(c.templateNode(name))
+	return ni
+}
+
+func addPod(ni fwk.NodeInfo, pod *corev1.Pod) {
+	if info, ok := ni.(*framework.NodeInfo); ok {
+		info.AddPod(pod)
+	}
+}
+
+func allowedByPreFilter(pre *fwk.PreFilterResult, node string) bool {
+	return pre == nil || pre.AllNodes() || pre.NodeNames.Has(node)
+}
+
+// sortedForPacking orders pods biggest first, as first-fit-decreasing packing wants, and then by
+// age and UID so plans are deterministic.
+func sortedForPacking(pods []*corev1.Pod) []*corev1.Pod {
+	type keyed struct {
+		pod      *corev1.Pod
+		cpu, mem int64
+	}
+	ks := make([]keyed, len(pods))
+	for i, p := range pods {
+		r := scheduling.PodRequests(p)
+		ks[i] = keyed{pod: p, cpu: r.Cpu().MilliValue(), mem: r.Memory().Value()}
+	}
+	sort.SliceStable(ks, func(i, j int) bool {
+		a, b := ks[i], ks[j]
+		if a.cpu != b.cpu {
+			return a.cpu > b.cpu
+		}
+		if a.mem != b.mem {
+			return a.mem > b.mem
+		}
+		if !a.pod.CreationTimestamp.Equal(&b.pod.CreationTimestamp) {
+			return a.pod.CreationTimestamp.Before(&b.pod.CreationTimestamp)
+		}
+		return a.pod.UID < b.pod.UID
+	})
+	out := make([]*corev1.Pod, len(ks))
+	for i, k := range ks {
+		out[i] = k.pod
+	}
+	return out
+}
+
+// UIDs returns the pods' UIDs as a set.
+func UIDs(pods []*corev1.Pod) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		out[p.UID] = true
+	}
+	return out
+}

@@ -1,0 +1,286 @@
+// Package provision turns pods that fit no node into NodeClaims: a batcher gathers them, the
+// planner places them with the scheduler's Filter plugins, and the provisioner writes the result.
+package provision
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+// Options are what a Provisioner reads and writes.
+type Options struct {
+	SchedulerName string
+	Kube          kubernetes.Interface
+	NodeClaims    *client.Typed[*karpv1.NodeClaim]
+	ClaimLister   client.Lister[*karpv1.NodeClaim]
+	PoolLister    client.Lister[*karpv1.NodePool]
+	Pods          corelisters.PodLister
+	Nodes         corelisters.NodeLister
+	Cloud         cloud.CloudProvider
+	Recorder      events.EventRecorder
+	Clock         clock.Clock
+	BatchIdle     time.Duration
+	BatchMax      time.Duration
+}
+
+// Provisioner owns the pending pods handed over by the scheduler and the plans made for them.
+// Its methods called from the scheduling goroutine touch memory only.
+type Provisioner struct {
+	opts    Options
+	batcher *Batcher
+
+	mu sync.Mutex
+	// enqueued are pods the PostFilter handed over since they last bound.
+	enqueued map[types.UID]bool
+	// planned maps pods to the NodeClaim a plan put them on.
+	planned map[types.UID]string
+}
+
+// New returns a Provisioner; it plans once Run is called.
+func New(opts Options) *Provisioner {
+	return &Provisioner{
+		opts:     opts,
+		batcher:  NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax),
+		enqueued: map[types.UID]bool{},
+		planned:  map[types.UID]string{},
+	}
+}
+
+// Enqueue hands over a pod that fits no node.
+func (p *Provisioner) Enqueue(pod *corev1.Pod) {
+	p.mu.Lock()
+	p.enqueued[pod.UID] = true
+	p.mu.Unlock()
+	p.batcher.Trigger()
+}
+
+// Trigger asks for a plan without naming a pod, e.g. when capacity went away.
+func (p *Provisioner) Trigger() { p.batcher.Trigger() }
+
+// NominatedNode returns the node name of the NodeClaim planned for pod, once the cloud has said
+// what it will be.
+func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
+	p.mu.Lock()
+	claimName, ok := p.planned[pod.UID]
+	p.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	claim, ok := p.opts.ClaimLister.Get(claimName)
+	if !ok || claim.Status.NodeName == "" || claim.DeletionTimestamp != nil {
+		return "", false
+	}
+	return claim.Status.NodeName, true
+}
+
+// Reserve forgets the pod: the scheduler has placed it.
+func (p *Provisioner) Reserve(pod *corev1.Pod, _ string) {
+	p.mu.Lock()
+	delete(p.enqueued, pod.UID)
+	delete(p.planned, pod.UID)
+	p.mu.Unlock()
+}
+
+// Unreserve does nothing: a pod whose binding failed goes back to the scheduling queue and
+// reaches PostFilter again if it still fits nowhere.
+func (p *Provisioner) Unreserve(*corev1.Pod, string) {}
+
+// IsProvisionable reports whether pod is one the scheduler has found no node for: one of ours,
+// unbound, not being deleted, and marked Unschedulable.
+func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
+	if pod.Spec.SchedulerName != p.opts.SchedulerName || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// Run plans after every batch until ctx ends.
+func (p *Provisioner) Run(ctx context.Context, planner *Planner) {
+	logger := klog.FromContext(ctx).WithName("provisioner")
+	ctx = klog.NewContext(ctx, logger)
+	// Pods that were pending before this process started get no PostFilter call until their
+	// backoff ends; look at them at once.
+	p.batcher.Trigger()
+	for p.batcher.Wait(ctx) {
+		if err := p.reconcile(ctx, planner); err != nil {
+			logger.Error(err, "Provisioning failed; retrying")
+			go func() {
+				select {
+				case <-p.opts.Clock.After(time.Second):
+					p.batcher.Trigger()
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
+}
+
+func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
+	logger := klog.FromContext(ctx)
+	start := p.opts.Clock.Now()
+	nodes, err := p.opts.Nodes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	pods, err := p.opts.Pods.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	claims := p.opts.ClaimLister.List()
+	pools, typesByPool, err := p.pools(ctx)
+	if err != nil {
+		return err
+	}
+	usage := PoolUsage(claims, typesByPool)
+	for i := range pools {
+		pools[i].Used = usage[pools[i].NodePool.Name]
+	}
+
+	p.mu.Lock()
+	live := map[string]bool{}
+	for _, c := range claims {
+		if c.DeletionTimestamp == nil {
+			live[c.Name] = true
+		}
+	}
+	for uid, claim := range p.planned {
+		if !live[claim] {
+			delete(p.planned, uid)
+		}
+	}
+	cluster := &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: copyPlanned(p.planned)}
+	enqueued := make(map[types.UID]bool, len(p.enqueued))
+	for uid := range p.enqueued {
+		enqueued[uid] = true
+	}
+	p.mu.Unlock()
+
+	viewNodes, viewPods, inFlight, counted := cluster.InFlightView(typesByPool)
+	var pending []*corev1.Pod
+	for _, pod := range pods {
+		if counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
+			continue
+		}
+		if enqueued[pod.UID] || p.IsProvisionable(pod) {
+			pending = append(pending, pod)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: viewNodes, Pods: viewPods, InFlight: inFlight, Pools: pools})
+
+	p.mu.Lock()
+	for claim, ps := range plan.InFlight {
+		for _, pod := range ps {
+			p.planned[pod.UID] = claim
+		}
+	}
+	p.mu.Unlock()
+	var errs []string
+	for _, pc := range plan.Claims {
+		created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("creating a NodeClaim in NodePool %q for %d pods: %v", pc.NodePool.Name, len(pc.Pods), err))
+			continue
+		}
+		p.mu.Lock()
+		for _, pod := range pc.Pods {
+			p.planned[pod.UID] = created.Name
+		}
+		p.mu.Unlock()
+		logger.Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
+			"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
+		for _, pod := range pc.Pods {
+			p.opts.Recorder.Eventf(pod, created, corev1.EventTypeNormal, "Nominated", "Provisioning",
+				"Pod should schedule on NodeClaim %s", created.Name)
+		}
+	}
+	for _, u := range plan.Unplaceable {
+		p.explain(u)
+	}
+	logger.V(2).Info("Planned", "pending", len(pending), "newClaims", len(plan.Claims), "toInFlight", len(plan.InFlight),
+		"fitExisting", len(plan.FitsExisting), "unplaceable", len(plan.Unplaceable), "duration", p.opts.Clock.Since(start))
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// pools returns the NodePools that may launch, highest weight first, with their instance types.
+func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.InstanceType, error) {
+	var pools []Pool
+	byPool := map[string][]*cloud.InstanceType{}
+	for _, np := range p.opts.PoolLister.List() {
+		if np.DeletionTimestamp != nil {
+			continue
+		}
+		its, err := p.opts.Cloud.InstanceTypes(ctx, np)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing instance types for NodePool %q: %w", np.Name, err)
+		}
+		byPool[np.Name] = its
+		pools = append(pools, Pool{NodePool: np, InstanceTypes: its})
+	}
+	sort.SliceStable(pools, func(i, j int) bool {
+		wi, wj := weight(pools[i].NodePool), weight(pools[j].NodePool)
+		if wi != wj {
+			return wi > wj
+		}
+		return pools[i].NodePool.Name < pools[j].NodePool.Name
+	})
+	return pools, byPool, nil
+}
+
+func weight(np *karpv1.NodePool) int32 {
+	if np.Spec.Weight == nil {
+		return 0
+	}
+	return *np.Spec.Weight
+}
+
+// explain records, as Events on the pod, why each NodePool could not hold it.
+func (p *Provisioner) explain(u Unplaceable) {
+	pools := make([]string, 0, len(u.Reasons))
+	for name := range u.Reasons {
+		pools = append(pools, name)
+	}
+	sort.Strings(pools)
+	for _, name := range pools {
+		msg := u.Reasons[name]
+		if name != "" {
+			msg = fmt.Sprintf("incompatible with NodePool %q: %s", name, msg)
+		}
+		p.opts.Recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, "FailedProvisioning", "Provisioning", "%s", msg)
+	}
+}
+
+func copyPlanned(in map[types.UID]string) map[types.UID]string {
+	out := make(map[types.UID]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/component-base/configz"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/test/utils/ktesting"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tailor-sh/tailor/manifests"
+	"github.com/tailor-sh/tailor/manifests/crds"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/operator"
+)
+
+// Options shape a sandbox cluster.
+type Options struct {
+	// Dir holds etcd's data, the kubeconfig and the scheduler configuration.
+	Dir string
+	// NewCloud builds the cloud Tailor launches capacity in, given a client of the new cluster
+	// for the instances' kubelets to register with. Nodes must carry the kwok annotation (see
+	// KwokNodeAnnotation) to become Ready.
+	NewCloud func(kube kubernetes.Interface) cloud.CloudProvider
+	Clock    clock.WithTicker
+}
+
+// Cluster is a running sandbox.
+type Cluster struct {
+	Config     *rest.Config
+	Kube       kubernetes.Interface
+	Tailor     *client.Set
+	Kubeconfig string
+	Cloud      cloud.CloudProvider
+
+	cp       *ControlPlane
+	cancel   context.CancelFunc
+	schedErr chan error
+}
+
+// Start brings up the control plane, installs Tailor's CRDs, and starts the workload
+// controllers, kwok and Tailor's scheduler.
+func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) {
+	logger := klog.FromContext(ctx)
+	began := time.Now()
+	cp, err := StartControlPlane(tb, filepath.Join(opts.Dir, "etcd"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &Cluster{Config: cp.Config, cp: cp, cancel: cancel, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig")}
+	fail := func(err error) (*Cluster, error) {
+		c.Stop()
+		return nil, err
+	}
+	if c.Kube, err = kubernetes.NewForConfig(cp.Config); err != nil {
+		return fail(err)
+	}
+	if c.Tailor, err = client.NewSet(cp.Config); err != nil {
+		return fail(err)
+	}
+	if err := InstallCRDs(ctx, cp.Config); err != nil {
+		return fail(err)
+	}
+	if err := WriteKubeconfig(cp.Config, c.Kubeconfig); err != nil {
+		return fail(err)
+	}
+	if err := StartWorkloadControllers(ctx, c.Kube); err != nil {
+		return fail(err)
+	}
+	if err := StartKubelets(ctx, c.Kube); err != nil {
+		return fail(err)
+	}
+	schedOpts, err := schedulerOptions(opts.Dir, c.Kubeconfig)
+	if err != nil {
+		return fail(err)
+	}
+	c.Cloud = opts.NewCloud(c.Kube)
+	c.schedErr = make(chan error, 1)
+	go func() { c.schedErr <- operator.Run(ctx, schedOpts, c.Cloud, opts.Clock) }()
+	logger.Info("Sandbox cluster is up", "kubeconfig", c.Kubeconfig, "took", time.Since(began).Round(time.Millisecond))
+	return c, nil
+}
+
+// Stop stops the scheduler, then the control plane.
+func (c *Cluster) Stop() {
+	c.cancel()
+	if c.schedErr != nil {
+		select {
+		case <-c.schedErr:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	// The scheduler registers its configuration globally; a later sandbox in this process
+	// registers it again.
+	configz.Delete("componentconfig")
+	c.cp.Stop()
+}
+
+// SchedulerErr reports the scheduler's exit, if it has exited.
+func (c *Cluster) SchedulerErr() <-chan error { return c.schedErr }
+
+// InstallCRDs creates Tailor's CRDs and waits until the API server serves them.
+func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
+	all, err := crds.All()
+	if err != nil {
+		return err
+	}
+	ext, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for _, crd := range all {
+		if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, crd := range all {
+			got, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			established := false
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					established = true
+				}
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// WriteKubeconfig writes a kubeconfig for cfg to path, so kubectl and the scheduler can use it.
+func WriteKubeconfig(cfg *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, TLSServerName: cfg.ServerName, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["sandbox"] = &clientcmdapi.Context{Cluster: "sandbox", AuthInfo: "admin"}
+	kc.CurrentContext = "sandbox"
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// schedulerOptions are kube-scheduler's options for the shipped configuration, pointed at the
+// sandbox, without leader election or a serving port.
+func schedulerOptions(dir, kubeconfig string) (*options.Options, error) {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
+		return nil, fmt.Errorf("reading the shipped scheduler configuration: %w", err)
+	}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": kubeconfig, "qps": 500, "burst": 1000}
+	cfg["leaderElection"] = map[string]any{"leaderElect": false}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return nil, err
+	}
+	opts := options.NewOptions()
+	opts.ConfigFile = path
+	opts.SecureServing.BindPort = 0
+	return opts, nil
+}

@@ -1,0 +1,70 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/pkg/controller/deployment"
+	"k8s.io/kubernetes/pkg/controller/replicaset"
+	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
+	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
+	"sigs.k8s.io/kwok/pkg/apis/internalversion"
+	"sigs.k8s.io/kwok/pkg/config"
+	kwokcontrollers "sigs.k8s.io/kwok/pkg/kwok/controllers"
+)
+
+// KwokNodeAnnotation marks the nodes kwok plays the kubelet of; the fake cloud puts it on every
+// node it registers.
+const KwokNodeAnnotation = "kwok.x-k8s.io/node=fake"
+
+// StartKubelets runs kwok's controller: nodes annotated as fake become Ready, their pods Running,
+// and pods being deleted go away, as a kubelet would make them.
+func StartKubelets(ctx context.Context, kube kubernetes.Interface) error {
+	nodeInit, err := config.UnmarshalWithType[*internalversion.Stage](nodefast.DefaultNodeInit)
+	if err != nil {
+		return fmt.Errorf("loading kwok's node stage: %w", err)
+	}
+	var podStages []*internalversion.Stage
+	for _, raw := range []string{podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete} {
+		s, err := config.UnmarshalWithType[*internalversion.Stage](raw)
+		if err != nil {
+			return fmt.Errorf("loading kwok's pod stages: %w", err)
+		}
+		podStages = append(podStages, s)
+	}
+	ctrl, err := kwokcontrollers.NewController(kwokcontrollers.Config{
+		TypedClient:                       kube,
+		ManageNodesWithAnnotationSelector: KwokNodeAnnotation,
+		LocalStages: map[internalversion.StageResourceRef][]*internalversion.Stage{
+			{APIGroup: "v1", Kind: "Node"}: {nodeInit},
+			{APIGroup: "v1", Kind: "Pod"}:  podStages,
+		},
+		CIDR:                      "10.0.0.0/16",
+		NodeIP:                    "10.0.0.1",
+		NodePlayStageParallelism:  4,
+		PodPlayStageParallelism:   4,
+		PodsOnNodeSyncParallelism: 4,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the kwok controller: %w", err)
+	}
+	return ctrl.Start(ctx)
+}
+
+// StartWorkloadControllers runs the Deployment and ReplicaSet controllers, so Deployments create
+// pods as they would in a cluster with kube-controller-manager.
+func StartWorkloadControllers(ctx context.Context, kube kubernetes.Interface) error {
+	factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
+	dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube)
+	if err != nil {
+		return fmt.Errorf("creating the Deployment controller: %w", err)
+	}
+	rsc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube, replicaset.BurstReplicas)
+	factory.Start(ctx.Done())
+	go dc.Run(ctx, 2)
+	go rsc.Run(ctx, 2)
+	return nil
+}

@@ -1,0 +1,51 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// PodRequests returns what the scheduler counts for pod: the larger of init and regular
+// containers (sidecars included) plus pod overhead, as the NodeResourcesFit plugin computes it.
+func PodRequests(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// Add returns a + b for every resource in either.
+func Add(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range b {
+		sum := out[name]
+		sum.Add(q)
+		out[name] = sum
+	}
+	return out
+}
+
+// Fits reports whether want fits in have for every resource named in want.
+func Fits(want, have corev1.ResourceList) bool {
+	for name, q := range want {
+		h, ok := have[name]
+		if !ok {
+			h = resource.Quantity{}
+		}
+		if q.Cmp(h) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Exceeds returns the first resource of limits that used would pass, and false if none.
+func Exceeds(used, limits corev1.ResourceList) (corev1.ResourceName, bool) {
+	for name, limit := range limits {
+		if u, ok := used[name]; ok && u.Cmp(limit) > 0 {
+			return name, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,172 @@
+// Package e2e tests Tailor against a real control plane: embedded etcd, an in-process
+// kube-apiserver, the real kube-scheduler with Tailor's plugin, kwok for kubelets and the fake
+// cloud. Each test gets its own cluster.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// env is one test's cluster.
+type env struct {
+	t       *testing.T
+	ctx     context.Context
+	cluster *sandbox.Cluster
+	cloud   *fake.Provider
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e tests start a control plane; skipped in -short mode")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = klog.NewContext(ctx, klog.Background())
+	e := &env{t: t, ctx: ctx}
+	cluster, err := sandbox.Start(ctx, t, sandbox.Options{
+		Dir:   t.TempDir(),
+		Clock: clock.RealClock{},
+		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
+			e.cloud = fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "e2e", Joiner: &fake.KubeletJoiner{Client: kube}})
+			return e.cloud
+		},
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("starting the sandbox: %v", err)
+	}
+	e.cluster = cluster
+	t.Cleanup(func() {
+		cluster.Stop()
+		cancel()
+	})
+	return e
+}
+
+// applyExample creates the objects of one file under examples/.
+func (e *env) applyExample(name string) {
+	e.t.Helper()
+	path := filepath.Join("..", "..", "examples", name)
+	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{path}, nil); err != nil {
+		e.t.Fatalf("applying %s: %v", path, err)
+	}
+}
+
+func (e *env) createNodePool(np *karpv1.NodePool) *karpv1.NodePool {
+	e.t.Helper()
+	out, err := e.cluster.Tailor.NodePools.Create(e.ctx, np)
+	if err != nil {
+		e.t.Fatalf("creating NodePool %s: %v", np.Name, err)
+	}
+	return out
+}
+
+// nodePool is a NodePool over the fake catalog with the given requirements, in the style of the
+// examples, and no limits.
+func nodePool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
+	np := &karpv1.NodePool{}
+	if err := yaml.Unmarshal([]byte(fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: kubernetes.io/os, operator: In, values: [linux]}
+`, name)), np); err != nil {
+		panic(err)
+	}
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, reqs...)
+	return np
+}
+
+func deploymentOf(name string, replicas int32, cpu, memory string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       podSpec(cpu, memory),
+			},
+		},
+	}
+}
+
+func podSpec(cpu, memory string) corev1.PodSpec {
+	return corev1.PodSpec{
+		SchedulerName:                 "tailor",
+		TerminationGracePeriodSeconds: ptr.To[int64](0),
+		Containers: []corev1.Container{{
+			Name:  "pause",
+			Image: "pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse(cpu),
+				corev1.ResourceMemory: resource.MustParse(memory),
+			}},
+		}},
+	}
+}
+
+// waitFor polls cond until it holds or the timeout passes, and then fails the test with the last
+// thing cond said.
+func (e *env) waitFor(what string, timeout time.Duration, cond func() (bool, string)) {
+	e.t.Helper()
+	last := ""
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, why := cond()
+		last = why
+		return ok, nil
+	})
+	if err != nil {
+		e.t.Fatalf("waiting for %s: %v; last state: %s", what, err, last)
+	}
+}
+
+// runningPods waits until every pod with the label selector is Running on a node, and returns them.
+func (e *env) waitRunning(selector string, want int, timeout time.Duration) []corev1.Pod {
+	e.t.Helper()
+	var pods []corev1.Pod
+	e.waitFor(fmt.Sprintf("%d pods %q Running", want, selector), timeout, func() (bool, string) {
+		list, err := e.cluster.Kube.CoreV1().Pods("").List(e.ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" {
+				running++
+			}
+		}
+		pods = list.Items
+		return running == want && len(list.Items) == want, fmt.Sprintf("%d of %d pods running", running, len(list.Items))
+	})
+	return pods
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(m.Run())
+}

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+)
+
+// A 10-replica Deployment of 1 CPU / 1 GiB pods goes from Pending to Running on nodes that Tailor
+// launched, starting from a cluster with no nodes at all (so the scheduler never calls PostFilter
+// for the first pods).
+func TestDeploymentScalesUpFromZeroNodes(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	e.applyExample("nodepool.yaml")
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf("web", 10, "1", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := e.waitRunning("app=web", 10, 2*time.Minute)
+
+	nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]corev1.Node{}
+	for _, n := range nodes.Items {
+		byName[n.Name] = n
+	}
+	for _, p := range pods {
+		n, ok := byName[p.Spec.NodeName]
+		if !ok {
+			t.Fatalf("pod %s is on %s, which is not a node", p.Name, p.Spec.NodeName)
+		}
+		if n.Labels[karpv1.NodePoolLabelKey] != "default" {
+			t.Errorf("pod %s runs on node %s, which NodePool default did not launch (labels %v)", p.Name, n.Name, n.Labels)
+		}
+	}
+	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) == 0 || len(claims) != len(nodes.Items) {
+		t.Fatalf("%d NodeClaims for %d nodes; want one per node", len(claims), len(nodes.Items))
+	}
+	instances := e.cloud.Instances()
+	if len(instances) != len(claims) {
+		t.Fatalf("%d instances in the cloud for %d NodeClaims", len(instances), len(claims))
+	}
+	for _, c := range claims {
+		for _, cond := range []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized} {
+			if !c.IsTrue(cond) {
+				t.Errorf("NodeClaim %s: condition %s is not True: %+v", c.Name, cond, c.GetCondition(cond))
+			}
+		}
+	}
+	for _, n := range nodes.Items {
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == karpv1.UnregisteredTaintKey {
+				t.Errorf("node %s still has taint %s", n.Name, taint.Key)
+			}
+		}
+	}
+}
+
+// A pod that no NodePool can hold stays Pending, and gets an Event per NodePool that says why.
+func TestUnplaceablePodIsExplainedPerNodePool(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	e.createNodePool(nodePool("amd", karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}))
+	e.createNodePool(nodePool("tainted", karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}))
+
+	huge := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "huge", Namespace: "default"}, Spec: podSpec("500", "1Gi")}
+	if _, err := e.cluster.Kube.CoreV1().Pods("default").Create(e.ctx, huge, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	e.waitFor("an event per NodePool", time.Minute, func() (bool, string) {
+		list, err := e.cluster.Kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		events = events[:0]
+		perPool := map[string]bool{}
+		for _, ev := range list.Items {
+			if ev.Regarding.Name != "huge" || ev.Reason != "FailedProvisioning" {
+				continue
+			}
+			events = append(events, ev.Note)
+			for _, pool := range []string{"amd", "tainted"} {
+				if strings.Contains(ev.Note, fmt.Sprintf("NodePool %q", pool)) {
+					perPool[pool] = true
+				}
+			}
+		}
+		return len(perPool) == 2, strings.Join(events, " | ")
+	})
+	for _, note := range events {
+		if !strings.Contains(note, "Insufficient cpu") || !strings.Contains(note, "largest instance type") {
+			t.Errorf("event does not say the pod is too big and name the largest instance type: %q", note)
+		}
+	}
+	pod, err := e.cluster.Kube.CoreV1().Pods("default").Get(e.ctx, "huge", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.NodeName != "" || pod.Status.Phase != corev1.PodPending {
+		t.Fatalf("pod huge is %s on %q; want Pending and unbound", pod.Status.Phase, pod.Spec.NodeName)
+	}
+	if n := len(e.cloud.Instances()); n != 0 {
+		t.Fatalf("%d instances launched for a pod nothing can hold", n)
+	}
+}
