@@ -80,3 +80,16 @@ func pointers[T any](items []T) []*T {
 	}
 	return out
 }
+
+// ForEvents returns a copy of obj that carries its group, version and kind. Decoding strips them,
+// and an event recorder cannot refer to a Tailor object without them: its scheme does not know
+// Tailor's types, so it would drop the Event.
+func ForEvents(obj runtime.Object) runtime.Object {
+	gvks, _, err := Scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return obj
+	}
+	out := obj.DeepCopyObject()
+	out.GetObjectKind().SetGroupVersionKind(gvks[0])
+	return out
+}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
@@ -22,7 +23,7 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 	if err != nil {
 		if cloud.IsInsufficientCapacity(err) {
 			// The pods are planned again with the offering marked unavailable.
-			c.opts.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, "InsufficientCapacity", "Launch",
+			c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, "InsufficientCapacity", "Launch",
 				"NodeClaim %s could not launch: %v", claim.Name, err)
 			logger.Info("No capacity for NodeClaim; deleting it so its pods are planned again", "error", err.Error())
 			if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -35,7 +36,7 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 		if _, uerr := c.opts.NodeClaims.UpdateStatus(ctx, claim); uerr != nil {
 			return 0, uerr
 		}
-		c.opts.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, "LaunchFailed", "Launch", "NodeClaim %s: %v", claim.Name, err)
+		c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, "LaunchFailed", "Launch", "NodeClaim %s: %v", claim.Name, err)
 		return 0, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
 	}
 

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/scheduling"
@@ -47,10 +49,25 @@ func explain(pod *corev1.Pod, options []*option, statuses []*fwk.Status) string 
 	if keys := conflictingKeys(pod, options); len(keys) > 0 {
 		msg += "; requirement keys with no compatible offering: " + strings.Join(keys, ", ")
 	}
+	if taint, ok := untolerated(pod, options); ok {
+		msg += fmt.Sprintf("; the pod does not tolerate the NodePool's taint %s", taint.ToString())
+	}
 	if insufficient {
 		msg += "; " + largest(pod, options)
 	}
 	return msg
+}
+
+// untolerated returns a NoSchedule or NoExecute taint of the NodePool that the pod does not
+// tolerate. Every option of a pool carries the same taints, so the first option speaks for all.
+func untolerated(pod *corev1.Pod, options []*option) (corev1.Taint, bool) {
+	if len(options) == 0 {
+		return corev1.Taint{}, false
+	}
+	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), options[0].info.Node().Spec.Taints, pod.Spec.Tolerations,
+		func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, true)
 }
 
 // conflictingKeys returns the keys of the pod's node selector and required node affinity that no

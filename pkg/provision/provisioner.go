@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -214,7 +215,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		logger.Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
 			"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
 		for _, pod := range pc.Pods {
-			p.opts.Recorder.Eventf(pod, created, corev1.EventTypeNormal, "Nominated", "Provisioning",
+			p.opts.Recorder.Eventf(pod, client.ForEvents(created), corev1.EventTypeNormal, "Nominated", "Provisioning",
 				"Pod should schedule on NodeClaim %s", created.Name)
 		}
 	}
@@ -261,19 +262,25 @@ func weight(np *karpv1.NodePool) int32 {
 	return *np.Spec.Weight
 }
 
-// explain records, as Events on the pod, why each NodePool could not hold it.
+// explain records, as Events on the pod, why each NodePool could not hold it. Each Event names
+// its NodePool as the related object, which also keeps the recorder from folding the NodePools'
+// Events into one series.
 func (p *Provisioner) explain(u Unplaceable) {
-	pools := make([]string, 0, len(u.Reasons))
+	names := make([]string, 0, len(u.Reasons))
 	for name := range u.Reasons {
-		pools = append(pools, name)
+		names = append(names, name)
 	}
-	sort.Strings(pools)
-	for _, name := range pools {
+	sort.Strings(names)
+	for _, name := range names {
 		msg := u.Reasons[name]
+		var related runtime.Object
 		if name != "" {
 			msg = fmt.Sprintf("incompatible with NodePool %q: %s", name, msg)
+			if np, ok := p.opts.PoolLister.Get(name); ok {
+				related = client.ForEvents(np)
+			}
 		}
-		p.opts.Recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, "FailedProvisioning", "Provisioning", "%s", msg)
+		p.opts.Recorder.Eventf(u.Pod, related, corev1.EventTypeWarning, "FailedProvisioning", "Provisioning", "%s", msg)
 	}
 }
 

@@ -73,37 +73,39 @@ func TestUnplaceablePodIsExplainedPerNodePool(t *testing.T) {
 	e := newEnv(t)
 	e.applyExample("ec2nodeclass.yaml")
 	e.createNodePool(nodePool("amd", karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}))
-	e.createNodePool(nodePool("tainted", karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}))
+	tainted := nodePool("tainted")
+	tainted.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
+	e.createNodePool(tainted)
 
 	huge := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "huge", Namespace: "default"}, Spec: podSpec("500", "1Gi")}
 	if _, err := e.cluster.Kube.CoreV1().Pods("default").Create(e.ctx, huge, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var events []string
+	events := map[string]string{}
 	e.waitFor("an event per NodePool", time.Minute, func() (bool, string) {
 		list, err := e.cluster.Kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		events = events[:0]
-		perPool := map[string]bool{}
+		var notes []string
 		for _, ev := range list.Items {
 			if ev.Regarding.Name != "huge" || ev.Reason != "FailedProvisioning" {
 				continue
 			}
-			events = append(events, ev.Note)
+			notes = append(notes, ev.Note)
 			for _, pool := range []string{"amd", "tainted"} {
 				if strings.Contains(ev.Note, fmt.Sprintf("NodePool %q", pool)) {
-					perPool[pool] = true
+					events[pool] = ev.Note
 				}
 			}
 		}
-		return len(perPool) == 2, strings.Join(events, " | ")
+		return len(events) == 2, strings.Join(notes, " | ")
 	})
-	for _, note := range events {
-		if !strings.Contains(note, "Insufficient cpu") || !strings.Contains(note, "largest instance type") {
-			t.Errorf("event does not say the pod is too big and name the largest instance type: %q", note)
-		}
+	if note := events["amd"]; !strings.Contains(note, "Insufficient cpu") || !strings.Contains(note, "largest instance type") {
+		t.Errorf("NodePool amd's event does not say the pod is too big and name the largest instance type: %q", note)
+	}
+	if note := events["tainted"]; !strings.Contains(note, "untolerated taint") || !strings.Contains(note, "dedicated") {
+		t.Errorf("NodePool tainted's event does not name the taint the pod does not tolerate: %q", note)
 	}
 	pod, err := e.cluster.Kube.CoreV1().Pods("default").Get(e.ctx, "huge", metav1.GetOptions{})
 	if err != nil {
