@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/cli"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/cli/globalflag"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/clock"
 
+	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/operator"
 
@@ -62,11 +64,9 @@ func newCommand() *cobra.Command {
 				<-server.SetupSignalHandler()
 				cancel()
 			}()
-			cp, err := newCloud(cloudName, clusterName)
-			if err != nil {
-				return err
-			}
-			return operator.Run(ctx, opts, cp, clock.RealClock{})
+			return operator.Run(ctx, opts, func(kube kubernetes.Interface) (cloud.CloudProvider, error) {
+				return newCloud(cloudName, clusterName, kube)
+			}, clock.RealClock{})
 		},
 		Args: cobra.NoArgs,
 	}
@@ -83,10 +83,12 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
-func newCloud(name, cluster string) (*fake.Provider, error) {
+// newCloud builds the named cloud. The fake one registers a kwok Node for each instance it
+// "launches", so it is useful only in a cluster where kwok plays those nodes' kubelets.
+func newCloud(name, cluster string, kube kubernetes.Interface) (cloud.CloudProvider, error) {
 	switch name {
 	case "fake":
-		return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: cluster}), nil
+		return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: cluster, Joiner: &fake.KubeletJoiner{Client: kube}}), nil
 	default:
 		return nil, fmt.Errorf("--cloud=%q: unknown cloud; the choices are: fake", name)
 	}

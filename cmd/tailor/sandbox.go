@@ -99,7 +99,10 @@ func runSandbox(ctx context.Context, f *sandboxFlags) error {
 	}
 	say("cluster up in %.1fs; kubeconfig: %s", time.Since(started).Seconds(), f.kubeconfig)
 	say("  try: kubectl --kubeconfig %s get nodeclaims,nodes,pods -A", f.kubeconfig)
-	watchFleet(ctx, cluster)
+	// The narration's watches must end before the API server stops, or it waits for them.
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	watchFleet(watchCtx, cluster)
 
 	if len(f.apply) > 0 {
 		if err := sandbox.ApplyFiles(ctx, cluster.Config, f.apply, func(s string) { say("%s", s) }); err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -29,8 +30,9 @@ import (
 
 // Operator is Tailor inside one scheduler process.
 type Operator struct {
-	cloud cloud.CloudProvider
-	clock clock.WithTicker
+	newCloud NewCloudFunc
+	cloud    cloud.CloudProvider
+	clock    clock.WithTicker
 
 	mu          sync.Mutex
 	handle      fwk.Handle
@@ -44,9 +46,13 @@ type Operator struct {
 
 var _ tailor.Host = (*Operator)(nil)
 
-// New returns an Operator that launches capacity in cp.
-func New(cp cloud.CloudProvider, clk clock.WithTicker) *Operator {
-	return &Operator{cloud: cp, clock: clk}
+// NewCloudFunc builds the cloud once the scheduler's client exists; a simulated cloud uses the
+// client to register its instances' Nodes.
+type NewCloudFunc func(kube kubernetes.Interface) (cloud.CloudProvider, error)
+
+// New returns an Operator that launches capacity in the cloud newCloud builds.
+func New(newCloud NewCloudFunc, clk clock.WithTicker) *Operator {
+	return &Operator{newCloud: newCloud, clock: clk}
 }
 
 // Attach is called by the plugin factory while the scheduler builds its profiles. It builds the
@@ -60,6 +66,9 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	cfg := rest.CopyConfig(h.KubeConfig())
 	clients, err := client.NewSet(cfg)
 	if err != nil {
+		return err
+	}
+	if o.cloud, err = o.newCloud(h.ClientSet()); err != nil {
 		return err
 	}
 	o.handle, o.args, o.clients = h, args, clients

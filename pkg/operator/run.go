@@ -12,7 +12,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
 
-	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 )
 
@@ -20,10 +19,10 @@ import (
 // controllers start when the scheduler asks for its first pod: the scheduler does that only once
 // it leads, so a standby replica runs neither the scheduler nor the controllers. It returns when
 // ctx ends or either side fails.
-func Run(ctx context.Context, opts *options.Options, cp cloud.CloudProvider, clk clock.WithTicker) error {
+func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk clock.WithTicker) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	op := New(cp, clk)
+	op := New(newCloud, clk)
 	cc, sched, err := app.Setup(ctx, opts, app.WithPlugin(tailor.Name, tailor.NewFactory(op)))
 	if err != nil {
 		return err

@@ -93,7 +93,8 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	}
 	c.Cloud = opts.NewCloud(c.Kube)
 	c.schedErr = make(chan error, 1)
-	go func() { c.schedErr <- operator.Run(ctx, schedOpts, c.Cloud, opts.Clock) }()
+	useCloud := func(kubernetes.Interface) (cloud.CloudProvider, error) { return c.Cloud, nil }
+	go func() { c.schedErr <- operator.Run(ctx, schedOpts, useCloud, opts.Clock) }()
 	logger.Info("Sandbox cluster is up", "kubeconfig", c.Kubeconfig, "took", time.Since(began).Round(time.Millisecond))
 	return c, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -72,7 +73,9 @@ func startEtcd(dir string) (string, func(), error) {
 	}
 	cfg := embed.NewConfig()
 	cfg.Dir = dir
+	// etcd's own log goes beside its data: it is noisy at shutdown and says nothing users need.
 	cfg.LogLevel = "error"
+	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
 	clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
 	peerURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}

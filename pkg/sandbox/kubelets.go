@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/client-go/informers"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/kwok/pkg/apis/internalversion"
 	"sigs.k8s.io/kwok/pkg/config"
 	kwokcontrollers "sigs.k8s.io/kwok/pkg/kwok/controllers"
+	kwoklog "sigs.k8s.io/kwok/pkg/log"
 )
 
 // KwokNodeAnnotation marks the nodes kwok plays the kubelet of; the fake cloud puts it on every
@@ -51,7 +53,8 @@ func StartKubelets(ctx context.Context, kube kubernetes.Interface) error {
 	if err != nil {
 		return fmt.Errorf("creating the kwok controller: %w", err)
 	}
-	return ctrl.Start(ctx)
+	// kwok logs every status patch; keep its warnings and errors only.
+	return ctrl.Start(kwoklog.NewContext(ctx, kwoklog.NewLogger(os.Stderr, kwoklog.LevelWarn)))
 }
 
 // StartWorkloadControllers runs the Deployment and ReplicaSet controllers, so Deployments create

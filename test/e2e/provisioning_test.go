@@ -118,3 +118,33 @@ func TestUnplaceablePodIsExplainedPerNodePool(t *testing.T) {
 		t.Fatalf("%d instances launched for a pod nothing can hold", n)
 	}
 }
+
+// With nodes already in the cluster the scheduler reaches Tailor's PostFilter: a second
+// Deployment that does not fit on the first one's node gets capacity of its own, and the first
+// node keeps its pods.
+func TestScaleUpBesideExistingNodes(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	e.applyExample("nodepool.yaml")
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf("first", 2, "1", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := e.waitRunning("app=first", 2, 2*time.Minute)
+	before := len(e.cloud.Instances())
+	if before == 0 {
+		t.Fatal("no instance launched for the first Deployment")
+	}
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf("second", 10, "2", "4Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRunning("app=second", 10, 2*time.Minute)
+	if after := len(e.cloud.Instances()); after <= before {
+		t.Fatalf("%d instances after the second Deployment, %d before; want more", after, before)
+	}
+	for _, p := range first {
+		got, err := e.cluster.Kube.CoreV1().Pods("default").Get(e.ctx, p.Name, metav1.GetOptions{})
+		if err != nil || got.Spec.NodeName != p.Spec.NodeName {
+			t.Fatalf("pod %s moved or went away: %v", p.Name, err)
+		}
+	}
+}
