@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -150,11 +151,24 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		_, err := c.opts.NodeClaims.Update(ctx, claim)
 		return 0, err // the update brings the claim back through the queue
 	}
-	if !claim.IsTrue(karpv1.ConditionTypeLaunched) {
-		return c.launch(ctx, claim)
-	}
 	if !claim.IsTrue(karpv1.ConditionTypeRegistered) {
-		return c.register(ctx, claim)
+		left := c.registrationTimeLeft(claim)
+		if left <= 0 {
+			return 0, c.expire(ctx, claim)
+		}
+		step := c.register
+		if !claim.IsTrue(karpv1.ConditionTypeLaunched) {
+			step = c.launch
+		}
+		requeue, err := step(ctx, claim)
+		if err != nil {
+			return 0, err
+		}
+		// Look again before the TTL runs out, and often enough to notice a clock that moved.
+		if requeue == 0 {
+			requeue = livenessRecheck
+		}
+		return min(requeue, left, livenessRecheck), nil
 	}
 	if !claim.IsTrue(karpv1.ConditionTypeInitialized) {
 		return c.initialize(ctx, claim)
@@ -197,4 +211,38 @@ func hasFinalizer(finalizers []string, f string) bool {
 		}
 	}
 	return false
+}
+
+// RegistrationTTL is how long a NodeClaim may take from creation to its Node registering before it
+// is deleted and its pods planned again, as in Karpenter.
+const RegistrationTTL = 15 * time.Minute
+
+// registrationTimeLeft is how long the claim's node still has to register. The clock starts at the
+// first launch attempt, stamped by Tailor's own clock in the Launched condition, so that skew
+// between Tailor and the API server cannot expire a claim early.
+func (c *Controller) registrationTimeLeft(claim *karpv1.NodeClaim) time.Duration {
+	launched := claim.GetCondition(karpv1.ConditionTypeLaunched)
+	if launched == nil {
+		return RegistrationTTL
+	}
+	return RegistrationTTL - c.opts.Clock.Since(launched.LastTransitionTime.Time)
+}
+
+// livenessRecheck bounds how long an unregistered claim waits between looks.
+const livenessRecheck = 10 * time.Second
+
+// expire deletes a claim whose node never registered, saying why on the claim and in an Event.
+func (c *Controller) expire(ctx context.Context, claim *karpv1.NodeClaim) error {
+	msg := fmt.Sprintf("the Node did not register within %s of the NodeClaim's creation", RegistrationTTL)
+	claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, "Liveness", msg, c.opts.Clock.Now())
+	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, "NotRegistered", "Delete", "Deleting NodeClaim %s: %s", claim.Name, msg)
+	klog.FromContext(ctx).Info("Deleting NodeClaim whose node never registered", "nodeClaim", claim.Name, "ttl", RegistrationTTL)
+	if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	c.opts.Replan()
+	return nil
 }

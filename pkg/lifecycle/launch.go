@@ -23,6 +23,11 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 	if err != nil {
 		if cloud.IsInsufficientCapacity(err) {
 			// The pods are planned again with the offering marked unavailable.
+			claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, "InsufficientCapacity", truncate(err.Error()), c.opts.Clock.Now())
+			claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, "InsufficientCapacity", "", c.opts.Clock.Now())
+			if _, uerr := c.opts.NodeClaims.UpdateStatus(ctx, claim); uerr != nil && !apierrors.IsNotFound(uerr) {
+				return 0, uerr
+			}
 			c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, "InsufficientCapacity", "Launch",
 				"NodeClaim %s could not launch: %v", claim.Name, err)
 			logger.Info("No capacity for NodeClaim; deleting it so its pods are planned again", "error", err.Error())
@@ -58,9 +63,11 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 	claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched",
 		fmt.Sprintf("launched %s %s in %s", launched.Labels[corev1.LabelInstanceTypeStable],
 			launched.Labels[karpv1.CapacityTypeLabelKey], launched.Labels[corev1.LabelTopologyZone]), c.opts.Clock.Now())
-	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil {
+	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+	if err != nil {
 		return 0, err
 	}
+	c.metrics().Launched(updated)
 	logger.Info("Launched NodeClaim", "providerID", launched.Status.ProviderID,
 		"instanceType", launched.Labels[corev1.LabelInstanceTypeStable], "zone", launched.Labels[corev1.LabelTopologyZone],
 		"capacityType", launched.Labels[karpv1.CapacityTypeLabelKey])

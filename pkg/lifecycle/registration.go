@@ -34,15 +34,22 @@ func (c *Controller) register(ctx context.Context, claim *karpv1.NodeClaim) (tim
 			taints = append(taints, t)
 		}
 	}
-	if err := c.patchNode(ctx, node, labels, taints); err != nil {
+	finalizers := node.Finalizers
+	if !hasFinalizer(finalizers, karpv1.TerminationFinalizer) {
+		// From now on deleting the node drains it and terminates its instance first.
+		finalizers = append(slices.Clone(finalizers), karpv1.TerminationFinalizer)
+	}
+	if err := c.patchNode(ctx, node, labels, taints, finalizers); err != nil {
 		return 0, fmt.Errorf("registering Node %s for NodeClaim %s: %w", node.Name, claim.Name, err)
 	}
 	claim.Status.NodeName = node.Name
 	claim.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered",
 		fmt.Sprintf("Node %s joined", node.Name), c.opts.Clock.Now())
-	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil {
+	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+	if err != nil {
 		return 0, err
 	}
+	c.metrics().Registered(updated)
 	klog.FromContext(ctx).Info("Registered NodeClaim", "nodeClaim", claim.Name, "node", node.Name)
 	return 0, nil
 }
@@ -62,14 +69,16 @@ func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (t
 		return 0, nil
 	}
 	labels := map[string]string{karpv1.NodeInitializedLabelKey: "true"}
-	if err := c.patchNode(ctx, node, labels, nil); err != nil {
+	if err := c.patchNode(ctx, node, labels, nil, nil); err != nil {
 		return 0, err
 	}
 	now := c.opts.Clock.Now()
 	claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", now)
-	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil {
+	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+	if err != nil {
 		return 0, err
 	}
+	c.metrics().Initialized(updated)
 	klog.FromContext(ctx).Info("Initialized NodeClaim", "nodeClaim", claim.Name, "node", node.Name)
 	return 0, nil
 }
@@ -108,10 +117,14 @@ func isExtended(name corev1.ResourceName) bool {
 	return true
 }
 
-// patchNode merges labels into the node and, when taints is not nil, replaces its taints. The
-// taint list carries the resource version so that a concurrent change is not overwritten.
-func (c *Controller) patchNode(ctx context.Context, node *corev1.Node, labels map[string]string, taints []corev1.Taint) error {
-	patch := map[string]any{"metadata": map[string]any{"labels": labels, "resourceVersion": node.ResourceVersion}}
+// patchNode merges labels into the node and, when taints or finalizers are not nil, replaces
+// them. The patch carries the resource version so that a concurrent change is not overwritten.
+func (c *Controller) patchNode(ctx context.Context, node *corev1.Node, labels map[string]string, taints []corev1.Taint, finalizers []string) error {
+	meta := map[string]any{"labels": labels, "resourceVersion": node.ResourceVersion}
+	if finalizers != nil {
+		meta["finalizers"] = finalizers
+	}
+	patch := map[string]any{"metadata": meta}
 	if taints != nil {
 		patch["spec"] = map[string]any{"taints": taints}
 	}

@@ -15,32 +15,39 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
-// finalize terminates the claim's instance, removes its Node, and then lets the claim go.
-// Draining the node first is the termination controller's job (a later step); here the order
-// that matters is: instance gone before finalizer dropped, so nothing leaks.
+// finalize lets a deleted NodeClaim go only once nothing is left of it. A registered claim
+// deletes its Node, and the termination controller drains the node and terminates the instance;
+// a claim without a node terminates its instance itself. Either way the finalizer is dropped
+// last, once the cloud says the instance is gone, so nothing leaks.
 func (c *Controller) finalize(ctx context.Context, claim *karpv1.NodeClaim) (time.Duration, error) {
 	if !hasFinalizer(claim.Finalizers, karpv1.TerminationFinalizer) {
 		return 0, nil
 	}
 	logger := klog.FromContext(ctx).WithValues("nodeClaim", claim.Name)
-	if claim.Status.ProviderID != "" {
-		err := c.opts.Cloud.Delete(ctx, claim)
-		if err != nil && !cloud.IsNotFound(err) {
-			return 0, err
-		}
-		if err == nil {
-			// Termination was requested; confirm it is gone on the next pass.
-			logger.Info("Terminating instance", "providerID", claim.Status.ProviderID)
-			return time.Second, nil
-		}
-	}
 	node, err := c.nodeForClaim(claim)
 	if err != nil {
 		return 0, err
 	}
 	if node != nil {
-		if err := c.opts.Kube.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if node.DeletionTimestamp == nil {
+			if err := c.opts.Kube.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return 0, err
+			}
+			logger.Info("Deleting node of deleted NodeClaim", "node", node.Name)
+		}
+		// The node's termination drains it; its disappearance brings the claim back here.
+		return 5 * time.Second, nil
+	}
+	if claim.Status.ProviderID != "" || !claim.IsTrue(karpv1.ConditionTypeLaunched) {
+		// A claim that was launching may have an instance whose ID never reached its status; the
+		// cloud finds it by the claim.
+		err := c.opts.Cloud.Delete(ctx, claim)
+		if err != nil && !cloud.IsNotFound(err) {
 			return 0, err
+		}
+		if err == nil {
+			logger.Info("Terminating instance", "providerID", claim.Status.ProviderID)
+			return time.Second, nil
 		}
 	}
 	finalizers := slices.DeleteFunc(slices.Clone(claim.Finalizers), func(f string) bool { return f == karpv1.TerminationFinalizer })
@@ -51,7 +58,8 @@ func (c *Controller) finalize(ctx context.Context, claim *karpv1.NodeClaim) (tim
 	if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, patch); err != nil && !apierrors.IsNotFound(err) {
 		return 0, err
 	}
-	logger.Info("Terminated NodeClaim")
+	logger.Info("NodeClaim terminated")
+	c.metrics().Terminated(claim)
 	c.opts.Replan()
 	return 0, nil
 }

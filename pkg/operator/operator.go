@@ -23,6 +23,9 @@ import (
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/lifecycle"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/gc"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/termination"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/provision"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -42,6 +45,8 @@ type Operator struct {
 	poolInform  cache.SharedIndexInformer
 	provisioner *provision.Provisioner
 	lifecycle   *lifecycle.Controller
+	termination *termination.Controller
+	gc          *gc.Collector
 }
 
 var _ tailor.Host = (*Operator)(nil)
@@ -107,6 +112,30 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	if err != nil {
 		return err
 	}
+	o.termination, err = termination.New(termination.Options{
+		Kube:              h.ClientSet(),
+		NodeClaims:        clients.NodeClaims,
+		ClaimLister:       claimLister,
+		NodeInformer:      nodeInformer.Informer(),
+		PodInformer:       podInformer.Informer(),
+		VolumeAttachments: h.SharedInformerFactory().Storage().V1().VolumeAttachments().Lister(),
+		Nodes:             nodeInformer.Lister(),
+		Cloud:             o.cloud,
+		Recorder:          h.EventRecorder(),
+		Clock:             o.clock,
+		Metrics:           terminationMetrics{},
+	})
+	if err != nil {
+		return err
+	}
+	o.gc = gc.New(gc.Options{
+		Kube:        h.ClientSet(),
+		NodeClaims:  clients.NodeClaims,
+		ClaimLister: claimLister,
+		Nodes:       nodeInformer.Lister(),
+		Cloud:       o.cloud,
+		Clock:       o.clock,
+	})
 	// Unschedulable pods of this scheduler also reach the provisioner through the informer: with
 	// zero nodes the scheduler never calls PostFilter.
 	_, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -159,12 +188,27 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	}
 	factory.WaitForCacheSync(ctx.Done())
 
-	sim, err := simulation.New(ctx, profile, h, parallelism, tailor.Name)
+	sim, err := simulation.New(ctx, profile, simulation.DepsFromHandle(h, parallelism), tailor.Name)
 	if err != nil {
 		return err
 	}
+	// Start any informer the simulation's plugins registered that the scheduler's did not.
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	metrics.Register()
 	go o.lifecycle.Run(ctx, 4)
+	go o.termination.Run(ctx, 4)
+	go o.gc.Run(ctx)
 	go o.provisioner.Run(ctx, provision.NewPlanner(sim))
 	logger.Info("Tailor started", "profile", profile.SchedulerName, "cloud", o.cloud.Name())
 	return nil
+}
+
+// terminationMetrics counts what the termination controller does.
+type terminationMetrics struct{}
+
+func (terminationMetrics) Evicted(outcome string) { metrics.PodsEvicted.WithLabelValues(outcome).Inc() }
+
+func (terminationMetrics) Terminated(nodePool string, took time.Duration) {
+	metrics.TerminationDuration.WithLabelValues(nodePool).Observe(took.Seconds())
 }

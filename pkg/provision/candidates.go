@@ -127,17 +127,23 @@ func (ps *poolState) withinLimits(it *cloud.InstanceType) (corev1.ResourceName, 
 	if len(limits) == 0 {
 		return "", true
 	}
-	used := ps.Used.DeepCopy()
-	if used == nil {
-		used = corev1.ResourceList{}
-	}
-	for _, oc := range ps.open {
-		used = scheduling.Add(used, oc.maxCapacity())
-	}
-	used = scheduling.Add(used, it.Capacity)
-	used = scheduling.Add(used, corev1.ResourceList{ResourceNodes: *resource.NewQuantity(int64(len(ps.open)+1), resource.DecimalSI)})
+	used := scheduling.Add(ps.committed(), it.Capacity)
+	used = scheduling.Add(used, corev1.ResourceList{ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
 	if name, over := scheduling.Exceeds(used, limits); over {
 		return name, false
 	}
 	return "", true
+}
+
+// committed is what counts against the pool's limits before another claim: its existing claims
+// (Used) and the most that the claims opened by this plan may launch, with "nodes" counting both.
+func (ps *poolState) committed() corev1.ResourceList {
+	used := scheduling.Add(ps.Used, nil)
+	for _, oc := range ps.open {
+		used = scheduling.Add(used, oc.maxCapacity())
+	}
+	if len(ps.open) > 0 {
+		used = scheduling.Add(used, corev1.ResourceList{ResourceNodes: *resource.NewQuantity(int64(len(ps.open)), resource.DecimalSI)})
+	}
+	return used
 }

@@ -152,3 +152,32 @@ func quantityString(list corev1.ResourceList, name corev1.ResourceName) string {
 	}
 	return q.String()
 }
+
+// Kind sums up why the pod could not be placed, for metrics: one word, from the reason that
+// applies to the most NodePools.
+func (u Unplaceable) Kind() string {
+	votes := map[string]int{}
+	for _, why := range u.Reasons {
+		switch {
+		case strings.Contains(why, "limit on"):
+			votes["limits"]++
+		case strings.Contains(why, "untolerated taint"):
+			votes["taint"]++
+		case strings.Contains(why, "requirement keys with no compatible offering"), strings.Contains(why, "satisfies the NodePool's requirements"):
+			votes["requirements"]++
+		case strings.Contains(why, "Insufficient"), strings.Contains(why, "Too many pods"):
+			votes["resources"]++
+		case strings.Contains(why, "no NodePool"):
+			votes["no_nodepool"]++
+		default:
+			votes["other"]++
+		}
+	}
+	best, n := "other", 0
+	for k, v := range votes {
+		if v > n || (v == n && k < best) {
+			best, n = k, v
+		}
+	}
+	return best
+}

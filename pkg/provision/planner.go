@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -81,6 +82,10 @@ type openClaim struct {
 	pool    *poolState
 	pods    []*corev1.Pod
 	options []*option
+	// node is the node the claim will become as far as all its options agree, with its pods; see
+	// plannedNode. nodeOptions is how many options its labels were computed from.
+	node        *framework.NodeInfo
+	nodeOptions int
 }
 
 type option struct {
@@ -92,7 +97,6 @@ type option struct {
 // this plan, then on new claims from the pools in order.
 func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	snapshot := schedcache.NewSnapshot(in.Pods, in.Nodes)
-	pl.sim.Use(snapshot)
 	nodeInfos, _ := snapshot.NodeInfos().List()
 
 	pools := make([]*poolState, 0, len(in.Pools))
@@ -101,15 +105,29 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	}
 	plan := &Plan{InFlight: map[string][]*corev1.Pod{}}
 	var open []*openClaim
+	planned := make([]fwk.NodeInfo, 0, len(in.Pending))
 	for _, pod := range sortedForPacking(in.Pending) {
+		// PreFilter must see the pods placed on claims opened by this plan, or inter-pod
+		// (anti-)affinity and topology spread judge each pod as if it were alone: pods that
+		// must not share a node were packed onto one claim, and pods that must join another
+		// were Unplaceable.
+		planned = planned[:0]
+		for _, oc := range open {
+			planned = append(planned, oc.node)
+		}
+		pl.sim.Use(snapshot, planned...)
 		state, pre, status := pl.sim.PreFilter(ctx, pod)
 		if status != nil {
 			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
 			continue
 		}
 		if ni := pl.firstFit(ctx, state, pre, pod, nodeInfos); ni != nil {
+			// Count the pod on the node whether it is ready or in flight: the room it takes is
+			// gone for the pods after it. (Only in-flight nodes used to be charged, so any number
+			// of pods could "fit" the last free slot of a ready node and no capacity was planned
+			// for all but one of them.)
+			addPod(ni, pod)
 			if claim, ok := in.InFlight[ni.Node().Name]; ok {
-				addPod(ni, pod)
 				plan.InFlight[claim] = append(plan.InFlight[claim], pod)
 			} else {
 				plan.FitsExisting = append(plan.FitsExisting, pod)
@@ -180,8 +198,10 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 		oc.options = append(oc.options, &option{c: c, info: newTemplateInfo(c, oc.name)})
 	}
 	if len(oc.options) == 0 {
-		return fmt.Sprintf("NodePool limit on %s is exhausted (%s of %s in use)", limited,
-			quantityString(ps.Used, limited), quantityString(corev1.ResourceList(ps.NodePool.Spec.Limits), limited))
+		// Report what counts against the limit, claims opened by this plan included: the pool's
+		// existing claims alone could read "0 of 4 in use" for a limit this plan has filled.
+		return fmt.Sprintf("NodePool limit on %s is exhausted (%s of %s in use or planned)", limited,
+			quantityString(ps.committed(), limited), quantityString(corev1.ResourceList(ps.NodePool.Spec.Limits), limited))
 	}
 	if !allowedByPreFilter(pre, oc.name) {
 		return "the pod's PreFilter result excludes new nodes"
@@ -237,6 +257,38 @@ func (oc *openClaim) add(pod *corev1.Pod) {
 	oc.pods = append(oc.pods, pod)
 	for _, o := range oc.options {
 		addPod(o.info, pod)
+	}
+	if oc.node == nil {
+		oc.node = framework.NewNodeInfo()
+	}
+	if oc.nodeOptions != len(oc.options) {
+		oc.node.SetNode(oc.plannedNode())
+		oc.nodeOptions = len(oc.options)
+	}
+	oc.node.AddPod(pod)
+}
+
+// plannedNode is the node the claim will become, as far as every option agrees: its name and
+// hostname, and the labels all its options share. A topology domain the options do not agree on
+// (a zone, while the claim may launch in several) is left out rather than guessed, so the claim's
+// pods count in it for no one: the domain is not known until the cloud picks an offering.
+func (oc *openClaim) plannedNode() *corev1.Node {
+	first := oc.options[0].info.Node()
+	labels := make(map[string]string, len(first.Labels))
+	for k, v := range first.Labels {
+		labels[k] = v
+	}
+	for _, o := range oc.options[1:] {
+		other := o.info.Node().Labels
+		for k, v := range labels {
+			if w, ok := other[k]; !ok || w != v {
+				delete(labels, k)
+			}
+		}
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: first.Name, Labels: labels},
+		Spec:       first.Spec,
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // Options are what a Provisioner reads and writes.
@@ -191,7 +192,10 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	if len(pending) == 0 {
 		return nil
 	}
+	planStart := p.opts.Clock.Now()
 	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: viewNodes, Pods: viewPods, InFlight: inFlight, Pools: pools})
+	metrics.PlanDuration.Observe(p.opts.Clock.Since(planStart).Seconds())
+	metrics.PodsPerPlan.Observe(float64(len(pending)))
 
 	p.mu.Lock()
 	for claim, ps := range plan.InFlight {
@@ -207,6 +211,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			errs = append(errs, fmt.Sprintf("creating a NodeClaim in NodePool %q for %d pods: %v", pc.NodePool.Name, len(pc.Pods), err))
 			continue
 		}
+		metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
 		p.mu.Lock()
 		for _, pod := range pc.Pods {
 			p.planned[pod.UID] = created.Name
@@ -220,6 +225,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 	}
 	for _, u := range plan.Unplaceable {
+		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
 		p.explain(u)
 	}
 	logger.V(2).Info("Planned", "pending", len(pending), "newClaims", len(plan.Claims), "toInFlight", len(plan.InFlight),
@@ -245,6 +251,13 @@ func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.In
 		byPool[np.Name] = its
 		pools = append(pools, Pool{NodePool: np, InstanceTypes: its})
 	}
+	SortPools(pools)
+	return pools, byPool, nil
+}
+
+// SortPools orders pools as the planner wants them: highest weight first (no weight is 0), then
+// by name so that plans are deterministic.
+func SortPools(pools []Pool) {
 	sort.SliceStable(pools, func(i, j int) bool {
 		wi, wj := weight(pools[i].NodePool), weight(pools[j].NodePool)
 		if wi != wj {
@@ -252,7 +265,6 @@ func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.In
 		}
 		return pools[i].NodePool.Name < pools[j].NodePool.Name
 	})
-	return pools, byPool, nil
 }
 
 func weight(np *karpv1.NodePool) int32 {

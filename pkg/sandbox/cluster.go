@@ -49,9 +49,12 @@ type Cluster struct {
 	Kubeconfig string
 	Cloud      cloud.CloudProvider
 
-	cp       *ControlPlane
-	cancel   context.CancelFunc
-	schedErr chan error
+	cp          *ControlPlane
+	cancel      context.CancelFunc
+	dir         string
+	clock       clock.WithTicker
+	schedCancel context.CancelFunc
+	schedErr    chan error
 }
 
 // Start brings up the control plane, installs Tailor's CRDs, and starts the workload
@@ -64,7 +67,7 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Cluster{Config: cp.Config, cp: cp, cancel: cancel, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig")}
+	c := &Cluster{Config: cp.Config, cp: cp, cancel: cancel, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), dir: opts.Dir, clock: opts.Clock}
 	fail := func(err error) (*Cluster, error) {
 		c.Stop()
 		return nil, err
@@ -81,36 +84,59 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	if err := WriteKubeconfig(cp.Config, c.Kubeconfig); err != nil {
 		return fail(err)
 	}
-	if err := StartWorkloadControllers(ctx, c.Kube); err != nil {
+	if err := StartWorkloadControllers(ctx, cp.Config, c.Kube); err != nil {
 		return fail(err)
 	}
 	if err := StartKubelets(ctx, c.Kube); err != nil {
 		return fail(err)
 	}
-	schedOpts, err := schedulerOptions(opts.Dir, c.Kubeconfig)
-	if err != nil {
+	c.Cloud = opts.NewCloud(c.Kube)
+	if err := c.startScheduler(ctx); err != nil {
 		return fail(err)
 	}
-	c.Cloud = opts.NewCloud(c.Kube)
-	c.schedErr = make(chan error, 1)
-	useCloud := func(kubernetes.Interface) (cloud.CloudProvider, error) { return c.Cloud, nil }
-	go func() { c.schedErr <- operator.Run(ctx, schedOpts, useCloud, opts.Clock) }()
 	logger.Info("Sandbox cluster is up", "kubeconfig", c.Kubeconfig, "took", time.Since(began).Round(time.Millisecond))
 	return c, nil
 }
 
+func (c *Cluster) startScheduler(ctx context.Context) error {
+	schedOpts, err := schedulerOptions(c.dir, c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, c.schedCancel = context.WithCancel(ctx)
+	useCloud := func(kubernetes.Interface) (cloud.CloudProvider, error) { return c.Cloud, nil }
+	errs := make(chan error, 1)
+	c.schedErr = errs
+	go func() { errs <- operator.Run(ctx, schedOpts, useCloud, c.clock) }()
+	return nil
+}
+
+// stopScheduler stops Tailor's scheduler, as a crash or a rollout would, and waits for it.
+func (c *Cluster) stopScheduler() {
+	if c.schedCancel == nil {
+		return
+	}
+	c.schedCancel()
+	select {
+	case <-c.schedErr:
+	case <-time.After(30 * time.Second):
+	}
+	// The scheduler registers its configuration globally; the next one registers it again.
+	configz.Delete("componentconfig")
+	c.schedCancel = nil
+}
+
+// RestartScheduler stops Tailor's scheduler, wherever it is in its work, and starts a new one
+// against the same cluster and cloud: the memory of the old one is lost, as in a crash.
+func (c *Cluster) RestartScheduler(ctx context.Context) error {
+	c.stopScheduler()
+	return c.startScheduler(ctx)
+}
+
 // Stop stops the scheduler, then the control plane.
 func (c *Cluster) Stop() {
+	c.stopScheduler()
 	c.cancel()
-	if c.schedErr != nil {
-		select {
-		case <-c.schedErr:
-		case <-time.After(30 * time.Second):
-		}
-	}
-	// The scheduler registers its configuration globally; a later sandbox in this process
-	// registers it again.
-	configz.Delete("componentconfig")
 	c.cp.Stop()
 }
 

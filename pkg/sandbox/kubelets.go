@@ -6,9 +6,15 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/scale"
 	"k8s.io/kubernetes/pkg/controller/deployment"
+	"k8s.io/kubernetes/pkg/controller/disruption"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
 	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
@@ -57,17 +63,27 @@ func StartKubelets(ctx context.Context, kube kubernetes.Interface) error {
 	return ctrl.Start(kwoklog.NewContext(ctx, kwoklog.NewLogger(os.Stderr, kwoklog.LevelWarn)))
 }
 
-// StartWorkloadControllers runs the Deployment and ReplicaSet controllers, so Deployments create
-// pods as they would in a cluster with kube-controller-manager.
-func StartWorkloadControllers(ctx context.Context, kube kubernetes.Interface) error {
+// StartWorkloadControllers runs the Deployment, ReplicaSet and disruption (PodDisruptionBudget
+// status) controllers, so Deployments create pods and PDBs allow evictions as they would in a
+// cluster with kube-controller-manager.
+func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
 	factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
 	dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube)
 	if err != nil {
 		return fmt.Errorf("creating the Deployment controller: %w", err)
 	}
 	rsc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube, replicaset.BurstReplicas)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	scales, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(kube.Discovery()))
+	if err != nil {
+		return fmt.Errorf("creating the scale client for the disruption controller: %w", err)
+	}
+	pdbc := disruption.NewDisruptionController(ctx, factory.Core().V1().Pods(), factory.Policy().V1().PodDisruptionBudgets(),
+		factory.Core().V1().ReplicationControllers(), factory.Apps().V1().ReplicaSets(), factory.Apps().V1().Deployments(),
+		factory.Apps().V1().StatefulSets(), kube, mapper, scales, kube.Discovery())
 	factory.Start(ctx.Done())
 	go dc.Run(ctx, 2)
 	go rsc.Run(ctx, 2)
+	go pdbc.Run(ctx)
 	return nil
 }

@@ -11,13 +11,21 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 )
 
 // Simulator runs a private framework instance built from a scheduler profile. Its snapshot is
@@ -27,13 +35,77 @@ type Simulator struct {
 	snapshot *swappableLister
 }
 
-// New builds a Simulator from the scheduler's profile and the handle the scheduler gave to
-// Tailor's plugin, with the scheduler's parallelism, sharing the handle's informers, DRA and CSI managers. Plugins named in
-// exclude (Tailor's own) are left out, and PostFilter is disabled: preemption is the scheduler's
+// Deps are what the simulation framework's plugins read besides the snapshot. Inside the
+// scheduler they come from its handle (DepsFromHandle); a what-if tool or a unit test builds them
+// from any clientset and informer factory, with no scheduler running.
+type Deps struct {
+	// Client is the clientset plugins are given; the Filter path does not write with it.
+	Client kubernetes.Interface
+	// KubeConfig may be nil.
+	KubeConfig *rest.Config
+	// InformerFactory serves the listers plugins read (PVCs, StorageClasses, CSIDrivers, ...).
+	// New registers those informers with it, so the caller starts the factory after New (starting
+	// it again is fine: Start only runs informers that are not running yet) and waits for it to
+	// sync before asking questions.
+	InformerFactory informers.SharedInformerFactory
+	// DRAManager may be nil: the DynamicResources plugin is then left out of the profile, since it
+	// cannot run without one.
+	DRAManager fwk.SharedDRAManager
+	// CSIManager may be nil: one is then built over the informer factory's CSINode lister.
+	CSIManager fwk.CSIManager
+	// EventRecorder may be nil; the Filter path records no events.
+	EventRecorder events.EventRecorderLogger
+	// Parallelism bounds the goroutines of the simulator's Parallelizer; 0 means the scheduler's
+	// default (16).
+	Parallelism int
+}
+
+// DepsFromHandle returns the dependencies of the scheduler that gave Tailor's plugin h, sharing
+// its informers, DRA and CSI managers, with the scheduler's parallelism.
+func DepsFromHandle(h fwk.Handle, parallelism int) Deps {
+	return Deps{
+		Client:          h.ClientSet(),
+		KubeConfig:      h.KubeConfig(),
+		InformerFactory: h.SharedInformerFactory(),
+		DRAManager:      h.SharedDRAManager(),
+		CSIManager:      h.SharedCSIManager(),
+		EventRecorder:   h.EventRecorder(),
+		Parallelism:     parallelism,
+	}
+}
+
+// DefaultProfile returns kube-scheduler's default profile, completed with its default plugins
+// and plugin args as the scheduler's own defaulting leaves them, under schedulerName. It is for
+// simulating offline, with no scheduler configuration at hand.
+func DefaultProfile(schedulerName string) (*config.KubeSchedulerProfile, error) {
+	cfg, err := latest.Default()
+	if err != nil {
+		return nil, fmt.Errorf("defaulting the kube-scheduler configuration: %w", err)
+	}
+	if len(cfg.Profiles) == 0 {
+		return nil, fmt.Errorf("the default kube-scheduler configuration has no profile")
+	}
+	p := cfg.Profiles[0].DeepCopy()
+	p.SchedulerName = schedulerName
+	return p, nil
+}
+
+// New builds a Simulator from a scheduler profile and its dependencies. Plugins named in exclude
+// (Tailor's own) are left out, and PostFilter is disabled: preemption is the scheduler's
 // business, not the simulation's.
-func New(ctx context.Context, profile *config.KubeSchedulerProfile, h fwk.Handle, parallelism int, exclude ...string) (*Simulator, error) {
-	p := profile.DeepCopy()
+func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, exclude ...string) (*Simulator, error) {
+	if deps.InformerFactory == nil {
+		return nil, fmt.Errorf("building the simulation framework for profile %q: no informer factory", profile.SchedulerName)
+	}
 	drop := sets.New(exclude...)
+	if deps.DRAManager == nil {
+		// DynamicResources calls its DRA manager without a nil check; without one it would panic.
+		drop.Insert(names.DynamicResources)
+	}
+	if deps.CSIManager == nil {
+		deps.CSIManager = nodevolumelimits.NewCSIManager(deps.InformerFactory.Storage().V1().CSINodes().Lister())
+	}
+	p := profile.DeepCopy()
 	for _, set := range pluginSets(p.Plugins) {
 		set.Enabled = withoutNames(set.Enabled, drop)
 	}
@@ -46,19 +118,32 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, h fwk.Handle
 	}
 	p.PluginConfig = args
 
-	lister := &swappableLister{}
-	lister.Set(schedcache.NewSnapshot(nil, nil))
-	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), p,
-		frameworkruntime.WithClientSet(h.ClientSet()),
-		frameworkruntime.WithKubeConfig(h.KubeConfig()),
-		frameworkruntime.WithEventRecorder(h.EventRecorder()),
-		frameworkruntime.WithInformerFactory(h.SharedInformerFactory()),
-		frameworkruntime.WithSharedDRAManager(h.SharedDRAManager()),
-		frameworkruntime.WithSharedCSIManager(h.SharedCSIManager()),
-		frameworkruntime.WithSnapshotSharedLister(lister),
-		frameworkruntime.WithParallelism(parallelism),
+	// The framework observes into the scheduler's metrics, which are nil until registered. A
+	// running scheduler has registered them; Register is guarded by a sync.Once, so this is a
+	// no-op then. (InitMetrics itself is not idempotent: it would replace the scheduler's
+	// registered metrics with unregistered ones, so it must not be called here.)
+	schedulermetrics.Register()
+
+	opts := []frameworkruntime.Option{
+		frameworkruntime.WithClientSet(deps.Client),
+		frameworkruntime.WithKubeConfig(deps.KubeConfig),
+		frameworkruntime.WithInformerFactory(deps.InformerFactory),
+		frameworkruntime.WithSharedCSIManager(deps.CSIManager),
 		frameworkruntime.WithLogger(klog.FromContext(ctx).WithName("simulation")),
-	)
+	}
+	if deps.EventRecorder != nil {
+		opts = append(opts, frameworkruntime.WithEventRecorder(deps.EventRecorder))
+	}
+	if deps.DRAManager != nil {
+		opts = append(opts, frameworkruntime.WithSharedDRAManager(deps.DRAManager))
+	}
+	if deps.Parallelism > 0 {
+		opts = append(opts, frameworkruntime.WithParallelism(deps.Parallelism))
+	}
+	lister := &swappableLister{}
+	lister.Set(schedcache.NewSnapshot(nil, nil), nil)
+	opts = append(opts, frameworkruntime.WithSnapshotSharedLister(lister))
+	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), p, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("building the simulation framework for profile %q: %w", profile.SchedulerName, err)
 	}
@@ -70,7 +155,14 @@ func (s *Simulator) Parallelizer() fwk.Parallelizer { return s.fw.Parallelizer()
 
 // Use makes the simulator see these nodes and pods until the next call. Callers serialise their
 // questions: one planner owns a Simulator.
-func (s *Simulator) Use(snapshot *schedcache.Snapshot) { s.snapshot.Set(snapshot) }
+//
+// planned are nodes that do not exist yet but will hold pods the caller has placed on them (the
+// planner's new NodeClaims). Plugins that look across nodes in PreFilter (inter-pod affinity,
+// topology spread, ReadWriteOncePod) count their pods as they count the snapshot's; they are
+// not in the snapshot because nothing may be placed on them except through the caller.
+func (s *Simulator) Use(snapshot *schedcache.Snapshot, planned ...fwk.NodeInfo) {
+	s.snapshot.Set(snapshot, planned)
+}
 
 // PreFilter prepares the cycle state for pod against the current snapshot. A nil status means the
 // pod may fit somewhere; the result may limit the nodes it can go to.
@@ -96,16 +188,76 @@ func (s *Simulator) AddPod(ctx context.Context, state fwk.CycleState, podToSched
 }
 
 type swappableLister struct {
-	current atomic.Pointer[schedcache.Snapshot]
+	current atomic.Pointer[view]
 }
 
-func (l *swappableLister) Set(s *schedcache.Snapshot)    { l.current.Store(s) }
-func (l *swappableLister) NodeInfos() fwk.NodeInfoLister { return l.current.Load().NodeInfos() }
-func (l *swappableLister) StorageInfos() fwk.StorageInfoLister {
-	return l.current.Load().StorageInfos()
+type view struct {
+	snapshot *schedcache.Snapshot
+	planned  []fwk.NodeInfo
 }
+
+func (l *swappableLister) Set(s *schedcache.Snapshot, planned []fwk.NodeInfo) {
+	l.current.Store(&view{snapshot: s, planned: planned})
+}
+
+func (l *swappableLister) NodeInfos() fwk.NodeInfoLister {
+	v := l.current.Load()
+	return nodeInfos{base: v.snapshot.NodeInfos(), planned: v.planned}
+}
+
+func (l *swappableLister) StorageInfos() fwk.StorageInfoLister {
+	return l.current.Load().snapshot.StorageInfos()
+}
+
 func (l *swappableLister) PodGroupStates() fwk.PodGroupStateLister {
-	return l.current.Load().PodGroupStates()
+	return l.current.Load().snapshot.PodGroupStates()
+}
+
+// nodeInfos lists the snapshot's nodes and then the planned ones. The lists of nodes with
+// affinity pods are derived from the NodeInfos as they are now, not as the snapshot indexed them
+// when it was built: callers add pods to its NodeInfos while they plan.
+type nodeInfos struct {
+	base    fwk.NodeInfoLister
+	planned []fwk.NodeInfo
+}
+
+func (n nodeInfos) List() ([]fwk.NodeInfo, error) {
+	base, err := n.base.List()
+	if err != nil || len(n.planned) == 0 {
+		return base, err
+	}
+	return append(append(make([]fwk.NodeInfo, 0, len(base)+len(n.planned)), base...), n.planned...), nil
+}
+
+func (n nodeInfos) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
+	return n.having(func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithAffinity()) > 0 })
+}
+
+func (n nodeInfos) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
+	return n.having(func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithRequiredAntiAffinity()) > 0 })
+}
+
+func (n nodeInfos) having(keep func(fwk.NodeInfo) bool) ([]fwk.NodeInfo, error) {
+	all, err := n.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []fwk.NodeInfo
+	for _, ni := range all {
+		if keep(ni) {
+			out = append(out, ni)
+		}
+	}
+	return out, nil
+}
+
+func (n nodeInfos) Get(name string) (fwk.NodeInfo, error) {
+	for _, ni := range n.planned {
+		if ni.Node() != nil && ni.Node().Name == name {
+			return ni, nil
+		}
+	}
+	return n.base.Get(name)
 }
 
 func pluginSets(p *config.Plugins) []*config.PluginSet {

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -34,21 +33,36 @@ type env struct {
 	ctx     context.Context
 	cluster *sandbox.Cluster
 	cloud   *fake.Provider
+	// clock is Tailor's clock; tests move it forward to pass timeouts without waiting.
+	clock *sandbox.OffsetClock
 }
 
-func newEnv(t *testing.T) *env {
+// joinerFunc lets a test stand between the cloud and the kubelets it starts.
+type joinerFunc func(ctx context.Context, inst fake.Instance) error
+
+func (f joinerFunc) Join(ctx context.Context, inst fake.Instance) error { return f(ctx, inst) }
+
+func newEnv(t *testing.T) *env { return newEnvWithJoiner(t, nil) }
+
+// newEnvWithJoiner starts a cluster whose instances register through wrap, given the joiner that
+// registers them with the cluster.
+func newEnvWithJoiner(t *testing.T, wrap func(fake.Joiner) fake.Joiner) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e tests start a control plane; skipped in -short mode")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = klog.NewContext(ctx, klog.Background())
-	e := &env{t: t, ctx: ctx}
+	e := &env{t: t, ctx: ctx, clock: &sandbox.OffsetClock{}}
 	cluster, err := sandbox.Start(ctx, t, sandbox.Options{
 		Dir:   t.TempDir(),
-		Clock: clock.RealClock{},
+		Clock: e.clock,
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
-			e.cloud = fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "e2e", Joiner: &fake.KubeletJoiner{Client: kube}})
+			var joiner fake.Joiner = &fake.KubeletJoiner{Client: kube}
+			if wrap != nil {
+				joiner = wrap(joiner)
+			}
+			e.cloud = fake.New(fake.Options{Clock: e.clock, ClusterName: "e2e", Joiner: joiner})
 			return e.cloud
 		},
 	})

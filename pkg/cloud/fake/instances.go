@@ -17,6 +17,9 @@ func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := p.fault(ctx, StepDelete); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := claim.Status.ProviderID
@@ -43,6 +46,9 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*karpv1.NodeClai
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := p.fault(ctx, StepGet); err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst, ok := p.instances[providerID]
@@ -55,6 +61,9 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*karpv1.NodeClai
 // List implements cloud.CloudProvider, ordered by launch.
 func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.fault(ctx, StepList); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -131,11 +140,7 @@ func (p *Provider) ClearInsufficientCapacity() {
 }
 
 // FailNextCreate makes the next Create return err before doing anything; calls queue up.
-func (p *Provider) FailNextCreate(err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.failNext = append(p.failNext, err)
-}
+func (p *Provider) FailNextCreate(err error) { p.InjectFault(StepCreate, Fault{Err: err}) }
 
 // Instances returns copies of the running instances, ordered by launch.
 func (p *Provider) Instances() []Instance {

@@ -75,7 +75,7 @@ type Provider struct {
 	byClaim   map[string]string    // idempotency key -> provider ID
 	ice       map[cloud.OfferingKey]bool
 	drift     map[string]cloud.DriftReason
-	failNext  []error
+	faults    map[Step][]Fault
 }
 
 var _ cloud.CloudProvider = (*Provider)(nil)
@@ -90,6 +90,7 @@ func New(opts Options) *Provider {
 		instances:   map[string]*Instance{},
 		byClaim:     map[string]string{},
 		ice:         map[cloud.OfferingKey]bool{},
+		faults:      map[Step][]Fault{},
 		drift:       map[string]cloud.DriftReason{},
 	}
 	if p.clock == nil {
@@ -140,13 +141,24 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.failNext) > 0 {
-		err := p.failNext[0]
-		p.failNext = p.failNext[1:]
+	if err := p.fault(ctx, StepCreate); err != nil {
 		return nil, err
 	}
+	launched, err := p.create(ctx, claim)
+	if err != nil {
+		return nil, err
+	}
+	// A fault here is the crash window that idempotency exists for: the instance runs, but the
+	// caller never hears of it.
+	if err := p.fault(ctx, StepAfterLaunch); err != nil {
+		return nil, err
+	}
+	return launched, nil
+}
+
+func (p *Provider) create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	// EC2's client token makes a retried launch return the first instance; the claim UID plays
 	// that role, so a controller that crashed after launching cannot launch twice.
 	key := idempotencyKey(claim)

@@ -1,0 +1,238 @@
+// Package termination drains and removes nodes that Tailor launched. Deleting a Node or its
+// NodeClaim ends here: the node is tainted karpenter.sh/disrupted, its pods are evicted through
+// the Eviction API (so PodDisruptionBudgets hold) until the NodePool's terminationGracePeriod
+// runs out, volumes detach, the instance is terminated, and only then is the finalizer dropped.
+package termination
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+// Options are what the controller reads and writes.
+type Options struct {
+	Kube              kubernetes.Interface
+	NodeClaims        *client.Typed[*karpv1.NodeClaim]
+	ClaimLister       client.Lister[*karpv1.NodeClaim]
+	NodeInformer      cache.SharedIndexInformer
+	PodInformer       cache.SharedIndexInformer
+	VolumeAttachments storagelisters.VolumeAttachmentLister
+	Nodes             corelisters.NodeLister
+	Cloud             cloud.CloudProvider
+	Recorder          events.EventRecorder
+	Clock             clock.WithTicker
+	// Metrics, when set, hears of each eviction and each terminated node.
+	Metrics Metrics
+}
+
+// Metrics receives what the controller does; the operator counts it.
+type Metrics interface {
+	Evicted(outcome string)
+	Terminated(nodePool string, took time.Duration)
+}
+
+// Controller drains and terminates nodes that are being deleted.
+type Controller struct {
+	opts  Options
+	queue workqueue.TypedRateLimitingInterface[string]
+}
+
+const podsByNodeIndex = "tailor.spec.nodeName"
+
+// New registers the controller's event handlers and indexes; call it before informers start.
+func New(opts Options) (*Controller, error) {
+	c := &Controller{opts: opts, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "node-termination", Clock: opts.Clock})}
+	if err := opts.PodInformer.AddIndexers(cache.Indexers{podsByNodeIndex: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, fmt.Errorf("indexing pods by node: %w", err)
+	}
+	_, err := opts.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueNode,
+		UpdateFunc: func(_, n any) { c.enqueueNode(n) },
+	})
+	return c, err
+}
+
+func (c *Controller) enqueueNode(obj any) {
+	if n, ok := obj.(*corev1.Node); ok && n.DeletionTimestamp != nil && hasFinalizer(n.Finalizers) {
+		c.queue.Add(n.Name)
+	}
+}
+
+// Run works the queue until ctx ends. Several workers keep one slow drain from holding up others.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("termination"))
+	for range workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.processNext(ctx) {
+			}
+		}, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	requeue, err := c.reconcile(ctx, name)
+	switch {
+	case err != nil:
+		if !apierrors.IsConflict(err) {
+			klog.FromContext(ctx).Error(err, "Terminating node failed", "node", name)
+		}
+		c.queue.AddRateLimited(name)
+	case requeue > 0:
+		c.queue.Forget(name)
+		c.queue.AddAfter(name, requeue)
+	default:
+		c.queue.Forget(name)
+	}
+	return true
+}
+
+// reconcile takes the node one step towards gone and says when to look again.
+func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
+	node, err := c.opts.Nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil || node.DeletionTimestamp == nil || !hasFinalizer(node.Finalizers) {
+		return 0, err
+	}
+	logger := klog.FromContext(ctx).WithValues("node", node.Name)
+	claim := c.claimFor(node)
+	if claim != nil && claim.DeletionTimestamp == nil {
+		// The claim follows its node: it must not outlive the instance it stands for.
+		if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+	}
+	if err := c.taint(ctx, node); err != nil {
+		return 0, err
+	}
+	deadline := terminationDeadline(node, claim)
+	pods, err := c.podsOn(node.Name)
+	if err != nil {
+		return 0, err
+	}
+	if remaining := stillRunning(pods); len(remaining) > 0 {
+		if err := c.drain(ctx, node, claim, pods, deadline); err != nil {
+			return 0, err
+		}
+		return time.Second, nil
+	}
+	if claim != nil {
+		if err := c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", ""); err != nil {
+			return 0, err
+		}
+	}
+	pastDeadline := deadline != nil && !c.opts.Clock.Now().Before(*deadline)
+	if attached := c.attachedVolumes(node.Name); len(attached) > 0 && !pastDeadline {
+		logger.V(1).Info("Waiting for volumes to detach", "volumeAttachments", attached)
+		if claim != nil {
+			_ = c.setCondition(ctx, claim, karpv1.ConditionTypeVolumesDetached, metav1.ConditionFalse, "AwaitingVolumeDetachment",
+				fmt.Sprintf("%d VolumeAttachments still name node %s", len(attached), node.Name))
+		}
+		return time.Second, nil
+	}
+	if done, err := c.terminateInstance(ctx, node, claim); err != nil || !done {
+		return time.Second, err
+	}
+	if err := removeFinalizer(ctx, c.opts.Kube, node); err != nil {
+		return 0, err
+	}
+	logger.Info("Node terminated")
+	if c.opts.Metrics != nil {
+		c.opts.Metrics.Terminated(node.Labels[karpv1.NodePoolLabelKey], c.opts.Clock.Since(node.DeletionTimestamp.Time))
+	}
+	return 0, nil
+}
+
+// terminationDeadline is when the drain stops respecting PDBs: the NodeClaim's
+// terminationGracePeriod after the node (or its claim, if earlier) began to be deleted.
+func terminationDeadline(node *corev1.Node, claim *karpv1.NodeClaim) *time.Time {
+	if claim == nil || claim.Spec.TerminationGracePeriod == nil {
+		return nil
+	}
+	start := node.DeletionTimestamp.Time
+	if claim.DeletionTimestamp != nil && claim.DeletionTimestamp.Before(node.DeletionTimestamp) {
+		start = claim.DeletionTimestamp.Time
+	}
+	d := start.Add(claim.Spec.TerminationGracePeriod.Duration)
+	return &d
+}
+
+func (c *Controller) podsOn(node string) ([]*corev1.Pod, error) {
+	objs, err := c.opts.PodInformer.GetIndexer().ByIndex(podsByNodeIndex, node)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		pods = append(pods, o.(*corev1.Pod))
+	}
+	return pods, nil
+}
+
+func (c *Controller) attachedVolumes(node string) []string {
+	vas, err := c.opts.VolumeAttachments.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, va := range vas {
+		if va.Spec.NodeName == node {
+			out = append(out, va.Name)
+		}
+	}
+	return out
+}
+
+func (c *Controller) claimFor(node *corev1.Node) *karpv1.NodeClaim {
+	for _, claim := range c.opts.ClaimLister.List() {
+		if node.Spec.ProviderID != "" && claim.Status.ProviderID == node.Spec.ProviderID {
+			return claim
+		}
+	}
+	return nil
+}
+
+func hasFinalizer(finalizers []string) bool {
+	for _, f := range finalizers {
+		if f == karpv1.TerminationFinalizer {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,97 @@
+package termination
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	schedulingv1 "k8s.io/kubernetes/pkg/apis/scheduling"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+)
+
+// drainGroups orders the pods a drain must remove, as Karpenter does: ordinary pods first, then
+// critical ones, and DaemonSet pods last (each again ordinary before critical), so that the
+// node's own services outlive the workloads that need them. Pods that need no eviction are left
+// out: finished pods, mirror pods, pods already being deleted, and pods that tolerate
+// karpenter.sh/disrupted (they chose to stay until the node goes).
+func drainGroups(pods []*corev1.Pod) [][]*corev1.Pod {
+	groups := make([][]*corev1.Pod, 4)
+	for _, p := range pods {
+		if !needsEviction(p) {
+			continue
+		}
+		i := 0
+		if isCritical(p) {
+			i = 1
+		}
+		if isDaemonSetPod(p) {
+			i += 2
+		}
+		groups[i] = append(groups[i], p)
+	}
+	return slices.DeleteFunc(groups, func(g []*corev1.Pod) bool { return len(g) == 0 })
+}
+
+func needsEviction(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	taint := karpv1.DisruptedNoScheduleTaint
+	return !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, &taint, true)
+}
+
+func isCritical(p *corev1.Pod) bool {
+	if p.Spec.PriorityClassName == schedulingv1.SystemClusterCritical || p.Spec.PriorityClassName == schedulingv1.SystemNodeCritical {
+		return true
+	}
+	return p.Spec.Priority != nil && *p.Spec.Priority >= schedulingv1.SystemCriticalPriority
+}
+
+func isDaemonSetPod(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// mustDelete reports whether the termination deadline is so close that pod must be deleted now,
+// PDB or not, for its own grace period to end before the deadline; and with what grace period.
+func mustDelete(p *corev1.Pod, deadline *time.Time, now time.Time) (bool, int64) {
+	if deadline == nil {
+		return false, 0
+	}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if p.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *p.Spec.TerminationGracePeriodSeconds
+	}
+	left := deadline.Sub(now)
+	if left > time.Duration(grace)*time.Second {
+		return false, 0
+	}
+	return true, max(0, int64(left/time.Second))
+}
+
+// stillRunning are the pods that keep the node from being terminated: those that need eviction
+// and those being deleted that have not finished. Tolerating pods do not hold the node.
+func stillRunning(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if needsEviction(p) || (p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed) {
+			if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package termination
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+// Eviction outcomes, as counted in metrics.
+const (
+	OutcomeEvicted = "evicted"
+	OutcomeBlocked = "blocked_by_pdb"
+	OutcomeDeleted = "deleted_past_grace_period"
+	OutcomeFailed  = "failed"
+)
+
+// drain evicts the first group of pods that still has any; later groups wait for it to empty.
+// Pods whose deadline has come are deleted instead, with what is left of the grace period.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, pods []*corev1.Pod, deadline *time.Time) error {
+	groups := drainGroups(pods)
+	if len(groups) == 0 {
+		return nil // only pods already terminating remain; wait for them
+	}
+	now := c.opts.Clock.Now()
+	var blocked []string
+	for _, p := range groups[0] {
+		if force, grace := mustDelete(p, deadline, now); force {
+			err := c.opts.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+			if err != nil && !apierrors.IsNotFound(err) {
+				c.count(OutcomeFailed)
+				return fmt.Errorf("deleting pod %s/%s past node %s's termination grace period: %w", p.Namespace, p.Name, node.Name, err)
+			}
+			c.count(OutcomeDeleted)
+			c.opts.Recorder.Eventf(p, node, corev1.EventTypeWarning, "Disrupted", "Delete",
+				"Deleting pod past node %s's termination grace period, regardless of its PodDisruptionBudget", node.Name)
+			continue
+		}
+		err := c.opts.Kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		})
+		switch {
+		case err == nil:
+			c.count(OutcomeEvicted)
+			c.opts.Recorder.Eventf(p, node, corev1.EventTypeNormal, "Evicted", "Evict", "Evicted from node %s, which is being terminated", node.Name)
+		case apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			// A PodDisruptionBudget does not allow it now; try again shortly.
+			c.count(OutcomeBlocked)
+			blocked = append(blocked, p.Namespace+"/"+p.Name)
+		default:
+			c.count(OutcomeFailed)
+			return fmt.Errorf("evicting pod %s/%s from node %s: %w", p.Namespace, p.Name, node.Name, err)
+		}
+	}
+	if len(blocked) == 0 || claim == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("waiting on PodDisruptionBudgets to evict %d pods: %v", len(blocked), truncated(blocked, 5))
+	if deadline != nil {
+		msg += fmt.Sprintf("; pods are deleted regardless from %s", deadline.UTC().Format(time.RFC3339))
+	}
+	cond := claim.GetCondition(karpv1.ConditionTypeDrained)
+	if cond == nil || cond.Reason != "EvictionBlocked" || cond.Message != msg {
+		c.opts.Recorder.Eventf(node, nil, corev1.EventTypeWarning, "FailedDraining", "Drain", "Node %s: %s", node.Name, msg)
+	}
+	return c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionFalse, "EvictionBlocked", msg)
+}
+
+func (c *Controller) count(outcome string) {
+	if c.opts.Metrics != nil {
+		c.opts.Metrics.Evicted(outcome)
+	}
+}
+
+// taint puts karpenter.sh/disrupted:NoSchedule on the node so nothing new lands while it drains.
+func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
+	if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) }) {
+		return nil
+	}
+	taints := append(slices.Clone(node.Spec.Taints), karpv1.DisruptedNoScheduleTaint)
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": node.ResourceVersion},
+		"spec":     map[string]any{"taints": taints},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := c.opts.Kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("tainting node %s: %w", node.Name, err)
+	}
+	klog.FromContext(ctx).Info("Tainted node for termination", "node", node.Name, "taint", karpv1.DisruptedNoScheduleTaint.ToString())
+	return nil
+}
+
+// terminateInstance asks the cloud to terminate the node's instance; it is done once the cloud
+// says the instance is gone.
+func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim) (bool, error) {
+	target := claim
+	if target == nil {
+		if node.Spec.ProviderID == "" {
+			return true, nil
+		}
+		target = &karpv1.NodeClaim{Status: karpv1.NodeClaimStatus{ProviderID: node.Spec.ProviderID}}
+	}
+	err := c.opts.Cloud.Delete(ctx, target)
+	if cloud.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("terminating the instance of node %s: %w", node.Name, err)
+	}
+	klog.FromContext(ctx).Info("Terminating instance", "node", node.Name, "providerID", target.Status.ProviderID)
+	if claim != nil {
+		_ = c.setCondition(ctx, claim, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "")
+	}
+	return false, nil
+}
+
+func (c *Controller) setCondition(ctx context.Context, claim *karpv1.NodeClaim, condType string, status metav1.ConditionStatus, reason, msg string) error {
+	fresh, ok := c.opts.ClaimLister.Get(claim.Name)
+	if !ok {
+		return nil
+	}
+	fresh = fresh.DeepCopy()
+	if !fresh.SetCondition(condType, status, reason, msg, c.opts.Clock.Now()) {
+		return nil
+	}
+	_, err := c.opts.NodeClaims.UpdateStatus(ctx, fresh)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// removeFinalizer drops Tailor's finalizer from the node, guarded by its resource version.
+func removeFinalizer(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) error {
+	finalizers := slices.DeleteFunc(slices.Clone(node.Finalizers), func(f string) bool { return f == karpv1.TerminationFinalizer })
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": node.ResourceVersion}})
+	if err != nil {
+		return err
+	}
+	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func truncated(items []string, n int) []string {
+	if len(items) <= n {
+		return items
+	}
+	return append(items[:n:n], fmt.Sprintf("and %d more", len(items)-n))
+}

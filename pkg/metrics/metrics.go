@@ -1,0 +1,89 @@
+// Package metrics defines Tailor's Prometheus metrics. They are registered with the scheduler's
+// registry, so kube-scheduler's /metrics endpoint serves them beside its own.
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const namespace = "tailor"
+
+var (
+	// NodeClaimsCreated counts NodeClaims the provisioner created.
+	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "nodeclaims", Name: "created_total",
+		Help: "NodeClaims created, by NodePool and reason.",
+	}, []string{"nodepool", "reason"})
+	// NodeClaimsLaunched counts instances the cloud launched.
+	NodeClaimsLaunched = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "nodeclaims", Name: "launched_total",
+		Help: "NodeClaims whose instance the cloud launched, by NodePool.",
+	}, []string{"nodepool"})
+	// NodeClaimsRegistered counts NodeClaims whose Node joined.
+	NodeClaimsRegistered = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "nodeclaims", Name: "registered_total",
+		Help: "NodeClaims whose Node registered, by NodePool.",
+	}, []string{"nodepool"})
+	// NodeClaimsInitialized counts NodeClaims whose Node became usable.
+	NodeClaimsInitialized = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "nodeclaims", Name: "initialized_total",
+		Help: "NodeClaims whose Node became Ready with its startup taints gone, by NodePool.",
+	}, []string{"nodepool"})
+	// NodeClaimsTerminated counts NodeClaims that are gone, with why they were deleted.
+	NodeClaimsTerminated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "nodeclaims", Name: "terminated_total",
+		Help: "NodeClaims terminated, by NodePool and reason.",
+	}, []string{"nodepool", "reason"})
+	// LaunchToRegistered is how long instances take to join as Nodes.
+	LaunchToRegistered = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "nodeclaims", Name: "launched_to_registered_seconds",
+		Help: "Seconds from a NodeClaim's launch to its Node's registration.", Buckets: durationBuckets,
+	}, []string{"nodepool"})
+	// RegisteredToInitialized is how long registered Nodes take to become usable.
+	RegisteredToInitialized = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "nodeclaims", Name: "registered_to_initialized_seconds",
+		Help: "Seconds from a Node's registration to its initialization.", Buckets: durationBuckets,
+	}, []string{"nodepool"})
+	// TerminationDuration is how long a node takes from deletion to its finalizer being dropped.
+	TerminationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "nodes", Name: "termination_duration_seconds",
+		Help: "Seconds from a node's deletion to its termination: drain, volume detach, instance gone.", Buckets: durationBuckets,
+	}, []string{"nodepool"})
+	// PodsEvicted counts eviction attempts by outcome.
+	PodsEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "pods", Name: "evicted_total",
+		Help: "Pods evicted or deleted while draining nodes, by outcome.",
+	}, []string{"outcome"})
+	// PlanDuration is how long one provisioning plan takes.
+	PlanDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "provisioner", Name: "plan_duration_seconds",
+		Help: "Seconds spent planning one batch of pending pods.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	})
+	// PodsPerPlan is the size of the batches planned.
+	PodsPerPlan = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Subsystem: "provisioner", Name: "pods_per_plan",
+		Help: "Pending pods in one provisioning plan.", Buckets: prometheus.ExponentialBuckets(1, 2, 16),
+	})
+	// PodsUnplaceable counts pods a plan could place nowhere, by reason.
+	PodsUnplaceable = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "provisioner", Name: "pods_unplaceable_total",
+		Help: "Pods a plan could not place, by reason.",
+	}, []string{"reason"})
+)
+
+var durationBuckets = []float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200}
+
+var once sync.Once
+
+// Register adds Tailor's metrics to the scheduler's registry; later calls do nothing, so every
+// sandbox and test in one process can call it.
+func Register() {
+	once.Do(func() {
+		legacyregistry.Registerer().MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
+			NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
+			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable)
+	})
+}
