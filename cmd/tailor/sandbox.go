@@ -87,7 +87,7 @@ func runSandbox(ctx context.Context, f *sandboxFlags) error {
 		Dir:   dataDir,
 		Clock: clock.RealClock{},
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
-			return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "sandbox", Joiner: &fake.KubeletJoiner{Client: kube}})
+			return narratedCloud{fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "sandbox", Joiner: &fake.KubeletJoiner{Client: kube}})}
 		},
 	})
 	if err != nil {

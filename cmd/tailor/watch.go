@@ -52,8 +52,34 @@ func watchFleet(ctx context.Context, cluster *sandbox.Cluster) {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Pod)
 			n, ok2 := newObj.(*corev1.Pod)
-			if ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != "" {
+			if !ok1 || !ok2 {
+				return
+			}
+			if o.Spec.NodeName == "" && n.Spec.NodeName != "" {
 				say("pod %s/%s bound to %s", n.Namespace, n.Name, n.Spec.NodeName)
+			}
+			if o.DeletionTimestamp == nil && n.DeletionTimestamp != nil && n.Spec.NodeName != "" {
+				say("pod %s/%s leaving %s", n.Namespace, n.Name, n.Spec.NodeName)
+			}
+		},
+	})
+	_, _ = factory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return
+			}
+			if o.DeletionTimestamp == nil && n.DeletionTimestamp != nil {
+				say("node %s deleting: draining", n.Name)
+			}
+			if !hasTaint(o, karpv1.DisruptedTaintKey) && hasTaint(n, karpv1.DisruptedTaintKey) {
+				say("node %s tainted %s", n.Name, karpv1.DisruptedNoScheduleTaint.ToString())
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if n, ok := obj.(*corev1.Node); ok {
+				say("node %s deleted", n.Name)
 			}
 		},
 	})
@@ -85,4 +111,13 @@ func flagSetForKlog() *flag.FlagSet {
 		klog.InitFlags(klogFlagSet)
 	}
 	return klogFlagSet
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
 }

@@ -138,9 +138,21 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	})
 	// Unschedulable pods of this scheduler also reach the provisioner through the informer: with
 	// zero nodes the scheduler never calls PostFilter.
-	_, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.podChanged(obj) },
 		UpdateFunc: func(_, obj any) { o.podChanged(obj) },
+	}); err != nil {
+		return err
+	}
+	// A node that starts leaving has pods that will need room elsewhere: plan it before they go.
+	_, err = nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			if old, ok := oldObj.(*corev1.Node); ok {
+				if n, ok := newObj.(*corev1.Node); ok && provision.IsLeaving(n, nil) && !provision.IsLeaving(old, nil) {
+					o.provisioner.Trigger()
+				}
+			}
+		},
 	})
 	return err
 }

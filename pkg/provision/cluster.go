@@ -13,13 +13,33 @@ import (
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
-// Cluster is the state one plan starts from, read from informers.
+// Cluster is the state one plan starts from, read from informers and the provisioner's memory.
 type Cluster struct {
 	Nodes  []*corev1.Node
 	Pods   []*corev1.Pod
 	Claims []*karpv1.NodeClaim
 	// Planned maps pods to the NodeClaim an earlier plan put them on.
 	Planned map[types.UID]string
+	// Assumed maps pods the scheduler has reserved onto a node, but not yet bound, to that node.
+	Assumed map[types.UID]string
+}
+
+// View is what the planner sees of the cluster.
+type View struct {
+	// Nodes are the nodes pods may go to: ready nodes, nodes still starting (shown without their
+	// ephemeral and startup taints), and a stand-in for every NodeClaim whose Node has not
+	// registered yet. Nodes being deleted or disrupted are left out.
+	Nodes []*corev1.Node
+	// Pods are the pods on those nodes: bound, assumed by the scheduler, or planned or nominated
+	// onto capacity in flight.
+	Pods []*corev1.Pod
+	// InFlight maps the names of nodes that are launching or starting to their NodeClaims.
+	InFlight map[string]string
+	// Counted are the unbound pods already counted on a node: they need no plan.
+	Counted map[types.UID]bool
+	// Reschedulable are pods on nodes being deleted or disrupted that will be evicted: capacity
+	// for them is planned before they go, together, rather than one replacement at a time.
+	Reschedulable []*corev1.Pod
 }
 
 // ephemeralTaints go away by themselves while a node starts; a node that still has them counts as
@@ -30,14 +50,9 @@ var ephemeralTaints = []string{
 	corev1.TaintNodeUnreachable,
 }
 
-// InFlightView returns the nodes and pods the planner should see: every node, with nodes that
-// are still starting shown without their ephemeral and startup taints; a stand-in node for every
-// NodeClaim whose Node has not registered yet; and bound pods plus pods planned or nominated onto
-// in-flight capacity. inFlight maps those node names to their NodeClaim, and planned lists the
-// pods already counted on them.
-func (c *Cluster) InFlightView(typesByPool map[string][]*cloud.InstanceType) (nodes []*corev1.Node, pods []*corev1.Pod, inFlight map[string]string, planned map[types.UID]bool) {
-	inFlight = map[string]string{}
-	planned = map[types.UID]bool{}
+// View builds the planner's view of the cluster.
+func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
+	v := &View{InFlight: map[string]string{}, Counted: map[types.UID]bool{}}
 	byProviderID := make(map[string]*karpv1.NodeClaim, len(c.Claims))
 	claimNode := map[string]string{}
 	for _, claim := range c.Claims {
@@ -45,21 +60,21 @@ func (c *Cluster) InFlightView(typesByPool map[string][]*cloud.InstanceType) (no
 			byProviderID[claim.Status.ProviderID] = claim
 		}
 	}
+	leaving := map[string]bool{}
 	for _, n := range c.Nodes {
 		claim, ok := byProviderID[n.Spec.ProviderID]
-		if !ok || claim.IsTrue(karpv1.ConditionTypeInitialized) {
-			nodes = append(nodes, n)
-			if ok {
-				claimNode[claim.Name] = n.Name
-			}
-			continue
+		switch {
+		case IsLeaving(n, claim):
+			leaving[n.Name] = true
+		case !ok || claim.IsTrue(karpv1.ConditionTypeInitialized):
+			v.Nodes = append(v.Nodes, n)
+		default:
+			v.Nodes = append(v.Nodes, withoutStartupTaints(n, claim))
+			v.InFlight[n.Name] = claim.Name
 		}
-		if claim.DeletionTimestamp != nil {
-			continue
+		if ok {
+			claimNode[claim.Name] = n.Name
 		}
-		nodes = append(nodes, withoutStartupTaints(n, claim))
-		inFlight[n.Name] = claim.Name
-		claimNode[claim.Name] = n.Name
 	}
 	for _, claim := range c.Claims {
 		if claim.DeletionTimestamp != nil {
@@ -69,23 +84,52 @@ func (c *Cluster) InFlightView(typesByPool map[string][]*cloud.InstanceType) (no
 			continue
 		}
 		n := standIn(claim, typesByPool[claim.Labels[karpv1.NodePoolLabelKey]])
-		nodes = append(nodes, n)
-		inFlight[n.Name] = claim.Name
+		v.Nodes = append(v.Nodes, n)
+		v.InFlight[n.Name] = claim.Name
 		claimNode[claim.Name] = n.Name
+	}
+	present := make(map[string]bool, len(v.Nodes))
+	for _, n := range v.Nodes {
+		present[n.Name] = true
+	}
+	// countOn puts an unbound pod on a node in the view, if the node is there.
+	countOn := func(p *corev1.Pod, node string) bool {
+		if !present[node] {
+			return false
+		}
+		v.Pods = append(v.Pods, onNode(p, node))
+		v.Counted[p.UID] = true
+		return true
 	}
 	for _, p := range c.Pods {
 		switch {
 		case p.Spec.NodeName != "":
-			pods = append(pods, p)
-		case c.Planned[p.UID] != "" && claimNode[c.Planned[p.UID]] != "":
-			pods = append(pods, onNode(p, claimNode[c.Planned[p.UID]]))
-			planned[p.UID] = true
-		case p.Status.NominatedNodeName != "" && inFlight[p.Status.NominatedNodeName] != "":
-			pods = append(pods, onNode(p, p.Status.NominatedNodeName))
-			planned[p.UID] = true
+			switch {
+			case present[p.Spec.NodeName]:
+				v.Pods = append(v.Pods, p)
+			case !leaving[p.Spec.NodeName] || !scheduling.NeedsEviction(p) || scheduling.IsDaemonSetPod(p):
+			case c.Planned[p.UID] != "" && countOn(p, claimNode[c.Planned[p.UID]]):
+			default:
+				// Planned as the pod it will be once evicted: unbound (its replacement is a new pod
+				// of the same shape, which then finds this capacity in flight).
+				v.Reschedulable = append(v.Reschedulable, unbound(p))
+			}
+		case c.Assumed[p.UID] != "" && countOn(p, c.Assumed[p.UID]):
+		case c.Planned[p.UID] != "" && countOn(p, claimNode[c.Planned[p.UID]]):
+		case p.Status.NominatedNodeName != "" && v.InFlight[p.Status.NominatedNodeName] != "":
+			countOn(p, p.Status.NominatedNodeName)
 		}
 	}
-	return nodes, pods, inFlight, planned
+	return v
+}
+
+// IsLeaving reports whether the node (or its NodeClaim, if known) is being deleted or disrupted:
+// it offers no capacity, and its pods are about to need some.
+func IsLeaving(n *corev1.Node, claim *karpv1.NodeClaim) bool {
+	if n.DeletionTimestamp != nil || (claim != nil && claim.DeletionTimestamp != nil) {
+		return true
+	}
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
 }
 
 func withoutStartupTaints(n *corev1.Node, claim *karpv1.NodeClaim) *corev1.Node {
@@ -150,6 +194,13 @@ func smallestOption(claim *karpv1.NodeClaim, reqs []corev1.NodeSelectorRequireme
 		return claim.Spec.Resources.Requests, claim.Spec.Resources.Requests
 	}
 	return best.Allocatable(), best.Capacity
+}
+
+func unbound(p *corev1.Pod) *corev1.Pod {
+	out := p.DeepCopy()
+	out.Spec.NodeName = ""
+	out.Status.NominatedNodeName = ""
+	return out
 }
 
 func onNode(p *corev1.Pod, node string) *corev1.Pod {

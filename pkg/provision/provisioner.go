@@ -5,6 +5,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -51,8 +52,12 @@ type Provisioner struct {
 	mu sync.Mutex
 	// enqueued are pods the PostFilter handed over since they last bound.
 	enqueued map[types.UID]bool
-	// planned maps pods to the NodeClaim a plan put them on.
+	// planned maps pods to the NodeClaim a plan put them on, until that NodeClaim is initialized:
+	// from then on the scheduler sees the node itself.
 	planned map[types.UID]string
+	// assumed maps pods the scheduler reserved, and has not yet bound, to their node: the
+	// informers do not show them on it yet, but the room is taken.
+	assumed map[types.UID]string
 }
 
 // New returns a Provisioner; it plans once Run is called.
@@ -62,6 +67,7 @@ func New(opts Options) *Provisioner {
 		batcher:  NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax),
 		enqueued: map[types.UID]bool{},
 		planned:  map[types.UID]string{},
+		assumed:  map[types.UID]string{},
 	}
 }
 
@@ -92,17 +98,22 @@ func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
 	return claim.Status.NodeName, true
 }
 
-// Reserve forgets the pod: the scheduler has placed it.
-func (p *Provisioner) Reserve(pod *corev1.Pod, _ string) {
+// Reserve books the pod on the node the scheduler chose: it needs no plan any more, and its room
+// is taken even before the binding shows in the informers.
+func (p *Provisioner) Reserve(pod *corev1.Pod, node string) {
 	p.mu.Lock()
 	delete(p.enqueued, pod.UID)
 	delete(p.planned, pod.UID)
+	p.assumed[pod.UID] = node
 	p.mu.Unlock()
 }
 
-// Unreserve does nothing: a pod whose binding failed goes back to the scheduling queue and
-// reaches PostFilter again if it still fits nowhere.
-func (p *Provisioner) Unreserve(*corev1.Pod, string) {}
+// Unreserve undoes Reserve: the binding failed, and the pod goes back to the scheduling queue.
+func (p *Provisioner) Unreserve(pod *corev1.Pod, _ string) {
+	p.mu.Lock()
+	delete(p.assumed, pod.UID)
+	p.mu.Unlock()
+}
 
 // IsProvisionable reports whether pod is one the scheduler has found no node for: one of ours,
 // unbound, not being deleted, and marked Unschedulable.
@@ -160,32 +171,19 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		pools[i].Used = usage[pools[i].NodePool.Name]
 	}
 
-	p.mu.Lock()
-	live := map[string]bool{}
-	for _, c := range claims {
-		if c.DeletionTimestamp == nil {
-			live[c.Name] = true
-		}
-	}
-	for uid, claim := range p.planned {
-		if !live[claim] {
-			delete(p.planned, uid)
-		}
-	}
-	cluster := &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: copyPlanned(p.planned)}
-	enqueued := make(map[types.UID]bool, len(p.enqueued))
-	for uid := range p.enqueued {
-		enqueued[uid] = true
-	}
-	p.mu.Unlock()
-
-	viewNodes, viewPods, inFlight, counted := cluster.InFlightView(typesByPool)
+	cluster, enqueued := p.forgetStale(nodes, pods, claims)
+	view := cluster.View(typesByPool)
 	var pending []*corev1.Pod
 	for _, pod := range pods {
-		if counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
+		if view.Counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
 			continue
 		}
 		if enqueued[pod.UID] || p.IsProvisionable(pod) {
+			pending = append(pending, pod)
+		}
+	}
+	for _, pod := range view.Reschedulable {
+		if pod.Spec.SchedulerName == p.opts.SchedulerName {
 			pending = append(pending, pod)
 		}
 	}
@@ -193,7 +191,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		return nil
 	}
 	planStart := p.opts.Clock.Now()
-	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: viewNodes, Pods: viewPods, InFlight: inFlight, Pools: pools})
+	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Pools: pools})
 	metrics.PlanDuration.Observe(p.opts.Clock.Since(planStart).Seconds())
 	metrics.PodsPerPlan.Observe(float64(len(pending)))
 
@@ -296,10 +294,43 @@ func (p *Provisioner) explain(u Unplaceable) {
 	}
 }
 
-func copyPlanned(in map[types.UID]string) map[types.UID]string {
-	out := make(map[types.UID]string, len(in))
-	for k, v := range in {
-		out[k] = v
+// forgetStale drops what memory no longer needs to hold: plans whose NodeClaim is gone or
+// initialized (the scheduler sees that node itself now), and assumptions and hand-overs of pods
+// that are bound or gone. It returns the cluster to plan from and the pods handed over.
+func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim) (*Cluster, map[types.UID]bool) {
+	inFlight := map[string]bool{}
+	for _, c := range claims {
+		if c.DeletionTimestamp == nil && !c.IsTrue(karpv1.ConditionTypeInitialized) {
+			inFlight[c.Name] = true
+		}
 	}
-	return out
+	unbound := map[types.UID]bool{}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" {
+			unbound[pod.UID] = true
+		}
+	}
+	exists := map[types.UID]bool{}
+	for _, pod := range pods {
+		exists[pod.UID] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for uid, claim := range p.planned {
+		if !inFlight[claim] || !exists[uid] {
+			delete(p.planned, uid)
+		}
+	}
+	for uid := range p.assumed {
+		if !unbound[uid] {
+			delete(p.assumed, uid)
+		}
+	}
+	for uid := range p.enqueued {
+		if !unbound[uid] {
+			delete(p.enqueued, uid)
+		}
+	}
+	return &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
+		maps.Clone(p.enqueued)
 }

@@ -5,11 +5,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/klog/v2"
 	schedulingv1 "k8s.io/kubernetes/pkg/apis/scheduling"
 
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // drainGroups orders the pods a drain must remove, as Karpenter does: ordinary pods first, then
@@ -20,14 +18,14 @@ import (
 func drainGroups(pods []*corev1.Pod) [][]*corev1.Pod {
 	groups := make([][]*corev1.Pod, 4)
 	for _, p := range pods {
-		if !needsEviction(p) {
+		if !scheduling.NeedsEviction(p) {
 			continue
 		}
 		i := 0
 		if isCritical(p) {
 			i = 1
 		}
-		if isDaemonSetPod(p) {
+		if scheduling.IsDaemonSetPod(p) {
 			i += 2
 		}
 		groups[i] = append(groups[i], p)
@@ -35,34 +33,11 @@ func drainGroups(pods []*corev1.Pod) [][]*corev1.Pod {
 	return slices.DeleteFunc(groups, func(g []*corev1.Pod) bool { return len(g) == 0 })
 }
 
-func needsEviction(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return false
-	}
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	taint := karpv1.DisruptedNoScheduleTaint
-	return !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, &taint, true)
-}
-
 func isCritical(p *corev1.Pod) bool {
 	if p.Spec.PriorityClassName == schedulingv1.SystemClusterCritical || p.Spec.PriorityClassName == schedulingv1.SystemNodeCritical {
 		return true
 	}
 	return p.Spec.Priority != nil && *p.Spec.Priority >= schedulingv1.SystemCriticalPriority
-}
-
-func isDaemonSetPod(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
-			return true
-		}
-	}
-	return false
 }
 
 // mustDelete reports whether the termination deadline is so close that pod must be deleted now,
@@ -87,10 +62,9 @@ func mustDelete(p *corev1.Pod, deadline *time.Time, now time.Time) (bool, int64)
 func stillRunning(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
-		if needsEviction(p) || (p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed) {
-			if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; !mirror {
-				out = append(out, p)
-			}
+		terminating := p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+		if (scheduling.NeedsEviction(p) || terminating) && !scheduling.IsMirror(p) {
+			out = append(out, p)
 		}
 	}
 	return out
