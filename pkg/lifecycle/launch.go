@@ -21,28 +21,11 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 	logger := klog.FromContext(ctx).WithValues("nodeClaim", claim.Name)
 	launched, err := c.opts.Cloud.Create(ctx, claim)
 	if err != nil {
-		if cloud.IsInsufficientCapacity(err) {
-			// The pods are planned again with the offering marked unavailable.
-			claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, "InsufficientCapacity", truncate(err.Error()), c.opts.Clock.Now())
-			claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, "InsufficientCapacity", "", c.opts.Clock.Now())
-			if _, uerr := c.opts.NodeClaims.UpdateStatus(ctx, claim); uerr != nil && !apierrors.IsNotFound(uerr) {
-				return 0, uerr
-			}
-			c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, "InsufficientCapacity", "Launch",
-				"NodeClaim %s could not launch: %v", claim.Name, err)
-			logger.Info("No capacity for NodeClaim; deleting it so its pods are planned again", "error", err.Error())
-			if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return 0, err
-			}
-			c.opts.Replan()
-			return 0, nil
+		if ctx.Err() != nil {
+			// Tailor is stopping; the next one launches the claim again with the same token.
+			return 0, err
 		}
-		claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, "LaunchFailed", truncate(err.Error()), c.opts.Clock.Now())
-		if _, uerr := c.opts.NodeClaims.UpdateStatus(ctx, claim); uerr != nil {
-			return 0, uerr
-		}
-		c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, "LaunchFailed", "Launch", "NodeClaim %s: %v", claim.Name, err)
-		return 0, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+		return 0, c.abandon(ctx, claim, err)
 	}
 
 	// Labels first: they are metadata, written by Update; then the status.
@@ -72,6 +55,31 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 		"instanceType", launched.Labels[corev1.LabelInstanceTypeStable], "zone", launched.Labels[corev1.LabelTopologyZone],
 		"capacityType", launched.Labels[karpv1.CapacityTypeLabelKey])
 	return 0, nil
+}
+
+// abandon gives up on a claim whose launch failed: the error goes on the claim and into an Event,
+// the claim is deleted (its finalizer makes sure no instance of it survives), and its pods are
+// planned again; after a capacity shortage the cloud reports that offering unavailable.
+func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launchErr error) error {
+	reason := "LaunchFailed"
+	if cloud.IsInsufficientCapacity(launchErr) {
+		reason = "InsufficientCapacity"
+	}
+	now := c.opts.Clock.Now()
+	claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, truncate(launchErr.Error()), now)
+	claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, reason, "", now)
+	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, reason, "Launch",
+		"NodeClaim %s could not launch: %v", claim.Name, launchErr)
+	klog.FromContext(ctx).Info("Launch failed; deleting the NodeClaim so its pods are planned again",
+		"nodeClaim", claim.Name, "reason", reason, "error", launchErr.Error())
+	if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	c.opts.Replan()
+	return nil
 }
 
 func mergeLabels(claim *karpv1.NodeClaim, labels map[string]string) bool {

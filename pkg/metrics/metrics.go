@@ -84,6 +84,6 @@ func Register() {
 	once.Do(func() {
 		legacyregistry.Registerer().MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
 			NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
-			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable)
+			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, nodesCollector{})
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -208,6 +209,11 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	metrics.Register()
+	nodes := h.SharedInformerFactory().Core().V1().Nodes().Lister()
+	metrics.SetNodeSource(func() []*corev1.Node {
+		list, _ := nodes.List(labels.Everything())
+		return list
+	})
 	go o.lifecycle.Run(ctx, 4)
 	go o.termination.Run(ctx, 4)
 	go o.gc.Run(ctx)

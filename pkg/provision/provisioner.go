@@ -27,6 +27,10 @@ import (
 	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
+// ResyncInterval is how often the provisioner looks at pending pods without being asked, as
+// Karpenter's pod controller requeues them.
+const ResyncInterval = 10 * time.Second
+
 // Options are what a Provisioner reads and writes.
 type Options struct {
 	SchedulerName string
@@ -38,7 +42,7 @@ type Options struct {
 	Nodes         corelisters.NodeLister
 	Cloud         cloud.CloudProvider
 	Recorder      events.EventRecorder
-	Clock         clock.Clock
+	Clock         clock.WithTicker
 	BatchIdle     time.Duration
 	BatchMax      time.Duration
 }
@@ -134,8 +138,21 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner) {
 	logger := klog.FromContext(ctx).WithName("provisioner")
 	ctx = klog.NewContext(ctx, logger)
 	// Pods that were pending before this process started get no PostFilter call until their
-	// backoff ends; look at them at once.
+	// backoff ends; look at them at once. Later, look again now and then: pods that could not be
+	// placed may fit once an offering is available again or a limit frees up, and no event says so.
 	p.batcher.Trigger()
+	go func() {
+		t := p.opts.Clock.NewTicker(ResyncInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				p.batcher.Trigger()
+			}
+		}
+	}()
 	for p.batcher.Wait(ctx) {
 		if err := p.reconcile(ctx, planner); err != nil {
 			logger.Error(err, "Provisioning failed; retrying")

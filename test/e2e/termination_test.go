@@ -104,6 +104,11 @@ func TestDeletingANodeDrainsItAndItsPodsMove(t *testing.T) {
 	if len(evicted) < 3 {
 		t.Fatalf("%d Evicted events; want one per pod: %v", len(evicted), evicted)
 	}
+	// Capacity for the evicted pods was planned together, before they left: one new node, not one
+	// per replacement pod.
+	if n := len(e.cloud.Instances()); n != 1 {
+		t.Fatalf("%d instances after the drain; want 1 replacement for the 3 pods", n)
+	}
 }
 
 // A PDB that allows no disruption holds the drain, visibly; once it allows one, the drain goes on.

@@ -123,7 +123,10 @@ func (p *Provider) SetDrifted(providerID string, reason cloud.DriftReason) {
 	p.drift[providerID] = reason
 }
 
-// InjectInsufficientCapacity makes the offerings unavailable until ClearInsufficientCapacity.
+// InjectInsufficientCapacity makes the offerings short of capacity until ClearInsufficientCapacity.
+// Like EC2, the cloud does not advertise a shortage: a launch that tries such an offering falls
+// back to the next one, and only then does InstanceTypes show it unavailable, for
+// cloud.UnavailableTTL.
 func (p *Provider) InjectInsufficientCapacity(keys ...cloud.OfferingKey) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -137,6 +140,7 @@ func (p *Provider) ClearInsufficientCapacity() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ice = map[cloud.OfferingKey]bool{}
+	p.unavailable.Clear()
 }
 
 // FailNextCreate makes the next Create return err before doing anything; calls queue up.

@@ -73,9 +73,12 @@ type Provider struct {
 	launched  int
 	instances map[string]*Instance // by provider ID
 	byClaim   map[string]string    // idempotency key -> provider ID
-	ice       map[cloud.OfferingKey]bool
-	drift     map[string]cloud.DriftReason
-	faults    map[Step][]Fault
+	// ice is the injected shortage, which the cloud does not advertise; unavailable is what
+	// launches have found out about it, shown in InstanceTypes for cloud.UnavailableTTL.
+	ice         map[cloud.OfferingKey]bool
+	unavailable *cloud.UnavailableOfferings
+	drift       map[string]cloud.DriftReason
+	faults      map[Step][]Fault
 }
 
 var _ cloud.CloudProvider = (*Provider)(nil)
@@ -90,6 +93,7 @@ func New(opts Options) *Provider {
 		instances:   map[string]*Instance{},
 		byClaim:     map[string]string{},
 		ice:         map[cloud.OfferingKey]bool{},
+		unavailable: cloud.NewUnavailableOfferings(opts.Clock),
 		faults:      map[Step][]Fault{},
 		drift:       map[string]cloud.DriftReason{},
 	}
@@ -127,7 +131,7 @@ func (p *Provider) currentCatalog() []*cloud.InstanceType {
 	for _, it := range p.catalog {
 		c := copyInstanceType(it)
 		for i, o := range c.Offerings {
-			if p.ice[cloud.OfferingKey{InstanceType: c.Name, Zone: o.Zone, CapacityType: o.CapacityType}] {
+			if p.unavailable.Has(cloud.OfferingKey{InstanceType: c.Name, Zone: o.Zone, CapacityType: o.CapacityType}) {
 				c.Offerings[i].Available = false
 			}
 		}

@@ -57,6 +57,8 @@ func (p *Provider) choose(claim *karpv1.NodeClaim) (*cloud.InstanceType, cloud.O
 			}
 		}
 	}
+	// Like a fleet request, the launch tried the short offerings and learned they are short.
+	p.unavailable.Mark(iced...)
 	switch {
 	case bestType != nil:
 		return bestType, best, nil

@@ -1,0 +1,57 @@
+package cloud
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// UnavailableTTL is how long an offering that ran out of capacity is left out of plans, as in
+// Karpenter: long enough not to retry it at once, short enough to use it again when it recovers.
+const UnavailableTTL = 3 * time.Minute
+
+// UnavailableOfferings remembers offerings a launch found without capacity, each until its TTL
+// ends. Providers consult it when they report InstanceTypes, so the planner stops choosing them.
+type UnavailableOfferings struct {
+	clock clock.PassiveClock
+	mu    sync.Mutex
+	until map[OfferingKey]time.Time
+}
+
+// NewUnavailableOfferings returns an empty cache on clk.
+func NewUnavailableOfferings(clk clock.PassiveClock) *UnavailableOfferings {
+	return &UnavailableOfferings{clock: clk, until: map[OfferingKey]time.Time{}}
+}
+
+// Mark records that the offerings had no capacity just now.
+func (u *UnavailableOfferings) Mark(keys ...OfferingKey) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	end := u.clock.Now().Add(UnavailableTTL)
+	for _, k := range keys {
+		u.until[k] = end
+	}
+}
+
+// Has reports whether the offering is still marked unavailable.
+func (u *UnavailableOfferings) Has(k OfferingKey) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	end, ok := u.until[k]
+	if !ok {
+		return false
+	}
+	if !u.clock.Now().Before(end) {
+		delete(u.until, k)
+		return false
+	}
+	return true
+}
+
+// Clear forgets every mark.
+func (u *UnavailableOfferings) Clear() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.until = map[OfferingKey]time.Time{}
+}
