@@ -1,0 +1,261 @@
+// Package emulator is an in-process, loopback-only stand-in for the AWS APIs Tailor calls: EC2
+// (Query/XML), SSM, Pricing and SQS (JSON). The real aws-sdk-go-v2 clients talk to it over HTTP,
+// so their serializers, pagination, error decoding and retryers run exactly as against AWS.
+//
+// Everything in it is SIMULATED: one region (us-west-2), three zones, and the instance types and
+// prices of the fake cloud (pkg/cloud/fake), re-expressed as EC2 would describe them so that the
+// fake and the AWS provider agree on what each type offers. Faults (capacity shortage per
+// offering, throttling, latency) are injected through methods, never by chance.
+package emulator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+)
+
+// Region and account the emulator pretends to be.
+const (
+	Region    = fake.Region
+	AccountID = "000000000000"
+)
+
+// DefaultKubernetesVersion is the version the seeded EKS AMI parameters are published for.
+const DefaultKubernetesVersion = "1.36"
+
+// Options configure an Emulator. Every field is optional.
+type Options struct {
+	// Clock drives launch times, visibility timeouts, boot delays and how long terminated
+	// instances stay visible; real time when nil.
+	Clock clock.Clock
+	// ClusterName is put in the karpenter.sh/discovery tag of the seeded subnets and security group.
+	ClusterName string
+	// KubernetesVersion names the SSM parameters of the seeded EKS AMIs.
+	KubernetesVersion string
+	// MaxPageSize caps the page size of every paginated call, so tests can force pagination.
+	MaxPageSize int
+	// OnLaunch plays the booting instance: it is called, on its own goroutine and BootDelay after
+	// launch, with what the instance's kubelet would register. Not called for instances that were
+	// terminated before then.
+	OnLaunch  func(Launch)
+	BootDelay time.Duration
+}
+
+// Emulator serves the AWS APIs on a loopback address. It is safe for concurrent use.
+type Emulator struct {
+	opts   Options
+	clock  clock.Clock
+	server *httptest.Server
+
+	mu       sync.Mutex
+	nextID   int
+	calls    map[string]int
+	faults   faults
+	catalog  []*instanceTypeInfo
+	world    world
+	queues   map[string]*queue
+	requests int
+}
+
+// Start serves a new emulator on 127.0.0.1 until Close.
+func Start(opts Options) *Emulator {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.KubernetesVersion == "" {
+		opts.KubernetesVersion = DefaultKubernetesVersion
+	}
+	e := &Emulator{
+		opts:    opts,
+		clock:   opts.Clock,
+		calls:   map[string]int{},
+		faults:  newFaults(),
+		catalog: buildCatalog(fake.Catalog()),
+		queues:  map[string]*queue{},
+	}
+	e.world = seedWorld(opts.ClusterName, opts.KubernetesVersion, e.clock.Now())
+	// httptest binds the loopback interface only, which is all the emulator may listen on.
+	e.server = httptest.NewServer(e)
+	return e
+}
+
+// URL is the endpoint to give every SDK client (BaseEndpoint).
+func (e *Emulator) URL() string { return e.server.URL }
+
+// Close stops serving; in-flight long polls return.
+func (e *Emulator) Close() {
+	e.server.CloseClientConnections()
+	e.server.Close()
+}
+
+// Calls returns how many requests for the action (e.g. "CreateFleet", "ReceiveMessage") arrived,
+// throttled ones included.
+func (e *Emulator) Calls(action string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.calls[action]
+}
+
+// CalledActions lists every action that was requested at least once, sorted; with the service
+// of each it tells which IAM permissions a scenario needs.
+func (e *Emulator) CalledActions() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return sortedKeys(e.calls)
+}
+
+// ServeHTTP routes by protocol: JSON services name the operation in X-Amz-Target, Query services
+// in the Action form field, with Version telling EC2 from IAM.
+func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	service, action := "", ""
+	var params query
+	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		service, action, _ = strings.Cut(target, ".")
+	} else {
+		if params, err = parseQuery(string(body)); err != nil {
+			writeEC2Error(w, e.requestID(), &apiError{Code: "MalformedQueryString", Message: err.Error()})
+			return
+		}
+		service, action = "ec2:"+params.get("Version"), params.get("Action")
+	}
+	e.mu.Lock()
+	e.calls[action]++
+	latency, throttled := e.faults.take(action)
+	e.mu.Unlock()
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	reqID := e.requestID()
+	klog.V(5).Info("AWS emulator request", "service", service, "action", action, "throttled", throttled)
+	switch service {
+	case "AmazonSSM", "AWSPriceListService", "AmazonSQS":
+		if throttled {
+			writeJSONError(w, &apiError{Code: "ThrottlingException", Message: "Rate exceeded", Status: http.StatusBadRequest})
+			return
+		}
+		e.serveJSON(r.Context(), w, service, action, body)
+	case "ec2:" + ec2Version:
+		if throttled {
+			writeEC2Error(w, reqID, &apiError{Code: "RequestLimitExceeded", Message: "Request limit exceeded.", Status: http.StatusServiceUnavailable})
+			return
+		}
+		e.serveEC2(w, reqID, action, params)
+	default:
+		writeEC2Error(w, reqID, &apiError{Code: "UnknownOperationException",
+			Message: fmt.Sprintf("the AWS emulator does not serve %s %s", service, action)})
+	}
+}
+
+func (e *Emulator) serveJSON(ctx context.Context, w http.ResponseWriter, service, action string, body []byte) {
+	var (
+		out any
+		err error
+	)
+	switch service {
+	case "AmazonSSM":
+		out, err = e.ssm(action, body)
+	case "AWSPriceListService":
+		out, err = e.pricing(action, body)
+	case "AmazonSQS":
+		out, err = e.sqs(ctx, action, body)
+	}
+	if err != nil {
+		writeJSONError(w, asAPIError(err))
+		return
+	}
+	writeJSON(w, out)
+}
+
+// requestID returns a fresh request ID, as every AWS response carries one.
+func (e *Emulator) requestID() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.requests++
+	return fmt.Sprintf("00000000-0000-4000-8000-%012d", e.requests)
+}
+
+// newID returns a resource ID with the prefix, unique within the emulator. Callers hold e.mu.
+func (e *Emulator) newID(prefix string) string {
+	e.nextID++
+	return fmt.Sprintf("%s-%017x", prefix, e.nextID)
+}
+
+// InjectInsufficientCapacity makes CreateFleet fail the offerings with InsufficientInstanceCapacity
+// until ClearInsufficientCapacity.
+func (e *Emulator) InjectInsufficientCapacity(keys ...cloud.OfferingKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, k := range keys {
+		e.faults.ice[k] = true
+	}
+}
+
+// ClearInsufficientCapacity ends every injected capacity shortage.
+func (e *Emulator) ClearInsufficientCapacity() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults.ice = map[cloud.OfferingKey]bool{}
+}
+
+// Throttle makes the next n requests for action ("" for any action) fail with the service's
+// throttling error (RequestLimitExceeded on EC2, ThrottlingException on the JSON services).
+func (e *Emulator) Throttle(action string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults.throttle[action] += n
+}
+
+// ClearThrottle cancels every pending throttle.
+func (e *Emulator) ClearThrottle() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults.throttle = map[string]int{}
+}
+
+// SetLatency delays every response by d (real time: it is network latency, not cloud time).
+func (e *Emulator) SetLatency(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults.latency = d
+}
+
+type faults struct {
+	ice      map[cloud.OfferingKey]bool
+	throttle map[string]int
+	latency  time.Duration
+}
+
+func newFaults() faults {
+	return faults{ice: map[cloud.OfferingKey]bool{}, throttle: map[string]int{}}
+}
+
+// take consumes one throttle for the action, if any is pending. Callers hold e.mu.
+func (f *faults) take(action string) (time.Duration, bool) {
+	for _, key := range []string{action, ""} {
+		if f.throttle[key] > 0 {
+			f.throttle[key]--
+			return f.latency, true
+		}
+	}
+	return f.latency, false
+}

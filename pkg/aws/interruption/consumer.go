@@ -1,0 +1,168 @@
+package interruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+)
+
+// Handler acts on one event. Returning an error leaves the message on the queue, to be
+// delivered again once its visibility timeout passes.
+type Handler func(ctx context.Context, ev Event) error
+
+// Metrics count what the consumer sees. The caller registers them (Collectors), so tests and
+// several consumers never fight over a global registry.
+type Metrics struct {
+	Received  *prometheus.CounterVec
+	Deleted   prometheus.Counter
+	Malformed prometheus.Counter
+}
+
+// NewMetrics returns unregistered counters.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		Received: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tailor", Subsystem: "interruption",
+			Name: "received_messages_total", Help: "Interruption queue messages received, by the kind of event they carry."}, []string{"kind"}),
+		Deleted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tailor", Subsystem: "interruption",
+			Name: "deleted_messages_total", Help: "Interruption queue messages deleted after handling."}),
+		Malformed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tailor", Subsystem: "interruption",
+			Name: "malformed_messages_total", Help: "Interruption queue messages that could not be read; they are deleted."}),
+	}
+}
+
+// Collectors are the metrics to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.Received, m.Deleted, m.Malformed}
+}
+
+// Options configure a Consumer. SQS, QueueURL and Handler are required.
+type Options struct {
+	SQS      *sqs.Client
+	QueueURL string
+	Handler  Handler
+	Metrics  *Metrics
+	// WaitTime is the long-poll wait (20 s, the SQS maximum, when zero); Visibility is how long a
+	// received message stays hidden while it is handled (20 s when zero).
+	WaitTime   time.Duration
+	Visibility time.Duration
+	// ErrorBackoff is the pause after a failed receive (1 s when zero), so an outage is not a
+	// busy loop.
+	ErrorBackoff time.Duration
+}
+
+// Consumer long-polls the queue and dispatches its messages.
+type Consumer struct {
+	opts Options
+}
+
+// New validates the options.
+func New(opts Options) (*Consumer, error) {
+	if opts.SQS == nil || opts.QueueURL == "" || opts.Handler == nil {
+		return nil, fmt.Errorf("interruption consumer needs an SQS client, a queue URL and a handler")
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
+	if opts.WaitTime == 0 {
+		opts.WaitTime = 20 * time.Second
+	}
+	if opts.Visibility == 0 {
+		opts.Visibility = 20 * time.Second
+	}
+	if opts.ErrorBackoff == 0 {
+		opts.ErrorBackoff = time.Second
+	}
+	return &Consumer{opts: opts}, nil
+}
+
+// QueueURL resolves a queue name (what users configure) to its URL.
+func QueueURL(ctx context.Context, client *sqs.Client, name string) (string, error) {
+	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("finding interruption queue %q: %w", name, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// Run polls until ctx ends. Receive errors are logged and retried after a pause; nothing a
+// message contains can stop it.
+func (c *Consumer) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("queue", c.opts.QueueURL)
+	for ctx.Err() == nil {
+		if _, err := c.Poll(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "receiving interruption messages; retrying")
+			select {
+			case <-ctx.Done():
+			case <-time.After(c.opts.ErrorBackoff):
+			}
+		}
+	}
+	return nil
+}
+
+// Poll receives one batch (up to 10 messages, long-polling) and handles its messages in
+// parallel. It returns how many messages it received.
+func (c *Consumer) Poll(ctx context.Context) (int, error) {
+	out, err := c.opts.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:            aws.String(c.opts.QueueURL),
+		MaxNumberOfMessages: 10,
+		WaitTimeSeconds:     int32(c.opts.WaitTime / time.Second),
+		VisibilityTimeout:   int32(c.opts.Visibility / time.Second),
+	})
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	for _, m := range out.Messages {
+		wg.Add(1)
+		go func(m sqstypes.Message) {
+			defer wg.Done()
+			c.handle(ctx, m)
+		}(m)
+	}
+	wg.Wait()
+	return len(out.Messages), nil
+}
+
+// handle parses and dispatches one message, and deletes it when it is done with: handled,
+// of no interest, or unreadable (a malformed message would otherwise come back forever).
+func (c *Consumer) handle(ctx context.Context, m sqstypes.Message) {
+	logger := klog.FromContext(ctx).WithValues("messageID", aws.ToString(m.MessageId))
+	events, err := Parse(aws.ToString(m.Body))
+	if err != nil {
+		c.opts.Metrics.Malformed.Inc()
+		logger.Error(err, "deleting an interruption message that cannot be read")
+		c.delete(ctx, m)
+		return
+	}
+	var failed error
+	for _, ev := range events {
+		c.opts.Metrics.Received.WithLabelValues(string(ev.Kind)).Inc()
+		if err := c.opts.Handler(ctx, ev); err != nil {
+			failed = errors.Join(failed, fmt.Errorf("%s for %s: %w", ev.Kind, ev.InstanceID, err))
+		}
+	}
+	if failed != nil {
+		logger.Error(failed, "handling an interruption message failed; it stays on the queue to be retried")
+		return
+	}
+	c.delete(ctx, m)
+}
+
+func (c *Consumer) delete(ctx context.Context, m sqstypes.Message) {
+	_, err := c.opts.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.opts.QueueURL), ReceiptHandle: m.ReceiptHandle})
+	if err != nil {
+		// Handled but still queued: it will be handled again, which handlers must tolerate anyway.
+		klog.FromContext(ctx).Error(err, "deleting a handled interruption message", "messageID", aws.ToString(m.MessageId))
+		return
+	}
+	c.opts.Metrics.Deleted.Inc()
+}

@@ -1,0 +1,262 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/userdata"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+// Create implements cloud.CloudProvider. The CreateFleet client token is the claim's UID, so a
+// retry after a crash gets the instance already launched instead of a second one.
+func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	nc, res, err := p.readyNodeClass(ctx, claim.Spec.NodeClassRef)
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %q: %w", claim.Name, err)
+	}
+	types, err := p.launchableTypes(ctx, nc, res)
+	if err != nil {
+		return nil, err
+	}
+	zoneIDs := zoneIDsOf(res)
+	plan, err := planLaunch(claim, types, zoneIDs, p.region())
+	if err != nil {
+		return nil, err
+	}
+	inst, err := p.launch(ctx, claim, nc, res, plan)
+	if code := errorCode(err); code == "InvalidLaunchTemplateName.NotFoundException" {
+		// A template was deleted behind our back (garbage collection, a person): make them again.
+		p.templates.forgetAll()
+		inst, err = p.launch(ctx, claim, nc, res, plan)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range types {
+		if t.it.Name == inst.instanceType {
+			for _, o := range t.it.Offerings {
+				if o.Zone == inst.zone && o.CapacityType == inst.capacityType {
+					klog.FromContext(ctx).V(2).Info("launched EC2 instance", "nodeclaim", claim.Name, "instance", inst.id,
+						"instanceType", inst.instanceType, "zone", inst.zone, "capacityType", inst.capacityType, "price", o.PricePerHour)
+					return hydrate(claim, nc, t, o, inst, zoneIDs, p.region()), nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("nodeclaim %q: EC2 launched %s (%s in %s), which the node class no longer offers", claim.Name, inst.id, inst.instanceType, inst.zone)
+}
+
+type launched struct {
+	id, instanceType, zone, capacityType, imageID string
+}
+
+// launch ensures the launch templates and sends one instant CreateFleet. Offerings the fleet
+// reports short of capacity are avoided for the TTL, even when another one launched.
+func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, plan *launchPlan) (*launched, error) {
+	configs := map[string]*ec2types.FleetLaunchTemplateConfigRequest{}
+	var order []string
+	images := map[string]string{}
+	for _, o := range plan.options {
+		spec, err := p.templateSpec(claim, nc, res, o.t)
+		if err != nil {
+			return nil, err
+		}
+		name, err := p.templates.ensure(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("nodeclaim %q: %w", claim.Name, err)
+		}
+		subnet := bestSubnet(res, o.offering.Zone)
+		if subnet == "" {
+			continue
+		}
+		cfg, ok := configs[name]
+		if !ok {
+			cfg = &ec2types.FleetLaunchTemplateConfigRequest{LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+				LaunchTemplateName: aws.String(name), Version: aws.String("$Latest")}}
+			configs[name] = cfg
+			order = append(order, name)
+		}
+		cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+			InstanceType: ec2types.InstanceType(o.t.it.Name), SubnetId: aws.String(subnet), AvailabilityZone: aws.String(o.offering.Zone),
+			ImageId: aws.String(o.t.imageID), Priority: aws.Float64(o.offering.PricePerHour)})
+		images[o.t.it.Name] = o.t.imageID
+	}
+	tags := ec2Tags(instanceTags(p.opts.ClusterName, claim, nc))
+	in := &ec2.CreateFleetInput{
+		Type:        ec2types.FleetTypeInstant,
+		ClientToken: aws.String(clientToken(claim)),
+		Context:     nc.Spec.Context,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(plan.capacityType)},
+		// The fleet is tagged too, so the IAM policy can require the ownership tags on every
+		// resource CreateFleet makes.
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags}, {ResourceType: ec2types.ResourceTypeFleet, Tags: tags}},
+	}
+	if plan.capacityType == karpv1.CapacityTypeSpot {
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	for _, name := range order {
+		in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, *configs[name])
+	}
+	out, err := p.ec2.CreateFleet(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %q: CreateFleet: %w", claim.Name, err)
+	}
+	var iced []cloud.OfferingKey
+	var other []string
+	for _, e := range out.Errors {
+		code := aws.ToString(e.ErrorCode)
+		ov := e.LaunchTemplateAndOverrides.Overrides
+		if unfulfillableCapacityCodes.Has(code) && ov != nil {
+			key := cloud.OfferingKey{InstanceType: string(ov.InstanceType), Zone: aws.ToString(ov.AvailabilityZone), CapacityType: plan.capacityType}
+			p.unavailable.mark(key)
+			iced = append(iced, key)
+			continue
+		}
+		other = append(other, code+": "+aws.ToString(e.ErrorMessage))
+	}
+	for _, fi := range out.Instances {
+		if len(fi.InstanceIds) == 0 {
+			continue
+		}
+		zone := ""
+		if ov := fi.LaunchTemplateAndOverrides.Overrides; ov != nil {
+			zone = aws.ToString(ov.AvailabilityZone)
+		}
+		return &launched{id: fi.InstanceIds[0], instanceType: string(fi.InstanceType), zone: zone,
+			capacityType: string(fi.Lifecycle), imageID: images[string(fi.InstanceType)]}, nil
+	}
+	if len(other) == 0 && len(iced) > 0 {
+		return nil, &cloud.InsufficientCapacityError{Offerings: iced,
+			Message: fmt.Sprintf("nodeclaim %q: EC2 has no capacity for any of the %d offerings tried", claim.Name, len(iced))}
+	}
+	if len(other) > 0 && strings.HasPrefix(other[0], "InvalidLaunchTemplateName.NotFoundException") {
+		return nil, &fleetError{code: "InvalidLaunchTemplateName.NotFoundException", msg: other[0]}
+	}
+	return nil, fmt.Errorf("nodeclaim %q: CreateFleet launched nothing: %s", claim.Name, strings.Join(other, "; "))
+}
+
+// clientToken is the idempotency token; EC2 allows 64 ASCII characters and a UID has 36.
+func clientToken(claim *karpv1.NodeClaim) string {
+	if claim.UID != "" {
+		return string(claim.UID)
+	}
+	return "nodeclaim-" + claim.Name
+}
+
+// bestSubnet is the subnet of the zone with the most free addresses (status is sorted so).
+func bestSubnet(res *Resolution, zone string) string {
+	for _, s := range res.NodeClass.Status.Subnets {
+		if s.Zone == zone {
+			return s.ID
+		}
+	}
+	return ""
+}
+
+func zoneIDsOf(res *Resolution) map[string]string {
+	out := map[string]string{}
+	for _, s := range res.NodeClass.Status.Subnets {
+		out[s.Zone] = s.ZoneID
+	}
+	return out
+}
+
+// instanceTags mark ownership, so List, garbage collection and the IAM policy's conditions can
+// tell Tailor's instances (and volumes) from everything else. Tailor's keys win over the class's.
+func instanceTags(cluster string, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass) map[string]string {
+	tags := map[string]string{}
+	for k, v := range nc.Spec.Tags {
+		tags[k] = v
+	}
+	tags["kubernetes.io/cluster/"+cluster] = "owned"
+	tags[awsv1.TagKeyEKSClusterName] = cluster
+	tags[awsv1.TagKeyNodePool] = claim.Labels[karpv1.NodePoolLabelKey]
+	tags[awsv1.TagKeyNodeClaim] = claim.Name
+	tags[awsv1.TagKeyNodeClass] = nc.Name
+	return tags
+}
+
+// templateSpec is the launch template for one launchable type of the claim.
+func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, t *launchableType) (templateSpec, error) {
+	labels := kubeletLabels(claim.Labels)
+	labels[awsv1.LabelNodeClass] = nc.Name
+	node := userdata.Node{
+		ClusterName: p.opts.ClusterName, APIServerEndpoint: p.opts.ClusterEndpoint, CABundle: p.opts.ClusterCABundle,
+		ServiceCIDR: p.opts.ServiceCIDR, ClusterDNS: p.opts.ClusterDNS, Labels: labels,
+		Taints:  append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
+		MaxPods: int32(t.pods), KubeReserved: t.kube, SystemReserved: t.system, EvictionHard: t.eviction,
+	}
+	ud, err := userdata.Render(nc.AMIFamily(), node, deref(nc.Spec.UserData))
+	if err != nil {
+		return templateSpec{}, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+	}
+	var groups []string
+	for _, g := range res.NodeClass.Status.SecurityGroups {
+		groups = append(groups, g.ID)
+	}
+	sort.Strings(groups)
+	return templateSpec{ImageID: t.imageID, UserData: ud, SecurityGroups: groups, InstanceProfile: res.NodeClass.Status.InstanceProfile,
+		BlockDevices: blockDeviceMappings(nc), Metadata: nc.Spec.MetadataOptions, Monitoring: deref(nc.Spec.DetailedMonitoring),
+		Tags: map[string]string{"kubernetes.io/cluster/" + p.opts.ClusterName: "owned", awsv1.TagKeyEKSClusterName: p.opts.ClusterName,
+			awsv1.TagKeyNodeClass: nc.Name}}, nil
+}
+
+// kubeletLabels drops labels the kubelet refuses to register with (kubernetes.io and k8s.io
+// domains outside the few it may set), which Tailor's registration syncs onto the node instead.
+func kubeletLabels(labels map[string]string) map[string]string {
+	allowed := map[string]bool{corev1.LabelArchStable: true, corev1.LabelOSStable: true, corev1.LabelInstanceTypeStable: true,
+		corev1.LabelTopologyZone: true, corev1.LabelTopologyRegion: true}
+	out := map[string]string{}
+	for k, v := range labels {
+		domain, _, ok := strings.Cut(k, "/")
+		restricted := ok && (strings.HasSuffix(domain, "kubernetes.io") || strings.HasSuffix(domain, "k8s.io"))
+		selfSettable := strings.HasSuffix(domain, "kubelet.kubernetes.io") || (strings.HasSuffix(domain, "node.kubernetes.io") && !strings.HasSuffix(domain, "node-restriction.kubernetes.io"))
+		if !restricted || allowed[k] || selfSettable {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// hydrate is the claim as launched: the offering's labels, the instance's IDs, and the type's
+// capacity and allocatable.
+func hydrate(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, t *launchableType, o cloud.Offering, inst *launched, zoneIDs map[string]string, region string) *karpv1.NodeClaim {
+	out := claim.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, v := range offeringLabels(t.it, o, zoneIDs, region) {
+		out.Labels[k] = v
+	}
+	out.Labels[awsv1.LabelNodeClass] = nc.Name
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = NodeClassHash(nc)
+	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = NodeClassHashVersion
+	out.Status.ProviderID = providerID(inst.zone, inst.id)
+	out.Status.ImageID = inst.imageID
+	out.Status.Capacity = t.it.Capacity.DeepCopy()
+	out.Status.Allocatable = t.it.Allocatable()
+	return out
+}
+
+type fleetError struct{ code, msg string }
+
+func (e *fleetError) Error() string     { return e.msg }
+func (e *fleetError) ErrorCode() string { return e.code }

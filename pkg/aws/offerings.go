@@ -1,0 +1,138 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+// launchableType is an instance type as a node class would launch it: the cloud's view plus
+// what the launch template needs (image, max pods, the kubelet's reservations).
+type launchableType struct {
+	it                     *cloud.InstanceType
+	imageID                string
+	pods                   int64
+	kube, system, eviction map[string]string
+}
+
+// launchableTypes computes every type an AMI of the node class can boot, with allocatable as
+// Karpenter computes it and offerings in the zones of the class's subnets.
+func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, res *Resolution) ([]*launchableType, error) {
+	infos, typeZones, err := p.catalog.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.prices.refresh(ctx)
+	subnetZones := sets.New[string]()
+	for _, s := range res.NodeClass.Status.Subnets {
+		subnetZones.Insert(s.Zone)
+	}
+	family := nc.AMIFamily()
+	kubelet := kubeletOf(nc)
+	ephemeral := rootVolumeSize(nc)
+	var out []*launchableType
+	for _, info := range infos {
+		labels := typeLabels(info)
+		image := imageFor(res.NodeClass.Status.AMIs, labels)
+		if image == "" {
+			continue
+		}
+		r, err := typeResources(info, family, kubelet, p.opts.ReservedENIs, ephemeral, p.opts.VMMemoryOverheadPercent)
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+		}
+		it := &cloud.InstanceType{Name: string(info.InstanceType), Labels: labels, Capacity: r.capacity, Overhead: r.overhead}
+		zones := sets.List(typeZones[it.Name].Intersection(subnetZones))
+		for _, usage := range info.SupportedUsageClasses {
+			ct := string(usage)
+			if ct != karpv1.CapacityTypeSpot && ct != karpv1.CapacityTypeOnDemand {
+				continue
+			}
+			for _, zone := range zones {
+				price, priced := p.prices.onDemandPrice(it.Name)
+				if ct == karpv1.CapacityTypeSpot {
+					price, priced = p.prices.spotPrice(it.Name, zone)
+				}
+				key := cloud.OfferingKey{InstanceType: it.Name, Zone: zone, CapacityType: ct}
+				it.Offerings = append(it.Offerings, cloud.Offering{Zone: zone, CapacityType: ct, PricePerHour: price,
+					Available: priced && !p.unavailable.has(key)})
+			}
+		}
+		cloud.SortOfferingsByPrice(it.Offerings)
+		out = append(out, &launchableType{it: it, imageID: image, pods: r.pods, kube: r.kube, system: r.system, eviction: r.eviction})
+	}
+	return out, nil
+}
+
+// imageFor is the first resolved AMI whose requirements the type meets (newest first), or "".
+func imageFor(amis []awsv1.AMI, labels map[string]string) string {
+	for _, ami := range amis {
+		sel, err := scheduling.NewSelector(ami.Requirements)
+		if err == nil && sel.Matches(labels) {
+			return ami.ID
+		}
+	}
+	return ""
+}
+
+// blockDeviceMappings are the node class's, or the family's defaults: an encrypted 20 GiB gp3
+// root volume (Bottlerocket: a small OS volume and a 20 GiB data volume for the kubelet).
+func blockDeviceMappings(nc *awsv1.EC2NodeClass) []awsv1.BlockDeviceMapping {
+	if len(nc.Spec.BlockDeviceMappings) > 0 {
+		return nc.Spec.BlockDeviceMappings
+	}
+	gib := func(n int64) *resource.Quantity { return resource.NewQuantity(n<<30, resource.BinarySI) }
+	volume := func(device string, size int64, root bool) awsv1.BlockDeviceMapping {
+		return awsv1.BlockDeviceMapping{DeviceName: aws.String(device), RootVolume: root,
+			EBS: &awsv1.BlockDevice{VolumeSize: gib(size), VolumeType: aws.String("gp3"), Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true)}}
+	}
+	if nc.AMIFamily() == awsv1.AMIFamilyBottlerocket {
+		return []awsv1.BlockDeviceMapping{volume("/dev/xvda", 4, false), volume("/dev/xvdb", 20, true)}
+	}
+	return []awsv1.BlockDeviceMapping{volume("/dev/xvda", 20, true)}
+}
+
+// rootVolumeSize is the node's ephemeral-storage: the volume marked rootVolume, else the one at
+// the family's kubelet device, else 20 GiB.
+func rootVolumeSize(nc *awsv1.EC2NodeClass) resource.Quantity {
+	device := "/dev/xvda"
+	if nc.AMIFamily() == awsv1.AMIFamilyBottlerocket {
+		device = "/dev/xvdb"
+	}
+	bdms := blockDeviceMappings(nc)
+	for _, pass := range []func(awsv1.BlockDeviceMapping) bool{
+		func(b awsv1.BlockDeviceMapping) bool { return b.RootVolume },
+		func(b awsv1.BlockDeviceMapping) bool { return deref(b.DeviceName) == device },
+	} {
+		for _, b := range bdms {
+			if pass(b) && b.EBS != nil && b.EBS.VolumeSize != nil {
+				return *resource.NewQuantity(b.EBS.VolumeSize.Value(), resource.BinarySI)
+			}
+		}
+	}
+	return *resource.NewQuantity(20<<30, resource.BinarySI)
+}
+
+// offeringLabels are the labels a node from the offering carries on top of its type's.
+func offeringLabels(it *cloud.InstanceType, o cloud.Offering, zoneIDs map[string]string, region string) map[string]string {
+	labels := make(map[string]string, len(it.Labels)+4)
+	for k, v := range it.Labels {
+		labels[k] = v
+	}
+	labels[corev1.LabelTopologyZone] = o.Zone
+	labels[corev1.LabelTopologyRegion] = region
+	labels[karpv1.CapacityTypeLabelKey] = o.CapacityType
+	if id := zoneIDs[o.Zone]; id != "" {
+		labels[awsv1.LabelTopologyZoneID] = id
+	}
+	return labels
+}

@@ -1,0 +1,121 @@
+package aws
+
+import (
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+// maxInstanceTypes bounds the types one CreateFleet may choose from, as Karpenter does: enough
+// to ride out shortages, few enough to keep the request small.
+const maxInstanceTypes = 60
+
+// launchOption is one offering a claim may launch on.
+type launchOption struct {
+	t        *launchableType
+	offering cloud.Offering
+}
+
+// launchPlan is what to ask CreateFleet for: one capacity type, and the offerings to try.
+type launchPlan struct {
+	capacityType string
+	options      []launchOption
+}
+
+// planLaunch picks the offerings for a claim: those whose labels meet its requirements and whose
+// allocatable covers its requests. Spot is used when allowed and available, skipping spot
+// offerings dearer than the cheapest on-demand one; the cheapest maxInstanceTypes types are kept.
+// zoneIDs and region complete the labels a node would carry.
+func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[string]string, region string) (*launchPlan, error) {
+	sel, err := scheduling.NewSelector(scheduling.NodeSelectorRequirements(claim.Spec.Requirements))
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %q: %w", claim.Name, err)
+	}
+	var (
+		candidates  []launchOption
+		unavailable []cloud.OfferingKey
+		matching    int
+	)
+	for _, t := range types {
+		fits := scheduling.Fits(claim.Spec.Resources.Requests, t.it.Allocatable())
+		for _, o := range t.it.Offerings {
+			// The claim's own labels (its NodePool, template labels) are on the node too, and
+			// claims carry requirements on them.
+			labels := offeringLabels(t.it, o, zoneIDs, region)
+			for k, v := range claim.Labels {
+				if _, set := labels[k]; !set {
+					labels[k] = v
+				}
+			}
+			if !sel.Matches(labels) {
+				continue
+			}
+			matching++
+			switch {
+			case !fits:
+			case !o.Available:
+				unavailable = append(unavailable, cloud.OfferingKey{InstanceType: t.it.Name, Zone: o.Zone, CapacityType: o.CapacityType})
+			default:
+				candidates = append(candidates, launchOption{t: t, offering: o})
+			}
+		}
+	}
+	switch {
+	case len(candidates) == 0 && len(unavailable) > 0:
+		return nil, &cloud.InsufficientCapacityError{Offerings: unavailable,
+			Message: fmt.Sprintf("nodeclaim %q: all %d compatible offerings are unavailable (recently out of capacity, or unpriced)", claim.Name, len(unavailable))}
+	case len(candidates) == 0 && matching > 0:
+		return nil, fmt.Errorf("nodeclaim %q: %d offerings meet its requirements but none has allocatable for its requests", claim.Name, matching)
+	case len(candidates) == 0:
+		return nil, fmt.Errorf("nodeclaim %q: no offering of the node class meets its requirements", claim.Name)
+	}
+
+	cheapestOnDemand := -1.0
+	for _, c := range candidates {
+		if c.offering.CapacityType == karpv1.CapacityTypeOnDemand && (cheapestOnDemand < 0 || c.offering.PricePerHour < cheapestOnDemand) {
+			cheapestOnDemand = c.offering.PricePerHour
+		}
+	}
+	plan := &launchPlan{capacityType: karpv1.CapacityTypeOnDemand}
+	var spot []launchOption
+	for _, c := range candidates {
+		if c.offering.CapacityType == karpv1.CapacityTypeSpot && (cheapestOnDemand < 0 || c.offering.PricePerHour <= cheapestOnDemand) {
+			spot = append(spot, c)
+		}
+	}
+	if len(spot) > 0 {
+		plan.capacityType = karpv1.CapacityTypeSpot
+		candidates = spot
+	}
+	for _, c := range candidates {
+		if c.offering.CapacityType == plan.capacityType {
+			plan.options = append(plan.options, c)
+		}
+	}
+	sort.SliceStable(plan.options, func(i, j int) bool {
+		a, b := plan.options[i], plan.options[j]
+		if a.offering.PricePerHour != b.offering.PricePerHour {
+			return a.offering.PricePerHour < b.offering.PricePerHour
+		}
+		if a.t.it.Name != b.t.it.Name {
+			return a.t.it.Name < b.t.it.Name
+		}
+		return a.offering.Zone < b.offering.Zone
+	})
+	kept := sets.New[string]()
+	options := plan.options[:0]
+	for _, o := range plan.options {
+		if !kept.Has(o.t.it.Name) && kept.Len() == maxInstanceTypes {
+			continue
+		}
+		kept.Insert(o.t.it.Name)
+		options = append(options, o)
+	}
+	plan.options = options
+	return plan, nil
+}

@@ -1,0 +1,208 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	pricingapi "github.com/aws/aws-sdk-go-v2/service/pricing"
+	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// retryFailedRefreshAfter spaces out refreshes after a failure, so a broken Pricing API is not
+// called on every scheduling decision.
+const retryFailedRefreshAfter = time.Minute
+
+// prices caches on-demand prices (Pricing API, with the built-in table until it answers) and spot
+// prices (spot price history). Both refresh every CatalogRefreshInterval and merge over what was
+// known, so a partial answer never makes a type unpriced.
+type prices struct {
+	ec2     *ec2.Client
+	pricing *pricingapi.Client
+	region  string
+	clock   clock.Clock
+
+	mu          sync.Mutex
+	onDemand    map[string]float64
+	odNext      time.Time
+	spot        map[string]map[string]float64
+	spotNext    time.Time
+	spotFetched bool
+}
+
+func newPrices(ec2c *ec2.Client, pc *pricingapi.Client, region string, clk clock.Clock) *prices {
+	od := map[string]float64{}
+	for name, price := range fallbackOnDemandPrices() {
+		od[name] = price
+	}
+	return &prices{ec2: ec2c, pricing: pc, region: region, clock: clk, onDemand: od, spot: map[string]map[string]float64{}}
+}
+
+// refresh re-reads whichever price list is due. Errors are logged, not returned: stale prices
+// are better than no prices.
+func (p *prices) refresh(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	logger := klog.FromContext(ctx)
+	if !now.Before(p.odNext) {
+		od, err := p.fetchOnDemand(ctx)
+		if err != nil {
+			logger.Error(err, "refreshing on-demand prices; keeping the previous ones", "region", p.region)
+			p.odNext = now.Add(retryFailedRefreshAfter)
+		} else {
+			for k, v := range od {
+				p.onDemand[k] = v
+			}
+			p.odNext = now.Add(CatalogRefreshInterval)
+		}
+	}
+	if !now.Before(p.spotNext) {
+		spot, err := p.fetchSpot(ctx)
+		if err != nil {
+			logger.Error(err, "refreshing spot prices; keeping the previous ones", "region", p.region)
+			p.spotNext = now.Add(retryFailedRefreshAfter)
+		} else {
+			for it, zones := range spot {
+				if p.spot[it] == nil {
+					p.spot[it] = map[string]float64{}
+				}
+				for z, v := range zones {
+					p.spot[it][z] = v
+				}
+			}
+			p.spotFetched, p.spotNext = true, now.Add(CatalogRefreshInterval)
+		}
+	}
+}
+
+// onDemandPrice is the hourly price, and false for a type nobody priced.
+func (p *prices) onDemandPrice(instanceType string) (float64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.onDemand[instanceType]
+	return v, ok
+}
+
+// spotPrice is the zone's price. Until spot prices were read once, the on-demand price stands
+// in (an upper bound); afterwards a (type, zone) without a price has none.
+func (p *prices) spotPrice(instanceType, zone string) (float64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.spotFetched {
+		v, ok := p.onDemand[instanceType]
+		return v, ok
+	}
+	v, ok := p.spot[instanceType][zone]
+	return v, ok
+}
+
+func (p *prices) fetchOnDemand(ctx context.Context) (map[string]float64, error) {
+	filters := map[string]string{
+		"regionCode": p.region, "serviceCode": "AmazonEC2", "preInstalledSw": "NA", "operatingSystem": "Linux",
+		"capacitystatus": "Used", "marketoption": "OnDemand", "tenancy": "Shared", "productFamily": "Compute Instance",
+	}
+	in := &pricingapi.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), MaxResults: aws.Int32(100)}
+	for _, field := range sortedKeys(filters) {
+		in.Filters = append(in.Filters, pricingtypes.Filter{Field: aws.String(field), Type: pricingtypes.FilterTypeTermMatch, Value: aws.String(filters[field])})
+	}
+	out := map[string]float64{}
+	for pg := pricingapi.NewGetProductsPaginator(p.pricing, in); pg.HasMorePages(); {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("pricing GetProducts: %w", err)
+		}
+		for _, doc := range page.PriceList {
+			name, price, err := parseProduct(doc)
+			if err != nil {
+				return nil, err
+			}
+			if name != "" {
+				out[name] = price
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("pricing GetProducts returned no EC2 products for %s", p.region)
+	}
+	return out, nil
+}
+
+type priceListProduct struct {
+	Product struct {
+		Attributes struct {
+			InstanceType string `json:"instanceType"`
+		} `json:"attributes"`
+	} `json:"product"`
+	Terms struct {
+		OnDemand map[string]struct {
+			PriceDimensions map[string]struct {
+				PricePerUnit map[string]string `json:"pricePerUnit"`
+			} `json:"priceDimensions"`
+		} `json:"OnDemand"`
+	} `json:"terms"`
+}
+
+// parseProduct reads one price-list document: the instance type and its USD hourly price.
+func parseProduct(doc string) (string, float64, error) {
+	var p priceListProduct
+	if err := json.Unmarshal([]byte(doc), &p); err != nil {
+		return "", 0, fmt.Errorf("decoding price list entry: %w", err)
+	}
+	for _, term := range p.Terms.OnDemand {
+		for _, dim := range term.PriceDimensions {
+			usd, ok := dim.PricePerUnit["USD"]
+			if !ok {
+				continue
+			}
+			price, err := strconv.ParseFloat(usd, 64)
+			if err != nil {
+				return "", 0, fmt.Errorf("price %q of %s: %w", usd, p.Product.Attributes.InstanceType, err)
+			}
+			if price > 0 {
+				return p.Product.Attributes.InstanceType, price, nil
+			}
+		}
+	}
+	return "", 0, nil
+}
+
+// fetchSpot reads the latest spot price of every (type, zone).
+func (p *prices) fetchSpot(ctx context.Context) (map[string]map[string]float64, error) {
+	out := map[string]map[string]float64{}
+	latest := map[string]time.Time{}
+	pg := ec2.NewDescribeSpotPriceHistoryPaginator(p.ec2, &ec2.DescribeSpotPriceHistoryInput{
+		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"},
+		StartTime:           aws.Time(p.clock.Now()),
+		MaxResults:          aws.Int32(1000),
+	})
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing spot price history: %w", err)
+		}
+		for _, sp := range page.SpotPriceHistory {
+			it, zone := string(sp.InstanceType), aws.ToString(sp.AvailabilityZone)
+			price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
+			if err != nil {
+				continue
+			}
+			key := it + "/" + zone
+			if ts := aws.ToTime(sp.Timestamp); !ts.Before(latest[key]) {
+				latest[key] = ts
+				if out[it] == nil {
+					out[it] = map[string]float64{}
+				}
+				out[it][zone] = price
+			}
+		}
+	}
+	return out, nil
+}

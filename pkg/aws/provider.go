@@ -1,0 +1,157 @@
+// Package aws is Tailor's CloudProvider for EC2, on aws-sdk-go-v2. It reads the catalog from
+// DescribeInstanceTypes and DescribeInstanceTypeOfferings, prices it from the Pricing API and
+// spot price history, resolves EC2NodeClasses (subnets, security groups, AMIs), and launches one
+// instance per NodeClaim with an instant CreateFleet whose client token is the claim's UID.
+//
+// The same code runs against AWS and against pkg/aws/emulator: Options.Endpoint is the only
+// difference.
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	pricingapi "github.com/aws/aws-sdk-go-v2/service/pricing"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+// ProviderName is what Name returns; provider IDs are aws:///<zone>/<instance-id>.
+const ProviderName = "aws"
+
+// resolutionTTL is how long a node class's resolved subnets, groups and AMIs are reused.
+const resolutionTTL = time.Minute
+
+// Provider implements cloud.CloudProvider on EC2. It is safe for concurrent use.
+type Provider struct {
+	opts        Options
+	regionName  string
+	ec2         *ec2.Client
+	resolver    *Resolver
+	catalog     *catalog
+	prices      *prices
+	unavailable *unavailableOfferings
+	templates   *launchTemplates
+
+	mu          sync.Mutex
+	resolutions map[string]cachedResolution
+}
+
+type cachedResolution struct {
+	res *Resolution
+	at  time.Time
+}
+
+var _ cloud.CloudProvider = (*Provider)(nil)
+
+// New builds the provider. It does no I/O: the catalog and prices are read on first use.
+func New(ctx context.Context, opts Options) (*Provider, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	cfg, err := SDKConfig(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	ec2c := ec2.NewFromConfig(cfg)
+	pc := pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricingRegion(cfg.Region) })
+	return &Provider{
+		opts:        opts,
+		regionName:  cfg.Region,
+		ec2:         ec2c,
+		resolver:    NewResolver(cfg, opts.KubernetesVersion, opts.Clock),
+		catalog:     &catalog{ec2: ec2c, clock: opts.Clock},
+		prices:      newPrices(ec2c, pc, cfg.Region, opts.Clock),
+		unavailable: newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),
+		templates:   newLaunchTemplates(ec2c, opts.ClusterName, opts.Clock),
+		resolutions: map[string]cachedResolution{},
+	}, nil
+}
+
+func (p *Provider) region() string { return p.regionName }
+
+// Name implements cloud.CloudProvider.
+func (p *Provider) Name() string { return ProviderName }
+
+// InstanceTypes implements cloud.CloudProvider: every type some AMI of the pool's node class can
+// boot, with offerings in the zones of its subnets.
+func (p *Provider) InstanceTypes(ctx context.Context, pool *karpv1.NodePool) ([]*cloud.InstanceType, error) {
+	nc, res, err := p.readyNodeClass(ctx, pool.Spec.Template.Spec.NodeClassRef)
+	if err != nil {
+		return nil, fmt.Errorf("nodepool %q: %w", pool.Name, err)
+	}
+	types, err := p.launchableTypes(ctx, nc, res)
+	if err != nil {
+		return nil, fmt.Errorf("nodepool %q: %w", pool.Name, err)
+	}
+	out := make([]*cloud.InstanceType, 0, len(types))
+	for _, t := range types {
+		out = append(out, t.it)
+	}
+	return out, nil
+}
+
+// MarkOfferingUnavailable makes the planner avoid the offering for UnavailableOfferingsTTL, e.g.
+// after a spot interruption warning for that type and zone.
+func (p *Provider) MarkOfferingUnavailable(key cloud.OfferingKey) { p.unavailable.mark(key) }
+
+// Resolver exposes the node class resolver, for a controller that writes EC2NodeClass status.
+func (p *Provider) Resolver() *Resolver { return p.resolver }
+
+// readyNodeClass reads the referenced EC2NodeClass and resolves it, failing with the reason when
+// instances cannot be launched from it.
+func (p *Provider) readyNodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (*awsv1.EC2NodeClass, *Resolution, error) {
+	if ref == nil || ref.Name == "" {
+		return nil, nil, fmt.Errorf("no nodeClassRef: the AWS provider needs an EC2NodeClass")
+	}
+	if ref.Kind != "" && ref.Kind != "EC2NodeClass" {
+		return nil, nil, fmt.Errorf("nodeClassRef %s/%s is not an EC2NodeClass", ref.Kind, ref.Name)
+	}
+	nc, err := p.opts.NodeClasses(ctx, ref.Name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading EC2NodeClass %q: %w", ref.Name, err)
+	}
+	res, err := p.resolve(ctx, nc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ok, why := res.Ready(); !ok {
+		return nil, nil, fmt.Errorf("EC2NodeClass %q is not ready: %s", nc.Name, why)
+	}
+	return nc, res, nil
+}
+
+// resolve caches resolutions for a minute per node class spec, so a burst of launches does not
+// re-describe the VPC for each claim, while a spec change is seen at once.
+func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*Resolution, error) {
+	key := nc.Name + "/" + specKey(nc)
+	p.mu.Lock()
+	cached, ok := p.resolutions[key]
+	p.mu.Unlock()
+	if ok && p.opts.Clock.Since(cached.at) < resolutionTTL {
+		return cached.res, nil
+	}
+	res, err := p.resolver.Resolve(ctx, nc)
+	if err != nil {
+		return nil, fmt.Errorf("resolving EC2NodeClass %q: %w", nc.Name, err)
+	}
+	p.mu.Lock()
+	p.resolutions[key] = cachedResolution{res: res, at: p.opts.Clock.Now()}
+	p.mu.Unlock()
+	return res, nil
+}
+
+func specKey(nc *awsv1.EC2NodeClass) string {
+	doc, _ := json.Marshal(nc.Spec)
+	h := fnv.New64a()
+	_, _ = h.Write(doc)
+	return strconv.FormatUint(h.Sum64(), 36)
+}

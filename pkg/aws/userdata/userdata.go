@@ -1,0 +1,164 @@
+// Package userdata writes the EC2 user data that joins an instance to the cluster, one format per
+// AMI family (AL2023 nodeadm NodeConfig, Bottlerocket TOML, AL2 bootstrap.sh), and reads it back.
+//
+// Reading it back is what a booting node does: the emulator uses Parse to play nodeadm, the
+// Bottlerocket API or bootstrap.sh, so the node it registers carries exactly the labels, taints and
+// kubelet reservations the provider asked for. That keeps the provider honest: anything it forgets
+// to put in the user data is missing from the node, as it would be on EC2.
+package userdata
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+)
+
+// Node is what a node's bootstrap needs: how to reach the cluster and how the kubelet registers.
+type Node struct {
+	ClusterName       string
+	APIServerEndpoint string
+	// CABundle is the cluster CA, base64-encoded PEM as EKS hands it out.
+	CABundle    string
+	ServiceCIDR string
+	ClusterDNS  []string
+	// Labels and Taints are what the kubelet registers the node with.
+	Labels map[string]string
+	Taints []corev1.Taint
+	// MaxPods is baked in because it depends on the instance type's ENI limits; 0 leaves the
+	// kubelet's default.
+	MaxPods        int32
+	KubeReserved   map[string]string
+	SystemReserved map[string]string
+	EvictionHard   map[string]string
+}
+
+// Render returns the user data for family (an awsv1.AMIFamily* value), merged with the node
+// class's own userData in the way the family allows. Custom returns custom untouched: the image
+// bootstraps itself.
+func Render(family string, n Node, custom string) (string, error) {
+	switch family {
+	case awsv1.AMIFamilyAL2023:
+		return renderAL2023(n, custom)
+	case awsv1.AMIFamilyBottlerocket:
+		return renderBottlerocket(n, custom)
+	case awsv1.AMIFamilyAL2:
+		return renderAL2(n, custom)
+	case awsv1.AMIFamilyCustom:
+		return custom, nil
+	default:
+		return "", fmt.Errorf("AMI family %q has no user data format in Tailor; use AL2023, Bottlerocket, AL2 or Custom", family)
+	}
+}
+
+// Parse reads user data the way the node's bootstrap would and returns what it registers with.
+// It recognises the three formats Render writes, including merged custom parts.
+func Parse(data string) (Node, error) {
+	trimmed := strings.TrimSpace(data)
+	switch {
+	case strings.HasPrefix(trimmed, "MIME-Version"), strings.HasPrefix(trimmed, "Content-Type"):
+		return parseMIME(trimmed)
+	case strings.HasPrefix(trimmed, "[") || strings.Contains(trimmed, "[settings"):
+		return parseBottlerocket(trimmed)
+	default:
+		return Node{}, fmt.Errorf("user data is neither MIME multi-part (AL2023, AL2) nor Bottlerocket TOML")
+	}
+}
+
+// UnregisteredTaint is what every node registers with until Tailor has synced its NodeClaim onto
+// it; it is added here so no family can forget it.
+var UnregisteredTaint = corev1.Taint{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}
+
+// taintsWithUnregistered returns n.Taints plus the unregistered taint, once.
+func (n Node) taintsWithUnregistered() []corev1.Taint {
+	out := append([]corev1.Taint(nil), n.Taints...)
+	for _, t := range out {
+		if t.Key == UnregisteredTaint.Key && t.Effect == UnregisteredTaint.Effect {
+			return out
+		}
+	}
+	return append(out, UnregisteredTaint)
+}
+
+// labelFlag is the kubelet's --node-labels value, sorted so the same node renders the same bytes
+// (the launch template name is a hash of them).
+func labelFlag(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for k, v := range labels {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func taintFlag(taints []corev1.Taint) string {
+	parts := make([]string, 0, len(taints))
+	for _, t := range taints {
+		parts = append(parts, formatTaint(t))
+	}
+	return strings.Join(parts, ",")
+}
+
+func formatTaint(t corev1.Taint) string {
+	if t.Value == "" {
+		return fmt.Sprintf("%s:%s", t.Key, t.Effect)
+	}
+	return fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
+}
+
+func parseLabelFlag(s string) map[string]string {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		if k, v, ok := strings.Cut(part, "="); ok && k != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func parseTaintFlag(s string) ([]corev1.Taint, error) {
+	var out []corev1.Taint
+	for _, part := range strings.Split(s, ",") {
+		if part == "" {
+			continue
+		}
+		t, err := parseTaint(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func parseTaint(s string) (corev1.Taint, error) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return corev1.Taint{}, fmt.Errorf("taint %q has no effect", s)
+	}
+	key, value, _ := strings.Cut(kv, "=")
+	return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}, nil
+}
+
+// mapFlag formats kube-reserved style maps: cpu=100m,memory=1Gi, sorted.
+func mapFlag(m map[string]string, sep string) string {
+	parts := make([]string, 0, len(m))
+	for k, v := range m {
+		parts = append(parts, k+sep+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func parseMapFlag(s, sep string) map[string]string {
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		if k, v, ok := strings.Cut(part, sep); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
