@@ -17,7 +17,8 @@ type CloudProvider interface {
 	Name() string
 	// Create launches one instance for the NodeClaim and returns a copy of the claim hydrated with
 	// what the cloud chose: status.providerID, status.imageID, status.capacity, status.allocatable
-	// and the labels of the chosen instance type, zone and capacity type. It must be idempotent for
+	// and the labels of the chosen instance type, zone and capacity type; and status.nodeName when
+	// the cloud already knows the name the node will register with. It must be idempotent for
 	// the same NodeClaim (same UID): a retry after a crash returns the instance already launched.
 	Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
 	// Delete terminates the instance behind the claim. It returns a NotFoundError once the instance

@@ -92,6 +92,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		PoolLister:    client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()},
 		Pods:          podInformer.Lister(),
 		Nodes:         nodeInformer.Lister(),
+		DaemonSets:    h.SharedInformerFactory().Apps().V1().DaemonSets().Lister(),
 		Cloud:         o.cloud,
 		Recorder:      h.EventRecorder(),
 		Clock:         o.clock,
@@ -142,6 +143,18 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	if _, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.podChanged(obj) },
 		UpdateFunc: func(_, obj any) { o.podChanged(obj) },
+	}); err != nil {
+		return err
+	}
+	// A launching claim whose node name became known lets its planned pods be nominated to it.
+	if _, err = o.claimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			if old, ok := oldObj.(*karpv1.NodeClaim); ok {
+				if c, ok := newObj.(*karpv1.NodeClaim); ok && old.Status.NodeName == "" && c.Status.NodeName != "" {
+					o.provisioner.Trigger()
+				}
+			}
+		},
 	}); err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ type candidate struct {
 	offering    cloud.Offering
 	labels      map[string]string
 	allocatable corev1.ResourceList
+	// daemons are the DaemonSet pods that would run on a node of this offering; see daemonsOn.
+	daemons      []*corev1.Pod
+	daemonsKnown bool
 }
 
 // poolState is a Pool during one plan.

@@ -67,7 +67,7 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 		karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: capacityTypes},
 	)
 	requests := corev1.ResourceList{}
-	for _, p := range pc.Pods {
+	for _, p := range append(append([]*corev1.Pod{}, pc.Pods...), pc.Daemons...) {
 		requests = scheduling.Add(requests, scheduling.PodRequests(p))
 	}
 	blockOwnerDeletion := true

@@ -32,6 +32,9 @@ type Input struct {
 	InFlight map[string]string
 	// Pools are the NodePools to launch from, highest weight first.
 	Pools []Pool
+	// DaemonSets are the pods DaemonSets would run on a new node (see DaemonSetPods); each new
+	// node's room is what its daemons leave.
+	DaemonSets []*corev1.Pod
 }
 
 // Plan is what the planner decided.
@@ -52,6 +55,9 @@ type PlannedClaim struct {
 	NodePool *karpv1.NodePool
 	Pods     []*corev1.Pod
 	Options  []Option
+	// Daemons are the DaemonSet pods that will run on the node beside Pods (on its cheapest
+	// option); their requests are part of what the node must hold.
+	Daemons []*corev1.Pod
 }
 
 // Option is one offering a planned claim can launch as.
@@ -70,6 +76,8 @@ type Unplaceable struct {
 // Planner turns pending pods into NodeClaims. Fit is decided by the simulator's Filter plugins.
 type Planner struct {
 	sim *simulation.Simulator
+	// daemons are the current plan's DaemonSet pods; a Planner runs one plan at a time.
+	daemons *daemons
 }
 
 // NewPlanner returns a planner over sim.
@@ -104,6 +112,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		pools = append(pools, newPoolState(p))
 	}
 	plan := &Plan{InFlight: map[string][]*corev1.Pod{}}
+	pl.sim.Use(snapshot)
+	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
 	var open []*openClaim
 	planned := make([]fwk.NodeInfo, 0, len(in.Pending))
 	for _, pod := range sortedForPacking(in.Pending) {
@@ -195,7 +205,7 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 			limited = name
 			continue
 		}
-		oc.options = append(oc.options, &option{c: c, info: newTemplateInfo(c, oc.name)})
+		oc.options = append(oc.options, &option{c: c, info: pl.templateInfo(ctx, c, oc.name)})
 	}
 	if len(oc.options) == 0 {
 		// Report what counts against the limit, claims opened by this plan included: the pool's
@@ -313,12 +323,26 @@ func (oc *openClaim) planned() *PlannedClaim {
 	sort.SliceStable(pc.Options, func(i, j int) bool {
 		return pc.Options[i].Offering.PricePerHour < pc.Options[j].Offering.PricePerHour
 	})
+	cheapest := oc.options[0]
+	for _, o := range oc.options[1:] {
+		if o.c.offering.PricePerHour < cheapest.c.offering.PricePerHour {
+			cheapest = o
+		}
+	}
+	pc.Daemons = cheapest.c.daemons
 	return pc
 }
 
-func newTemplateInfo(c *candidate, name string) *framework.NodeInfo {
+// templateInfo is the node the candidate would register as, named name, with the DaemonSet pods
+// it would run already on it.
+func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string) *framework.NodeInfo {
 	ni := framework.NewNodeInfo()
 	ni.SetNode(c.templateNode(name))
+	if pl.daemons != nil {
+		for _, p := range pl.daemonsOn(ctx, c, pl.daemons) {
+			ni.AddPod(onNode(p, name))
+		}
+	}
 	return ni
 }
 

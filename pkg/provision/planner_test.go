@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -262,5 +264,43 @@ func TestPlanExistingCapacity(t *testing.T) {
 		Nodes: []*corev1.Node{ready}, Pods: []*corev1.Pod{bound}, Pools: []Pool{pool}})
 	if len(plan.FitsExisting) != 0 || len(plan.Claims) != 1 {
 		t.Errorf("want a new claim next to the full node; got %s", summary(plan))
+	}
+}
+
+// DaemonSets' pods are reserved on every new node they would run on: the node must hold them and
+// the pending pod. A DaemonSet whose pods would not run there (a node selector the offering does
+// not match) costs that offering nothing.
+func TestPlanReservesDaemonSetOverhead(t *testing.T) {
+	pl := testPlanner(t)
+	agent := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system", UID: "agent-uid"},
+		Spec:       appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: newPod("x", "1", "1Gi").Spec}},
+	}
+	armOnly := agent.DeepCopy()
+	armOnly.Name, armOnly.UID = "arm-agent", "arm-agent-uid"
+	armOnly.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "arm64"}
+	armOnly.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+
+	pod := newPod("app", "1", "1Gi", nodeSelector(corev1.LabelArchStable, "amd64"))
+	plan := pl.Plan(context.Background(), Input{
+		Pending: []*corev1.Pod{pod}, Pools: []Pool{newPool("default")},
+		DaemonSets: DaemonSetPods([]*appsv1.DaemonSet{agent, armOnly}),
+	})
+	if len(plan.Claims) != 1 {
+		t.Fatalf("want one claim, got %s", summary(plan))
+	}
+	pc := plan.Claims[0]
+	if len(pc.Daemons) != 1 || pc.Daemons[0].OwnerReferences[0].Name != "agent" {
+		t.Fatalf("daemons on the claim: %v; want only agent (arm-agent does not run on amd64)", pc.Daemons)
+	}
+	both := []*corev1.Pod{pod, pc.Daemons[0]}
+	for _, o := range pc.Options {
+		if !holds(o.InstanceType, both) {
+			t.Errorf("option %s cannot hold the pod and the agent", o.InstanceType.Name)
+		}
+	}
+	claim := NewNodeClaim(pc)
+	if got := claim.Spec.Resources.Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
+		t.Errorf("claim requests %s cpu; want 2 (the pod and the agent)", got.String())
 	}
 }

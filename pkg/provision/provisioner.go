@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -40,6 +41,7 @@ type Options struct {
 	PoolLister    client.Lister[*karpv1.NodePool]
 	Pods          corelisters.PodLister
 	Nodes         corelisters.NodeLister
+	DaemonSets    appslisters.DaemonSetLister
 	Cloud         cloud.CloudProvider
 	Recorder      events.EventRecorder
 	Clock         clock.WithTicker
@@ -189,6 +191,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	}
 
 	cluster, enqueued := p.forgetStale(nodes, pods, claims)
+	p.nominate(ctx, nodes, pods, claims)
 	view := cluster.View(typesByPool)
 	var pending []*corev1.Pod
 	for _, pod := range pods {
@@ -208,7 +211,12 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		return nil
 	}
 	planStart := p.opts.Clock.Now()
-	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Pools: pools})
+	dss, err := p.opts.DaemonSets.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Pools: pools,
+		DaemonSets: DaemonSetPods(dss)})
 	metrics.PlanDuration.Observe(p.opts.Clock.Since(planStart).Seconds())
 	metrics.PodsPerPlan.Observe(float64(len(pending)))
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
 // A 10-replica Deployment of 1 CPU / 1 GiB pods goes from Pending to Running on nodes that Tailor
@@ -147,4 +149,46 @@ func TestScaleUpBesideExistingNodes(t *testing.T) {
 			t.Fatalf("pod %s moved or went away: %v", p.Name, err)
 		}
 	}
+}
+
+// Once a launching node's name is known, the pods planned onto it are nominated to it
+// (status.nominatedNodeName, KEP-5278), before the node exists; they then bind to it.
+func TestPlannedPodsAreNominatedToTheLaunchingNode(t *testing.T) {
+	release := make(chan struct{})
+	e := newEnvWithJoiner(t, func(real fake.Joiner) fake.Joiner {
+		return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
+			select { // the kubelet comes up only once the test has seen the nomination
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return real.Join(ctx, inst)
+		})
+	})
+	e.applyExample("ec2nodeclass.yaml")
+	e.applyExample("nodepool.yaml")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nominee", Namespace: "default"}, Spec: podSpec("1", "1Gi")}
+	if _, err := e.cluster.Kube.CoreV1().Pods("default").Create(e.ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var nominated string
+	e.waitFor("the pod to be nominated to the launching node", time.Minute, func() (bool, string) {
+		p, err := e.cluster.Kube.CoreV1().Pods("default").Get(e.ctx, "nominee", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		nominated = p.Status.NominatedNodeName
+		return nominated != "", "not nominated"
+	})
+	if _, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, nominated, metav1.GetOptions{}); err == nil {
+		t.Fatalf("node %s already exists; the nomination should come before it", nominated)
+	}
+	close(release)
+	e.waitFor("the pod to bind to its nominated node", time.Minute, func() (bool, string) {
+		p, err := e.cluster.Kube.CoreV1().Pods("default").Get(e.ctx, "nominee", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName == nominated, "on " + p.Spec.NodeName
+	})
 }

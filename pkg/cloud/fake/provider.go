@@ -231,6 +231,9 @@ func hydrate(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cloud.Offering, 
 	out := claim.DeepCopy()
 	out.Labels = offeringLabels(claim, it, o)
 	out.Status.ProviderID = inst.ProviderID
+	// The fake names nodes after their claims, so, like EC2's private DNS name, the node's name is
+	// known at launch: pods can be nominated to it before it registers.
+	out.Status.NodeName = claim.Name
 	out.Status.ImageID = ImageID
 	out.Status.Capacity = it.Capacity.DeepCopy()
 	out.Status.Allocatable = it.Allocatable()

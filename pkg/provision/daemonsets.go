@@ -1,0 +1,80 @@
+package provision
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	daemonutil "k8s.io/kubernetes/pkg/controller/daemon/util"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// DaemonSetPods returns the pod each DaemonSet would run on a new node, with the tolerations the
+// DaemonSet controller adds, so that a template node is filled with its daemons before any
+// pending pod is weighed against it.
+func DaemonSetPods(dss []*appsv1.DaemonSet) []*corev1.Pod {
+	controller := true
+	out := make([]*corev1.Pod, 0, len(dss))
+	for _, ds := range dss {
+		if ds.DeletionTimestamp != nil {
+			continue
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      ds.Name + "-on-new-node",
+				Namespace: ds.Namespace,
+				UID:       types.UID("daemonset-" + string(ds.UID)),
+				Labels:    ds.Spec.Template.Labels,
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &controller,
+				}},
+			},
+			Spec: *ds.Spec.Template.Spec.DeepCopy(),
+		}
+		daemonutil.AddOrUpdateDaemonPodTolerations(&pod.Spec)
+		out = append(out, pod)
+	}
+	return out
+}
+
+// daemons are the DaemonSet pods of one plan, each with the PreFilter state it was prepared with.
+type daemons struct {
+	pods   []*corev1.Pod
+	states []fwk.CycleState
+}
+
+// prepareDaemons runs PreFilter for each DaemonSet pod against the plan's snapshot; a pod whose
+// PreFilter rejects it would run on no node, and is left out.
+func (pl *Planner) prepareDaemons(ctx context.Context, pods []*corev1.Pod) *daemons {
+	d := &daemons{}
+	for _, p := range pods {
+		state, _, status := pl.sim.PreFilter(ctx, p)
+		if status != nil {
+			continue
+		}
+		d.pods = append(d.pods, p)
+		d.states = append(d.states, state)
+	}
+	return d
+}
+
+// on returns the DaemonSet pods that would run on the candidate: those whose Filters pass on its
+// template node, taints, labels and room included. Computed once per candidate and plan.
+func (pl *Planner) daemonsOn(ctx context.Context, c *candidate, d *daemons) []*corev1.Pod {
+	if c.daemonsKnown {
+		return c.daemons
+	}
+	c.daemonsKnown = true
+	ni := framework.NewNodeInfo()
+	ni.SetNode(c.templateNode("daemonset-probe"))
+	for i, p := range d.pods {
+		if pl.sim.Filter(ctx, d.states[i], p, ni).IsSuccess() {
+			ni.AddPod(p)
+			c.daemons = append(c.daemons, p)
+		}
+	}
+	return c.daemons
+}
