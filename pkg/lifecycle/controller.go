@@ -11,19 +11,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/controller"
 )
 
 // Options are what the controller reads and writes.
@@ -45,18 +43,15 @@ type Options struct {
 // Controller reconciles NodeClaims.
 type Controller struct {
 	opts  Options
-	queue workqueue.TypedRateLimitingInterface[string]
+	queue *controller.Queue
 }
 
 const providerIDIndex = "providerID"
 
 // New registers the controller's event handlers; call it before the informers start.
 func New(opts Options) (*Controller, error) {
-	c := &Controller{
-		opts: opts,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeclaim-lifecycle", Clock: opts.Clock}),
-	}
+	c := &Controller{opts: opts}
+	c.queue = controller.NewQueue("lifecycle", opts.Clock, c.reconcile)
 	if err := opts.NodeInformer.AddIndexers(cache.Indexers{providerIDIndex: func(obj any) ([]string, error) {
 		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
 			return []string{n.Spec.ProviderID}, nil
@@ -96,45 +91,9 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// Run works the queue with a few workers until ctx ends. Cloud calls can be slow; several
-// workers keep one slow launch from holding up registration of others.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithName("lifecycle")
-	ctx = klog.NewContext(ctx, logger)
-	for range workers {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) worker(ctx context.Context) {
-	for c.processNext(ctx) {
-	}
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	requeue, err := c.reconcile(ctx, name)
-	switch {
-	case err != nil:
-		if !apierrors.IsConflict(err) {
-			klog.FromContext(ctx).Error(err, "Reconciling NodeClaim failed", "nodeClaim", name)
-		}
-		c.queue.AddRateLimited(name)
-	case requeue > 0:
-		c.queue.Forget(name)
-		c.queue.AddAfter(name, requeue)
-	default:
-		c.queue.Forget(name)
-	}
-	return true
-}
+// Run works the queue until ctx ends. Cloud calls can be slow; several workers keep one slow
+// launch from holding up registration of others.
+func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
 
 // reconcile moves the claim one or more steps along; it returns when to look again.
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {

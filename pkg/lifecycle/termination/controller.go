@@ -13,20 +13,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/controller"
 )
 
 // Options are what the controller reads and writes.
@@ -54,16 +52,15 @@ type Metrics interface {
 // Controller drains and terminates nodes that are being deleted.
 type Controller struct {
 	opts  Options
-	queue workqueue.TypedRateLimitingInterface[string]
+	queue *controller.Queue
 }
 
 const podsByNodeIndex = "tailor.spec.nodeName"
 
 // New registers the controller's event handlers and indexes; call it before informers start.
 func New(opts Options) (*Controller, error) {
-	c := &Controller{opts: opts, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "node-termination", Clock: opts.Clock})}
+	c := &Controller{opts: opts}
+	c.queue = controller.NewQueue("termination", opts.Clock, c.reconcile)
 	if err := opts.PodInformer.AddIndexers(cache.Indexers{podsByNodeIndex: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
 			return []string{p.Spec.NodeName}, nil
@@ -86,40 +83,7 @@ func (c *Controller) enqueueNode(obj any) {
 }
 
 // Run works the queue until ctx ends. Several workers keep one slow drain from holding up others.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithName("termination"))
-	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.processNext(ctx) {
-			}
-		}, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	requeue, err := c.reconcile(ctx, name)
-	switch {
-	case err != nil:
-		if !apierrors.IsConflict(err) {
-			klog.FromContext(ctx).Error(err, "Terminating node failed", "node", name)
-		}
-		c.queue.AddRateLimited(name)
-	case requeue > 0:
-		c.queue.Forget(name)
-		c.queue.AddAfter(name, requeue)
-	default:
-		c.queue.Forget(name)
-	}
-	return true
-}
+func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
 
 // reconcile takes the node one step towards gone and says when to look again.
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
