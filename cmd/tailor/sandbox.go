@@ -68,7 +68,7 @@ func runSandbox(ctx context.Context, f *sandboxFlags) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dataDir)
+	defer func() { _ = os.RemoveAll(dataDir) }() // etcd data of a sandbox that is gone
 	if f.logFile == "" {
 		f.logFile = filepath.Join(dir, "tailor.log")
 	}

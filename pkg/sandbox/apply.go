@@ -60,33 +60,40 @@ func ManifestFiles(paths []string) ([]string, error) {
 func ReadObjects(files []string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, f := range files {
-		r, err := os.Open(f)
+		objs, err := readObjects(f)
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
-		for i := 0; ; i++ {
-			obj := &unstructured.Unstructured{}
-			err := dec.Decode(&obj.Object)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				r.Close()
-				return nil, fmt.Errorf("%s, document %d: %w", f, i+1, err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			if obj.GetKind() == "" || obj.GetAPIVersion() == "" {
-				r.Close()
-				return nil, fmt.Errorf("%s, document %d: apiVersion and kind are required", f, i+1)
-			}
-			out = append(out, obj)
-		}
-		r.Close()
+		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+func readObjects(file string) ([]*unstructured.Unstructured, error) {
+	r, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }() // read-only: closing cannot lose anything
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	for i := 1; ; i++ {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s, document %d: %w", file, i, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if obj.GetKind() == "" || obj.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("%s, document %d: apiVersion and kind are required", file, i)
+		}
+		out = append(out, obj)
+	}
 }
 
 // ApplyFiles server-side-applies every object in the manifest files, in order. The API server's

@@ -118,7 +118,10 @@ func (c *Cluster) stopScheduler() {
 	}
 	c.schedCancel()
 	select {
-	case <-c.schedErr:
+	case err := <-c.schedErr:
+		if err != nil {
+			klog.Background().V(2).Info("Tailor's scheduler stopped", "err", err)
+		}
 	case <-time.After(30 * time.Second):
 	}
 	// The scheduler registers its configuration globally; the next one registers it again.

@@ -102,6 +102,6 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only the port number was wanted
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
