@@ -116,7 +116,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
 	var open []*openClaim
 	planned := make([]fwk.NodeInfo, 0, len(in.Pending))
+	memo := newRejections()
 	for _, pod := range sortedForPacking(in.Pending) {
+		group := groupOf(pod)
 		// PreFilter must see the pods placed on claims opened by this plan, or inter-pod
 		// (anti-)affinity and topology spread judge each pod as if it were alone: pods that
 		// must not share a node were packed onto one claim, and pods that must join another
@@ -131,7 +133,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
 			continue
 		}
-		if ni := pl.firstFit(ctx, state, pre, pod, nodeInfos); ni != nil {
+		if ni := pl.firstFit(ctx, state, pre, pod, nodeInfos, group, memo); ni != nil {
 			// Count the pod on the node whether it is ready or in flight: the room it takes is
 			// gone for the pods after it. (Only in-flight nodes used to be charged, so any number
 			// of pods could "fit" the last free slot of a ready node and no capacity was planned
@@ -146,16 +148,24 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		}
 		placed := false
 		for _, oc := range open {
+			if memo.claimRejected(group, oc) {
+				continue
+			}
 			if pl.tryAdd(ctx, state, pre, pod, oc) {
 				placed = true
 				break
 			}
+			memo.rejectClaim(group, oc)
 		}
 		if placed {
 			continue
 		}
 		reasons := map[string]string{}
 		for _, ps := range pools {
+			if why, ok := memo.poolRejected(group, ps); ok {
+				reasons[ps.NodePool.Name] = why
+				continue
+			}
 			oc := &openClaim{name: fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), pool: ps}
 			why := pl.open(ctx, state, pre, pod, oc)
 			if why == "" {
@@ -165,6 +175,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				break
 			}
 			reasons[ps.NodePool.Name] = why
+			memo.rejectPool(group, ps, why)
 		}
 		if !placed {
 			if len(pools) == 0 {
@@ -180,14 +191,16 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 }
 
 // firstFit returns the first node in the snapshot on which pod passes every Filter.
-func (pl *Planner) firstFit(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, nodes []fwk.NodeInfo) fwk.NodeInfo {
+func (pl *Planner) firstFit(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, nodes []fwk.NodeInfo, group string, memo *rejections) fwk.NodeInfo {
 	for _, ni := range nodes {
-		if !allowedByPreFilter(pre, ni.Node().Name) {
+		name := ni.Node().Name
+		if !allowedByPreFilter(pre, name) || memo.nodeRejected(group, name, ni.GetGeneration()) {
 			continue
 		}
 		if pl.sim.Filter(ctx, state, pod, ni).IsSuccess() {
 			return ni
 		}
+		memo.rejectNode(group, name, ni.GetGeneration())
 	}
 	return nil
 }

@@ -304,3 +304,26 @@ func TestPlanReservesDaemonSetOverhead(t *testing.T) {
 		t.Errorf("claim requests %s cpu; want 2 (the pod and the agent)", got.String())
 	}
 }
+
+// Identical pods skip the places that turned the first of them away, without changing the plan:
+// the memo only applies where a rejection lasts.
+func TestGroupOfLeavesOutPodsWhoseRejectionMayNotLast(t *testing.T) {
+	plain := newPod("a", "1", "1Gi")
+	twin := newPod("b", "1", "1Gi")
+	if groupOf(plain) == "" || groupOf(plain) != groupOf(twin) {
+		t.Fatal("identical pods must share a group")
+	}
+	spread := newPod("c", "1", "1Gi")
+	spread.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}}
+	affine := newPod("d", "1", "1Gi")
+	affine.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelTopologyZone}}}}
+	for _, p := range []*corev1.Pod{spread, affine} {
+		if groupOf(p) != "" {
+			t.Errorf("pod %s may fit a place later in the plan; it must not be memoised", p.Name)
+		}
+	}
+	other := newPod("e", "2", "1Gi")
+	if groupOf(other) == groupOf(plain) {
+		t.Error("pods of different shapes share a group")
+	}
+}

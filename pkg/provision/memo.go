@@ -1,0 +1,95 @@
+package provision
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// rejections lets the identical pods of a Deployment skip the places that turned away the first
+// of them. It is exact, not a shortcut: it is used only for pods whose rejection by a place lasts
+// for the rest of the plan, because during a plan places only gain pods, limits only fill, and a
+// pod's own constraints that could be met later (required pod affinity, DoNotSchedule topology
+// spread) rule the pod out of memoisation.
+type rejections struct {
+	nodes  map[string]map[string]int64      // group -> node name -> node generation
+	claims map[string]map[*openClaim]int    // group -> claim -> pods on the claim
+	pools  map[string]map[*poolState]string // group -> pool -> why
+}
+
+func newRejections() *rejections {
+	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]int{}, pools: map[string]map[*poolState]string{}}
+}
+
+// groupOf returns the key identical pods share, or "" for a pod whose rejections may not last.
+func groupOf(p *corev1.Pod) string {
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return ""
+		}
+	}
+	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+		return ""
+	}
+	// Everything a Filter can read of the pod: its spec, and its labels and namespace, which other
+	// pods' affinity terms select on.
+	data, err := json.Marshal(struct {
+		Namespace string            `json:"n"`
+		Labels    map[string]string `json:"l"`
+		Spec      corev1.PodSpec    `json:"s"`
+	}{p.Namespace, p.Labels, p.Spec})
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(data))
+}
+
+func (r *rejections) nodeRejected(group, node string, generation int64) bool {
+	g, ok := r.nodes[group][node]
+	return group != "" && ok && g == generation
+}
+
+func (r *rejections) rejectNode(group, node string, generation int64) {
+	if group == "" {
+		return
+	}
+	if r.nodes[group] == nil {
+		r.nodes[group] = map[string]int64{}
+	}
+	r.nodes[group][node] = generation
+}
+
+func (r *rejections) claimRejected(group string, oc *openClaim) bool {
+	n, ok := r.claims[group][oc]
+	return group != "" && ok && n == len(oc.pods)
+}
+
+func (r *rejections) rejectClaim(group string, oc *openClaim) {
+	if group == "" {
+		return
+	}
+	if r.claims[group] == nil {
+		r.claims[group] = map[*openClaim]int{}
+	}
+	r.claims[group][oc] = len(oc.pods)
+}
+
+func (r *rejections) poolRejected(group string, ps *poolState) (string, bool) {
+	if group == "" {
+		return "", false
+	}
+	why, ok := r.pools[group][ps]
+	return why, ok
+}
+
+func (r *rejections) rejectPool(group string, ps *poolState, why string) {
+	if group == "" {
+		return
+	}
+	if r.pools[group] == nil {
+		r.pools[group] = map[*poolState]string{}
+	}
+	r.pools[group][ps] = why
+}
