@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apiserver/pkg/server"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/clock"
 
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/operator"
@@ -42,6 +44,7 @@ func newCommand() *cobra.Command {
 	opts := options.NewOptions()
 	cloudName := "fake"
 	clusterName := "tailor"
+	var awsOpts awsFlags
 	cmd := &cobra.Command{
 		Use:  "tailor-scheduler",
 		Long: "kube-scheduler with Tailor: pods that fit no node get new nodes launched for them.",
@@ -65,7 +68,7 @@ func newCommand() *cobra.Command {
 				cancel()
 			}()
 			return operator.Run(ctx, opts, func(kube kubernetes.Interface) (cloud.CloudProvider, error) {
-				return newCloud(cloudName, clusterName, kube)
+				return newCloud(ctx, cloudName, clusterName, awsOpts, kube)
 			}, clock.RealClock{})
 		},
 		Args: cobra.NoArgs,
@@ -74,8 +77,12 @@ func newCommand() *cobra.Command {
 	verflag.AddFlags(nfs.FlagSet("global"))
 	globalflag.AddGlobalFlags(nfs.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
 	tfs := nfs.FlagSet("Tailor")
-	tfs.StringVar(&cloudName, "cloud", cloudName, "cloud to launch capacity in: fake (simulated, in memory)")
-	tfs.StringVar(&clusterName, "cluster-name", clusterName, "name of the cluster, used to tag and find its instances")
+	tfs.StringVar(&cloudName, "cloud", cloudName, "cloud to launch capacity in: aws (EC2) or fake (simulated, in memory)")
+	tfs.StringVar(&clusterName, "cluster-name", clusterName, "name of the cluster, used to tag and find its instances (with --cloud aws: the EKS cluster name)")
+	tfs.StringVar(&awsOpts.endpoint, "aws-endpoint", "", "with --cloud aws: send every AWS API call to this URL (an emulator) with test credentials; empty means AWS itself, with the default credential chain")
+	tfs.StringVar(&awsOpts.region, "aws-region", "", "with --cloud aws: the AWS region (default: AWS_REGION or the shared config's)")
+	tfs.StringVar(&awsOpts.clusterEndpoint, "cluster-endpoint", "", "with --cloud aws: the API server URL new nodes join (the EKS cluster endpoint); required against AWS")
+	tfs.StringVar(&awsOpts.interruptionQueue, "interruption-queue", "", "with --cloud aws: name of the SQS queue EventBridge sends EC2 interruption notices to; empty disables interruption handling")
 	fs := cmd.Flags()
 	for _, f := range nfs.FlagSets {
 		fs.AddFlagSet(f)
@@ -83,13 +90,28 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
+// awsFlags configure --cloud aws.
+type awsFlags struct {
+	endpoint, region, clusterEndpoint, interruptionQueue string
+}
+
 // newCloud builds the named cloud. The fake one registers a kwok Node for each instance it
 // "launches", so it is useful only in a cluster where kwok plays those nodes' kubelets.
-func newCloud(name, cluster string, kube kubernetes.Interface) (cloud.CloudProvider, error) {
+func newCloud(ctx context.Context, name, cluster string, a awsFlags, kube kubernetes.Interface) (cloud.CloudProvider, error) {
 	switch name {
 	case "fake":
 		return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: cluster, Joiner: &fake.KubeletJoiner{Client: kube}}), nil
+	case "aws":
+		if a.endpoint == "" && a.clusterEndpoint == "" {
+			return nil, fmt.Errorf("--cloud=aws needs --cluster-endpoint: the API server URL new nodes join (aws eks describe-cluster --query cluster.endpoint)")
+		}
+		opts := tailoraws.Options{ClusterName: cluster, ClusterEndpoint: a.clusterEndpoint, Region: a.region, Endpoint: a.endpoint,
+			InterruptionQueue: a.interruptionQueue, NodeClasses: tailoraws.NodeClassesFromKube(kube)}
+		discoverCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		tailoraws.ClusterDefaults(discoverCtx, kube, &opts)
+		return tailoraws.New(ctx, opts)
 	default:
-		return nil, fmt.Errorf("--cloud=%q: unknown cloud; the choices are: fake", name)
+		return nil, fmt.Errorf("--cloud=%q: unknown cloud; the choices are: aws, fake", name)
 	}
 }

@@ -1,5 +1,6 @@
 // Command tailor is Tailor's user CLI. `tailor sandbox` runs a whole cluster, a simulated fleet
-// and Tailor in one process.
+// and Tailor in one process; `tailor plan` shows, offline, what Tailor would launch for a set of
+// manifests.
 package main
 
 import (
@@ -22,6 +23,7 @@ func main() {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlagSet(klogFlags)
 	root.AddCommand(newSandboxCommand())
+	root.AddCommand(newPlanCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tailor:", err)
 		os.Exit(1)

@@ -12,12 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -38,7 +35,11 @@ func newSandboxCommand() *cobra.Command {
 		Short: "Run a whole cluster, a simulated fleet and Tailor in one process",
 		Long: `sandbox starts etcd, kube-apiserver, the Deployment and ReplicaSet controllers, kwok (playing
 every kubelet), a simulated cloud, and Tailor's scheduler, all in this process. It writes a
-kubeconfig so kubectl works against it. Nothing is downloaded and no container runs.`,
+kubeconfig so kubectl works against it. Nothing is downloaded and no container runs.
+
+The cloud is, by default, Tailor's real AWS provider talking to an in-process emulator of EC2,
+IAM, SSM, Pricing and SQS (one SIMULATED region and account); "tailor sandbox interrupt" sends
+it interruption notices. --cloud fake uses the in-memory cloud instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandbox(cmd.Context(), f) },
 	}
@@ -48,17 +49,15 @@ kubeconfig so kubectl works against it. Nothing is downloaded and no container r
 	fs.BoolVar(&f.untilSettled, "until-settled", false, "exit once every pod runs or Tailor has said why it cannot be placed")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "with --until-settled, give up after this long")
 	fs.StringVar(&f.report, "report", "", "print a report when exiting: json")
-	fs.StringVar(&f.cloud, "cloud", "fake", "cloud to launch capacity in: fake (simulated, in memory)")
+	fs.StringVar(&f.cloud, "cloud", "aws", "cloud to launch capacity in: aws (the AWS provider on an in-process EC2/IAM/SSM/SQS emulator) or fake (in memory)")
 	fs.StringVar(&f.logFile, "log-file", "", "where the components' logs go (default: tailor.log beside the kubeconfig)")
+	cmd.AddCommand(newInterruptCommand())
 	return cmd
 }
 
 func runSandbox(ctx context.Context, f *sandboxFlags) error {
 	if f.report != "" && f.report != "json" {
 		return fmt.Errorf("--report=%q: the only format is json", f.report)
-	}
-	if f.cloud != "fake" {
-		return fmt.Errorf("--cloud=%q: the only cloud is fake", f.cloud)
 	}
 	dir := filepath.Dir(f.kubeconfig)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -79,16 +78,19 @@ func runSandbox(ctx context.Context, f *sandboxFlags) error {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	clouds, err := newSandboxCloud(ctx, f.cloud)
+	if err != nil {
+		return err
+	}
+	defer clouds.Close()
 	tb := sandbox.NewProcessTB("sandbox", dataDir)
 	defer tb.Close()
 	say("starting the sandbox (logs: %s)", f.logFile)
 	started := time.Now()
 	cluster, err := sandbox.Start(ctx, tb, sandbox.Options{
-		Dir:   dataDir,
-		Clock: clock.RealClock{},
-		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
-			return narratedCloud{fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "sandbox", Joiner: &fake.KubeletJoiner{Client: kube}})}
-		},
+		Dir:      dataDir,
+		Clock:    clock.RealClock{},
+		NewCloud: clouds.NewCloud,
 	})
 	if err != nil {
 		return err
@@ -99,10 +101,14 @@ func runSandbox(ctx context.Context, f *sandboxFlags) error {
 	}
 	say("cluster up in %.1fs; kubeconfig: %s", time.Since(started).Seconds(), f.kubeconfig)
 	say("  try: kubectl --kubeconfig %s get nodeclaims,nodes,pods -A", f.kubeconfig)
-	// The narration's watches must end before the API server stops, or it waits for them.
+	// The narration's watches, and the cloud's controllers, must end before the API server
+	// stops, or it waits for them.
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	watchFleet(watchCtx, cluster)
+	if err := clouds.start(watchCtx, cluster, f.kubeconfig); err != nil {
+		return err
+	}
 
 	if len(f.apply) > 0 {
 		if err := sandbox.ApplyFiles(ctx, cluster.Config, f.apply, func(s string) { say("%s", s) }); err != nil {

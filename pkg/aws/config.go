@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 )
 
 // NodeClassGetter returns the EC2NodeClass of that name (from an informer or the API server).
@@ -38,6 +40,13 @@ type Options struct {
 	// Endpoint, when set, sends every API call there (the emulator) with static test credentials.
 	// Empty means AWS itself, with the default credential chain.
 	Endpoint string
+
+	// InterruptionQueue is the name of the SQS queue EventBridge sends EC2 interruption notices
+	// to. When set, Controllers includes a consumer of it; empty means no interruption handling.
+	InterruptionQueue string
+	// OnInterruption, when set, is told about every interruption notice after it was handled,
+	// with the NodeClaim it concerned (nil when none); for narration and tests.
+	OnInterruption func(ctx context.Context, ev interruption.Event, claim *karpv1.NodeClaim)
 
 	// Clock drives every cache and TTL; real time when nil.
 	Clock clock.Clock

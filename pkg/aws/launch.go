@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -49,12 +50,33 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 				if o.Zone == inst.zone && o.CapacityType == inst.capacityType {
 					klog.FromContext(ctx).V(2).Info("launched EC2 instance", "nodeclaim", claim.Name, "instance", inst.id,
 						"instanceType", inst.instanceType, "zone", inst.zone, "capacityType", inst.capacityType, "price", o.PricePerHour)
-					return hydrate(claim, nc, t, o, inst, zoneIDs, p.region()), nil
+					out := hydrate(claim, nc, t, o, inst, zoneIDs, p.region())
+					out.Status.NodeName = p.nodeName(ctx, inst.id)
+					return out, nil
 				}
 			}
 		}
 	}
 	return nil, fmt.Errorf("nodeclaim %q: EC2 launched %s (%s in %s), which the node class no longer offers", claim.Name, inst.id, inst.instanceType, inst.zone)
+}
+
+// nodeName is the name the instance's kubelet will register as: its private DNS name, which is
+// what EKS nodes use. Knowing it at launch lets Tailor nominate the planned pods to the node
+// before it exists. It is best effort: EC2 is eventually consistent and may not describe an
+// instance it has just launched, and registration matches nodes by provider ID anyway.
+// A throttled EC2 must not hold the launch up for long for it, hence the short deadline.
+func (p *Provider) nodeName(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("node name of a new instance not known yet", "instance", id, "error", err.Error())
+		return ""
+	}
+	if len(out.Reservations) == 0 || len(out.Reservations[0].Instances) == 0 {
+		return ""
+	}
+	return aws.ToString(out.Reservations[0].Instances[0].PrivateDnsName)
 }
 
 type launched struct {

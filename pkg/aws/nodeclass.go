@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -19,20 +21,25 @@ import (
 
 // Resolver turns an EC2NodeClass's selector terms into what they select right now: subnets,
 // security groups, AMIs and the instance profile, as the node class status reports them. It
-// reads AWS and writes nothing, so a status controller and the provider can both use it.
+// reads EC2 and SSM and writes nothing there; the one thing it creates is the IAM instance
+// profile for spec.role (idempotently, as Karpenter's node class controller does), so that the
+// status controller and the provider can both use it and either one makes a class usable.
 type Resolver struct {
 	ec2               *ec2.Client
 	ssm               *ssm.Client
+	profiles          *instanceProfiles
 	kubernetesVersion string
 	clock             clock.Clock
 }
 
-// NewResolver builds a resolver on the SDK configuration.
-func NewResolver(cfg aws.Config, kubernetesVersion string, clk clock.Clock) *Resolver {
+// NewResolver builds a resolver on the SDK configuration; cluster names the instance profiles
+// it manages.
+func NewResolver(cfg aws.Config, cluster, kubernetesVersion string, clk clock.Clock) *Resolver {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Resolver{ec2: ec2.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg), kubernetesVersion: kubernetesVersion, clock: clk}
+	return &Resolver{ec2: ec2.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg), kubernetesVersion: kubernetesVersion, clock: clk,
+		profiles: &instanceProfiles{iam: iam.NewFromConfig(cfg), cluster: cluster, region: cfg.Region, clock: clk, ok: map[string]time.Time{}}}
 }
 
 // Resolution is a node class with its status filled in, plus what the status has no field for.
@@ -87,13 +94,8 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*Resolu
 	out.Status.AMIs = amis
 	setFound(out, awsv1.ConditionTypeAMIsReady, reason == "", firstWord(reason), reason, now)
 
-	switch {
-	case nc.Spec.InstanceProfile != nil:
-		out.Status.InstanceProfile = *nc.Spec.InstanceProfile
-		out.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionTrue, "", "", now)
-	default:
-		out.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionFalse, "InstanceProfileCreationUnsupported",
-			"spec.role needs Tailor to manage an IAM instance profile, which it does not do yet; set spec.instanceProfile to an existing profile", now)
+	if err := r.instanceProfile(ctx, out, now); err != nil {
+		return nil, err
 	}
 	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
 		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionFalse, "CapacityReservationsUnsupported",
@@ -104,6 +106,34 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*Resolu
 	// Karpenter validates with dry-run launches; Tailor relies on launch errors instead.
 	out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, "", "", now)
 	return res, nil
+}
+
+// instanceProfile sets the status instance profile: the one given, or the one Tailor manages
+// for spec.role.
+func (r *Resolver) instanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass, now time.Time) error {
+	switch {
+	case nc.Spec.InstanceProfile != nil:
+		nc.Status.InstanceProfile = *nc.Spec.InstanceProfile
+	case nc.Spec.Role != "":
+		name, err := r.profiles.ensure(ctx, nc.Spec.Role)
+		var problem *profileProblem
+		if errors.As(err, &problem) {
+			nc.Status.InstanceProfile = ""
+			nc.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionFalse, problem.reason, problem.message, now)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		nc.Status.InstanceProfile = name
+	default:
+		nc.Status.InstanceProfile = ""
+		nc.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionFalse, "InstanceProfileNotSet",
+			"set spec.role (Tailor manages the instance profile) or spec.instanceProfile", now)
+		return nil
+	}
+	nc.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionTrue, "", "", now)
+	return nil
 }
 
 func setFound(nc *awsv1.EC2NodeClass, cond string, ok bool, reason, message string, now time.Time) {

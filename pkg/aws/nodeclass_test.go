@@ -56,9 +56,15 @@ func TestResolve(t *testing.T) {
 			nc.Spec.AMIFamily = &custom
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-nope"}}
 		}, wantReason: "AMINotFound"},
-		{name: "role needs IAM", change: func(nc *awsv1.EC2NodeClass) {
-			nc.Spec.InstanceProfile, nc.Spec.Role = nil, "KarpenterNodeRole"
-		}, wantReason: "InstanceProfileCreationUnsupported"},
+		{name: "role gets a managed instance profile", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.InstanceProfile, nc.Spec.Role = nil, emulator.NodeRoleName(cluster)
+		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
+		{name: "role that does not exist", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.InstanceProfile, nc.Spec.Role = nil, "KarpenterNodeRole-elsewhere"
+		}, wantReason: "RoleNotFound"},
+		{name: "neither role nor instance profile", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.InstanceProfile = nil
+		}, wantReason: "InstanceProfileNotSet"},
 		{name: "capacity reservations", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-1"}}
 		}, wantReason: "CapacityReservationsUnsupported"},

@@ -58,6 +58,8 @@ func iamAction(action string) string {
 		return "pricing:GetProducts"
 	case "ReceiveMessage", "DeleteMessage", "GetQueueUrl", "SendMessage":
 		return "sqs:" + action
+	case "GetRole", "GetInstanceProfile", "CreateInstanceProfile", "AddRoleToInstanceProfile", "RemoveRoleFromInstanceProfile", "TagInstanceProfile":
+		return "iam:" + action
 	}
 	return "ec2:" + action
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	pricingapi "github.com/aws/aws-sdk-go-v2/service/pricing"
 
@@ -33,6 +34,7 @@ const resolutionTTL = time.Minute
 // Provider implements cloud.CloudProvider on EC2. It is safe for concurrent use.
 type Provider struct {
 	opts        Options
+	cfg         aws.Config
 	regionName  string
 	ec2         *ec2.Client
 	resolver    *Resolver
@@ -43,6 +45,9 @@ type Provider struct {
 
 	mu          sync.Mutex
 	resolutions map[string]cachedResolution
+
+	controllersOnce sync.Once
+	controllers     []cloud.Runnable
 }
 
 type cachedResolution struct {
@@ -65,9 +70,10 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	pc := pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricingRegion(cfg.Region) })
 	return &Provider{
 		opts:        opts,
+		cfg:         cfg,
 		regionName:  cfg.Region,
 		ec2:         ec2c,
-		resolver:    NewResolver(cfg, opts.KubernetesVersion, opts.Clock),
+		resolver:    NewResolver(cfg, opts.ClusterName, opts.KubernetesVersion, opts.Clock),
 		catalog:     &catalog{ec2: ec2c, clock: opts.Clock},
 		prices:      newPrices(ec2c, pc, cfg.Region, opts.Clock),
 		unavailable: newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),

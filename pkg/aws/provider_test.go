@@ -179,6 +179,9 @@ func checkNode(t *testing.T, got *karpv1.NodeClaim, l emulator.Launch) {
 	if l.BootstrapErr != nil || node.Labels["team"] != "a" || node.Labels[karpv1.NodePoolLabelKey] != "default" {
 		t.Errorf("node registered as %v (bootstrap error %v)", node.Labels, l.BootstrapErr)
 	}
+	if got.Status.NodeName != node.Name {
+		t.Errorf("claim expects node %q, the instance registers %q", got.Status.NodeName, node.Name)
+	}
 	if len(node.Spec.Taints) != 2 || node.Spec.Taints[1].Key != karpv1.UnregisteredTaintKey {
 		t.Errorf("node taints %v, want the claim's and karpenter.sh/unregistered", node.Spec.Taints)
 	}

@@ -231,6 +231,17 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	go o.termination.Run(ctx, 4)
 	go o.gc.Run(ctx)
 	go o.provisioner.Run(ctx, provision.NewPlanner(sim))
+	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run
+	// them only on the leader, like Tailor's.
+	if cp, ok := o.cloud.(cloud.ControllerProvider); ok {
+		for _, c := range cp.Controllers(cloud.ControllerDeps{Kube: h.ClientSet(), Clients: o.clients, Recorder: h.EventRecorder()}) {
+			go func() {
+				if err := c.Run(ctx); err != nil {
+					logger.Error(err, "Cloud controller stopped")
+				}
+			}()
+		}
+	}
 	logger.Info("Tailor started", "profile", profile.SchedulerName, "cloud", o.cloud.Name())
 	return nil
 }

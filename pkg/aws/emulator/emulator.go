@@ -1,6 +1,7 @@
 // Package emulator is an in-process, loopback-only stand-in for the AWS APIs Tailor calls: EC2
-// (Query/XML), SSM, Pricing and SQS (JSON). The real aws-sdk-go-v2 clients talk to it over HTTP,
-// so their serializers, pagination, error decoding and retryers run exactly as against AWS.
+// and IAM (Query/XML), SSM, Pricing and SQS (JSON). The real aws-sdk-go-v2 clients talk to it
+// over HTTP, so their serializers, pagination, error decoding and retryers run exactly as against
+// AWS.
 //
 // Everything in it is SIMULATED: one region (us-west-2), three zones, and the instance types and
 // prices of the fake cloud (pkg/cloud/fake), re-expressed as EC2 would describe them so that the
@@ -39,7 +40,8 @@ type Options struct {
 	// Clock drives launch times, visibility timeouts, boot delays and how long terminated
 	// instances stay visible; real time when nil.
 	Clock clock.Clock
-	// ClusterName is put in the karpenter.sh/discovery tag of the seeded subnets and security group.
+	// ClusterName is put in the karpenter.sh/discovery tag of the seeded subnets and security
+	// group, and names the seeded node role (NodeRoleName).
 	ClusterName string
 	// KubernetesVersion names the SSM parameters of the seeded EKS AMIs.
 	KubernetesVersion string
@@ -132,7 +134,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeEC2Error(w, e.requestID(), &apiError{Code: "MalformedQueryString", Message: err.Error()})
 			return
 		}
-		service, action = "ec2:"+params.get("Version"), params.get("Action")
+		service, action = "query:"+params.get("Version"), params.get("Action")
 	}
 	e.mu.Lock()
 	e.calls[action]++
@@ -154,12 +156,18 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		e.serveJSON(r.Context(), w, service, action, body)
-	case "ec2:" + ec2Version:
+	case "query:" + ec2Version:
 		if throttled {
 			writeEC2Error(w, reqID, &apiError{Code: "RequestLimitExceeded", Message: "Request limit exceeded.", Status: http.StatusServiceUnavailable})
 			return
 		}
 		e.serveEC2(w, reqID, action, params)
+	case "query:" + iamVersion:
+		if throttled {
+			writeIAMError(w, reqID, &apiError{Code: "Throttling", Message: "Rate exceeded"})
+			return
+		}
+		e.serveIAM(w, reqID, action, params)
 	default:
 		writeEC2Error(w, reqID, &apiError{Code: "UnknownOperationException",
 			Message: fmt.Sprintf("the AWS emulator does not serve %s %s", service, action)})

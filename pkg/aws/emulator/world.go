@@ -58,12 +58,20 @@ type world struct {
 	launchTemplates []*launchTemplate
 	instances       []*Instance
 	fleets          map[string]*createFleetOutput
+	roles           map[string]*Role
+	profiles        map[string]*InstanceProfile
 }
 
 // seedWorld creates one subnet per zone and a node security group, all tagged for discovery by
-// the cluster, and the EKS-optimized images with the SSM parameters that alias selectors read.
+// the cluster, the cluster's node IAM role (NodeRoleName), and the EKS-optimized images with the
+// SSM parameters that alias selectors read.
 func seedWorld(cluster, k8sVersion string, now time.Time) world {
-	w := world{parameters: map[string]string{}, fleets: map[string]*createFleetOutput{}}
+	w := world{parameters: map[string]string{}, fleets: map[string]*createFleetOutput{},
+		roles: map[string]*Role{}, profiles: map[string]*InstanceProfile{}}
+	if cluster != "" {
+		name := NodeRoleName(cluster)
+		w.roles[name] = &Role{Name: name, ID: "AROA0000000000000001", Created: now.Add(-24 * time.Hour)}
+	}
 	discovery := map[string]string{DiscoveryTag: cluster}
 	for i, z := range zones {
 		tags := copyTags(discovery)

@@ -186,13 +186,18 @@ func joinKey(path []string) string {
 	return gostrings.Join(quoted, ".")
 }
 
+// quoteKey quotes a key unless TOML allows it bare (A-Za-z0-9_-).
 func quoteKey(k string) string {
 	for _, r := range k {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+		if !bareKeyRune(r) {
 			return strconv.Quote(k)
 		}
 	}
 	return k
+}
+
+func bareKeyRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
 func formatValue(v any) string {

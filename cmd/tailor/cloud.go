@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+const (
+	// sandboxClusterName is the cluster the emulated account is set up for: examples/ selects its
+	// subnets and security groups by karpenter.sh/discovery=tailor and uses KarpenterNodeRole-tailor.
+	sandboxClusterName = "tailor"
+	// sandboxQueue is the emulated interruption queue, which `tailor sandbox interrupt` writes to.
+	sandboxQueue = "tailor-sandbox-interruptions"
+	// endpointFile, beside the kubeconfig, tells other commands where the running emulator is.
+	endpointFile = "emulator-endpoint"
+)
+
+// sandboxCloud is what the sandbox launches capacity in: the AWS provider against the in-process
+// emulator (aws), or the in-memory fake (fake).
+type sandboxCloud struct {
+	name     string
+	emu      *emulator.Emulator
+	provider *tailoraws.Provider
+	written  string
+	// kube is the sandbox cluster's client. The emulator and provider are made before the
+	// cluster exists (so their errors surface before it starts); their kubelets and node class
+	// reads use it once sandbox.Start hands it over.
+	kube atomic.Pointer[kubeRef]
+}
+
+type kubeRef struct{ kubernetes.Interface }
+
+func newSandboxCloud(ctx context.Context, name string) (*sandboxCloud, error) {
+	s := &sandboxCloud{name: name}
+	switch name {
+	case "fake":
+		return s, nil
+	case "aws":
+	default:
+		return nil, fmt.Errorf("--cloud=%q: the clouds are aws (the AWS provider on an in-process emulator) and fake", name)
+	}
+	s.emu = emulator.Start(emulator.Options{ClusterName: sandboxClusterName, OnLaunch: s.boot})
+	s.emu.CreateQueue(sandboxQueue)
+	var err error
+	// The endpoint and DNS IP only go into user data, which the emulated kubelets read for
+	// labels, taints and reservations; they never dial the API server through it.
+	s.provider, err = tailoraws.New(ctx, tailoraws.Options{
+		ClusterName: sandboxClusterName, Endpoint: s.emu.URL(), Region: emulator.Region,
+		ClusterEndpoint: "https://sandbox.tailor.internal", ClusterDNS: []string{"10.96.0.10"},
+		NodeClasses: s.nodeClass, InterruptionQueue: sandboxQueue, OnInterruption: narrateInterruption,
+	})
+	if err != nil {
+		s.emu.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewCloud is sandbox.Options.NewCloud.
+func (s *sandboxCloud) NewCloud(kube kubernetes.Interface) cloud.CloudProvider {
+	s.kube.Store(&kubeRef{kube})
+	if s.provider == nil {
+		return narratedCloud{fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "sandbox", Joiner: &fake.KubeletJoiner{Client: kube}})}
+	}
+	return narratedCloud{s.provider}
+}
+
+// boot plays the kubelet of each instance the emulator launches: it registers the Node.
+func (s *sandboxCloud) boot(l emulator.Launch) {
+	if k := s.kube.Load(); k != nil {
+		emulator.NodeRegistrar(k.Interface)(l)
+	}
+}
+
+func (s *sandboxCloud) nodeClass(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
+	k := s.kube.Load()
+	if k == nil {
+		return nil, fmt.Errorf("the sandbox cluster is not up yet")
+	}
+	return tailoraws.NodeClassesFromKube(k.Interface)(ctx, name)
+}
+
+// start runs the provider's own controllers (EC2NodeClass status, the interruption consumer)
+// and tells other commands where the emulator is. The operator does not start cloud
+// controllers yet; once it does, the provider's guard makes this second start a no-op.
+func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kubeconfig string) error {
+	if s.provider == nil {
+		return nil
+	}
+	s.written = filepath.Join(filepath.Dir(kubeconfig), endpointFile)
+	if err := os.WriteFile(s.written, []byte(s.emu.URL()+"\n"), 0o600); err != nil {
+		return err
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cluster.Kube.EventsV1()})
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return err
+	}
+	deps := cloud.ControllerDeps{Kube: cluster.Kube, Clients: cluster.Tailor, Recorder: broadcaster.NewRecorder(scheme.Scheme, "tailor")}
+	for _, c := range s.provider.Controllers(deps) {
+		go func() {
+			if err := c.Run(ctx); err != nil {
+				klog.FromContext(ctx).Error(err, "AWS provider controller stopped")
+			}
+		}()
+	}
+	say("cloud: AWS provider on the emulator at %s (SIMULATED: region %s, account %s)", s.emu.URL(), emulator.Region, emulator.AccountID)
+	say("  interrupt a node: tailor sandbox interrupt --kubeconfig %s --node NAME", kubeconfig)
+	return nil
+}
+
+func (s *sandboxCloud) Close() {
+	if s.written != "" {
+		_ = os.Remove(s.written)
+	}
+	if s.emu != nil {
+		s.emu.Close()
+	}
+}
+
+// Controllers passes the provider's controllers through the narration, so that a host that
+// starts cloud controllers (the operator, through cloud.ControllerProvider) sees them.
+func (n narratedCloud) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
+	if cp, ok := n.CloudProvider.(cloud.ControllerProvider); ok {
+		return cp.Controllers(deps)
+	}
+	return nil
+}
+
+func narrateInterruption(_ context.Context, ev interruption.Event, claim *karpv1.NodeClaim) {
+	if claim == nil {
+		say("interruption: %s for %s, which is no NodeClaim's", ev.Kind, ev.InstanceID)
+		return
+	}
+	say("interruption: %s for %s (nodeclaim %s, node %s)", ev.Kind, ev.InstanceID, claim.Name, claim.Status.NodeName)
+}
+
+type interruptFlags struct {
+	kubeconfig, node, kind, state string
+}
+
+// newInterruptCommand sends an EventBridge notice into a running sandbox's emulated queue,
+// through the real SQS client, as EC2 would.
+func newInterruptCommand() *cobra.Command {
+	f := &interruptFlags{}
+	cmd := &cobra.Command{
+		Use:   "interrupt",
+		Short: "Send an EC2 interruption notice for a node of a running sandbox (AWS emulator only)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return interrupt(cmd.Context(), f) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", filepath.Join(os.TempDir(), "tailor-sandbox", "kubeconfig"), "the running sandbox's kubeconfig; "+endpointFile+" is read beside it")
+	fs.StringVar(&f.node, "node", "", "the node (or its instance ID, i-...) to interrupt")
+	fs.StringVar(&f.kind, "kind", "spot", "spot (interruption warning), rebalance (recommendation), health (scheduled change) or state-change")
+	fs.StringVar(&f.state, "state", "stopping", "with --kind state-change: stopping, stopped, shutting-down or terminated")
+	_ = cmd.MarkFlagRequired("node")
+	return cmd
+}
+
+func interrupt(ctx context.Context, f *interruptFlags) error {
+	kinds := map[string]interruption.Kind{"spot": interruption.KindSpotInterruption, "rebalance": interruption.KindRebalanceRecommendation,
+		"health": interruption.KindScheduledChange, "state-change": interruption.KindInstanceStopping}
+	kind, ok := kinds[f.kind]
+	if !ok {
+		return fmt.Errorf("--kind=%q: one of spot, rebalance, health, state-change", f.kind)
+	}
+	if kind == interruption.KindInstanceStopping && (f.state == "shutting-down" || f.state == "terminated") {
+		kind = interruption.KindInstanceTerminating
+	}
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(f.kubeconfig), endpointFile))
+	if err != nil {
+		return fmt.Errorf("no running sandbox on the AWS emulator beside %s: %w", f.kubeconfig, err)
+	}
+	endpoint := strings.TrimSpace(string(raw))
+	instanceID, err := instanceOf(ctx, f.kubeconfig, f.node)
+	if err != nil {
+		return err
+	}
+	body, err := interruption.Message(interruption.Notice{Kind: kind, InstanceID: instanceID, State: f.state,
+		Region: emulator.Region, Account: emulator.AccountID, Time: time.Now()})
+	if err != nil {
+		return err
+	}
+	cfg, err := tailoraws.SDKConfig(ctx, tailoraws.Options{Endpoint: endpoint, Region: emulator.Region})
+	if err != nil {
+		return err
+	}
+	client := sqs.NewFromConfig(cfg)
+	url, err := interruption.QueueURL(ctx, client, sandboxQueue)
+	if err != nil {
+		return err
+	}
+	out, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)})
+	if err != nil {
+		return fmt.Errorf("sending the notice: %w", err)
+	}
+	fmt.Printf("sent %s notice for %s (%s) to %s: message %s\n", kind, instanceID, f.node, url, aws.ToString(out.MessageId))
+	return nil
+}
+
+// instanceOf finds the instance behind a node through its provider ID (aws:///<zone>/<id>).
+func instanceOf(ctx context.Context, kubeconfig, node string) (string, error) {
+	if strings.HasPrefix(node, "i-") {
+		return node, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("node %s: %w", node, err)
+	}
+	id := n.Spec.ProviderID[strings.LastIndex(n.Spec.ProviderID, "/")+1:]
+	if !strings.HasPrefix(n.Spec.ProviderID, "aws:///") || !strings.HasPrefix(id, "i-") {
+		return "", fmt.Errorf("node %s has provider ID %q, not an EC2 instance's", node, n.Spec.ProviderID)
+	}
+	return id, nil
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tailor-sh/tailor/pkg/plan"
+)
+
+// execute runs `tailor plan args...` in this process and returns what it printed.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newPlanCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestPlanExamplesJSON(t *testing.T) {
+	out, err := execute(t, "-f", "../../examples", "-o", "json")
+	if err != nil {
+		t.Fatalf("tailor plan: %v\n%s", err, out)
+	}
+	var res plan.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	placed := 0
+	for _, c := range res.NodeClaims {
+		placed += len(c.Pods)
+		if c.NodePool != "default" || c.PricePerHour <= 0 || c.Options == 0 {
+			t.Errorf("claim: %+v", c)
+		}
+		// The example NodePool allows categories c, m and r of generation 6 or newer.
+		if !strings.HasPrefix(c.InstanceType, "c") && !strings.HasPrefix(c.InstanceType, "m") && !strings.HasPrefix(c.InstanceType, "r") {
+			t.Errorf("instance type %s is outside the NodePool's requirements", c.InstanceType)
+		}
+	}
+	if res.Pending != 5 || placed != 5 || len(res.Unplaceable) != 0 {
+		t.Errorf("want the 5 inflate pods placed; pending %d, placed %d, unplaceable %+v", res.Pending, placed, res.Unplaceable)
+	}
+	if res.PricePerHour <= 0 || res.LowerBoundPerHour <= 0 || res.LowerBoundPerHour > res.PricePerHour {
+		t.Errorf("price $%g/h, lower bound $%g/h", res.PricePerHour, res.LowerBoundPerHour)
+	}
+	if !strings.Contains(res.Catalog, "SIMULATED") {
+		t.Errorf("catalog %q does not say it is simulated", res.Catalog)
+	}
+}
+
+func TestPlanExamplesText(t *testing.T) {
+	out, err := execute(t, "-f", "../../examples/nodepool.yaml", "-f", "../../examples/inflate.yaml")
+	if err != nil {
+		t.Fatalf("tailor plan: %v\n%s", err, out)
+	}
+	for _, want := range []string{"NodeClaims to launch", "default/inflate-", "holding 5 pods", "price/bound",
+		"Warning: NodePool default refers to EC2NodeClass default, which is not in the manifests"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPlanBadManifest(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: ok}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: many}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-f", "../../examples", "-f", dir},
+		{"-f", filepath.Join(dir, "missing.yaml")},
+		{"-f", "../../examples", "-o", "yaml"},
+		{},
+	} {
+		out, err := execute(t, args...)
+		if err == nil {
+			t.Errorf("tailor plan %v succeeded:\n%s", args, out)
+		}
+	}
+	_, err := execute(t, "-f", dir)
+	if err == nil || !strings.Contains(err.Error(), bad+", document 2") || !strings.Contains(err.Error(), `Deployment "web"`) {
+		t.Errorf("error %v does not name the file, the document and the object", err)
+	}
+}

@@ -1,0 +1,119 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/nodeclass"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+)
+
+var _ cloud.ControllerProvider = (*Provider)(nil)
+
+// Controllers implements cloud.ControllerProvider: the EC2NodeClass status controller and, when
+// Options.InterruptionQueue is set, the interruption queue consumer. Every call returns the same
+// controllers, and each runs at most once at a time, so a host that starts them twice (the
+// sandbox and the operator, say) does not double the AWS calls or the status writes.
+func (p *Provider) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
+	p.controllersOnce.Do(func() {
+		p.controllers = []cloud.Runnable{&single{name: "ec2nodeclass", run: func(ctx context.Context) error {
+			c, err := nodeclass.New(nodeclass.Options{NodeClasses: deps.Clients.EC2NodeClasses, Resolve: p.resolveStatus, Clock: tickerClock(p.opts.Clock)})
+			if err != nil {
+				return err
+			}
+			return c.Run(ctx)
+		}}}
+		if p.opts.InterruptionQueue != "" {
+			h := &interruptionHandler{p: p, claims: deps.Clients.NodeClaims, recorder: deps.Recorder}
+			p.controllers = append(p.controllers, &single{name: "interruption", run: func(ctx context.Context) error {
+				return p.consumeInterruptions(ctx, h.handle)
+			}})
+		}
+	})
+	return p.controllers
+}
+
+// resolveStatus is the status controller's view: a fresh resolution, never the launch cache, so
+// that what the status says is what AWS says now.
+func (p *Provider) resolveStatus(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
+	res, err := p.resolver.Resolve(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	return res.NodeClass, nil
+}
+
+// consumeInterruptions finds the queue (retrying while it does not exist yet: it is made by
+// infrastructure code that may run after Tailor starts) and consumes it until ctx ends.
+func (p *Provider) consumeInterruptions(ctx context.Context, handle interruption.Handler) error {
+	logger := klog.FromContext(ctx).WithValues("queue", p.opts.InterruptionQueue)
+	client := sqs.NewFromConfig(p.cfg)
+	var url string
+	for {
+		var err error
+		if url, err = interruption.QueueURL(ctx, client, p.opts.InterruptionQueue); err == nil {
+			break
+		}
+		logger.Error(err, "Interruption queue not reachable; retrying in 30s")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(30 * time.Second):
+		}
+	}
+	c, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, Handler: handle, Metrics: interruptionMetrics()})
+	if err != nil {
+		return err
+	}
+	logger.Info("Consuming interruption notices", "url", url)
+	return c.Run(ctx)
+}
+
+// interruptionMetrics are registered once per process with the scheduler's other metrics, however
+// many providers (tests) there are.
+var interruptionMetrics = sync.OnceValue(func() *interruption.Metrics {
+	m := interruption.NewMetrics()
+	for _, c := range m.Collectors() {
+		_ = legacyregistry.Registerer().Register(c)
+	}
+	return m
+})
+
+// single runs a loop at most once at a time; a second Run while the first is running returns at
+// once.
+type single struct {
+	name    string
+	run     func(ctx context.Context) error
+	running atomic.Bool
+}
+
+func (s *single) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		klog.FromContext(ctx).V(2).Info("AWS controller already running; not starting it twice", "controller", s.name)
+		return nil
+	}
+	defer s.running.Store(false)
+	if err := s.run(ctx); err != nil {
+		return fmt.Errorf("%s controller: %w", s.name, err)
+	}
+	return nil
+}
+
+// tickerClock is the provider's clock if it can also make tickers (fake clocks in tests can), so
+// the status controller's requeues follow test time; real time otherwise.
+func tickerClock(c clock.Clock) clock.WithTicker {
+	if t, ok := c.(clock.WithTicker); ok {
+		return t
+	}
+	return clock.RealClock{}
+}

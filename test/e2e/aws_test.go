@@ -1,0 +1,302 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// awsCluster and awsQueue match examples/: its EC2NodeClass selects subnets and security groups
+// tagged karpenter.sh/discovery=tailor and names the role KarpenterNodeRole-tailor.
+const (
+	awsCluster = "tailor"
+	awsQueue   = "tailor-e2e-interruptions"
+)
+
+// awsEnv is a cluster whose cloud is the real AWS provider against the emulator, with the
+// provider's own controllers (EC2NodeClass status, interruption consumer) running.
+type awsEnv struct {
+	*env
+	emu      *emulator.Emulator
+	provider *tailoraws.Provider
+	// interrupted receives every interruption notice the consumer has handled.
+	interrupted chan handledNotice
+}
+
+type handledNotice struct {
+	ev    interruption.Event
+	claim *karpv1.NodeClaim
+}
+
+func newAWSEnv(t *testing.T) *awsEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e tests start a control plane; skipped in -short mode")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = klog.NewContext(ctx, klog.Background())
+	e := &awsEnv{env: &env{t: t, ctx: ctx, clock: &sandbox.OffsetClock{}}, interrupted: make(chan handledNotice, 16)}
+	// The emulator and provider exist before the cluster, as in `tailor sandbox`; the cluster's
+	// client reaches them once sandbox.Start makes it.
+	var kube atomic.Pointer[kubernetes.Interface]
+	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: awsCluster, OnLaunch: func(l emulator.Launch) {
+		if k := kube.Load(); k != nil {
+			emulator.NodeRegistrar(*k)(l)
+		}
+	}})
+	t.Cleanup(e.emu.Close)
+	e.emu.CreateQueue(awsQueue)
+	var err error
+	e.provider, err = tailoraws.New(ctx, tailoraws.Options{ClusterName: awsCluster, Endpoint: e.emu.URL(), Clock: e.clock,
+		InterruptionQueue: awsQueue, RetryMaxBackoff: 100 * time.Millisecond,
+		NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
+			return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
+		},
+		OnInterruption: func(_ context.Context, ev interruption.Event, claim *karpv1.NodeClaim) {
+			e.interrupted <- handledNotice{ev, claim}
+		}})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cluster, err := sandbox.Start(ctx, t, sandbox.Options{Dir: t.TempDir(), Clock: e.clock,
+		NewCloud: func(k kubernetes.Interface) cloud.CloudProvider {
+			kube.Store(&k)
+			return e.provider
+		}})
+	if err != nil {
+		cancel()
+		t.Fatalf("starting the sandbox: %v", err)
+	}
+	e.cluster = cluster
+	t.Cleanup(func() {
+		cluster.Stop()
+		cancel()
+	})
+	// The controllers stop before the API server does (cleanups run last-registered first), so
+	// their watches do not hold up its shutdown.
+	ctrlCtx, stopControllers := context.WithCancel(ctx)
+	t.Cleanup(stopControllers)
+	for _, c := range e.provider.Controllers(cloud.ControllerDeps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
+		go func() {
+			if err := c.Run(ctrlCtx); err != nil {
+				t.Errorf("provider controller: %v", err)
+			}
+		}()
+	}
+	return e
+}
+
+// TestAWSProviderRunsTheExamples: the examples, unchanged, run on the AWS provider against the
+// emulator. The EC2NodeClass's role gets an instance profile and the class turns Ready with what
+// it selected; instances become Nodes named by their private DNS names, matched to their
+// NodeClaims by provider ID, labelled and priced. A spot interruption sent through SQS is
+// consumed: the offering is avoided, the NodeClaim deleted, its pods run elsewhere and the
+// instance is terminated.
+func TestAWSProviderRunsTheExamples(t *testing.T) {
+	e := newAWSEnv(t)
+	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{"../../examples"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRunning("app=inflate", 5, 2*time.Minute)
+
+	profile := tailoraws.InstanceProfileName(awsCluster, emulator.Region, emulator.NodeRoleName(awsCluster))
+	e.waitFor("EC2NodeClass default Ready", time.Minute, func() (bool, string) {
+		nc, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := nc.GetCondition(awsv1.ConditionTypeReady)
+		s := nc.Status
+		return ready != nil && ready.Status == metav1.ConditionTrue && len(s.Subnets) == 3 && len(s.SecurityGroups) == 1 &&
+				len(s.AMIs) > 0 && s.InstanceProfile == profile,
+			fmt.Sprintf("ready %+v, status %+v", ready, s)
+	})
+
+	// A class whose role does not exist says so in its Ready condition.
+	broken, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken = &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "no-role"}, Spec: *broken.Spec.DeepCopy()}
+	broken.Spec.Role = "KarpenterNodeRole-nowhere"
+	if _, err := e.cluster.Tailor.EC2NodeClasses.Create(e.ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("EC2NodeClass no-role to say why it is not Ready", time.Minute, func() (bool, string) {
+		nc, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "no-role")
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := nc.GetCondition(awsv1.ConditionTypeReady)
+		return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == "RoleNotFound", fmt.Sprintf("%+v", ready)
+	})
+
+	state, err := e.cluster.Read(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byProviderID := map[string]*karpv1.NodeClaim{}
+	for _, c := range state.Claims {
+		byProviderID[c.Status.ProviderID] = c
+	}
+	for _, n := range state.Nodes {
+		claim := byProviderID[n.Spec.ProviderID]
+		if !strings.HasPrefix(n.Spec.ProviderID, "aws:///") || claim == nil || claim.Status.NodeName != n.Name || !claim.IsTrue(karpv1.ConditionTypeInitialized) {
+			t.Errorf("node %s (provider ID %q) is not its NodeClaim's: %+v", n.Name, n.Spec.ProviderID, claim)
+		}
+		if !strings.HasSuffix(n.Name, ".compute.internal") {
+			t.Errorf("node %s is not named by its private DNS name", n.Name)
+		}
+		for _, key := range []string{awsv1.LabelInstanceFamily, awsv1.LabelInstanceCPU, awsv1.LabelInstanceMemory, awsv1.LabelNodeClass,
+			karpv1.NodePoolLabelKey, karpv1.CapacityTypeLabelKey, corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone} {
+			if n.Labels[key] == "" {
+				t.Errorf("node %s lacks label %s: %v", n.Name, key, n.Labels)
+			}
+		}
+	}
+	pools, _, err := e.cluster.Tailor.NodePools.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range state.Report(e.ctx, e.cluster.Cloud, pools).Nodes {
+		if n.PricePerHour <= 0 {
+			t.Errorf("the report does not price node %s (%s %s %s)", n.Name, n.InstanceType, n.Zone, n.CapacityType)
+		}
+	}
+
+	e.interruptSpot(t, state)
+}
+
+// interruptSpot sends a spot interruption for the node the pods run on, as EventBridge would,
+// and follows it through.
+func (e *awsEnv) interruptSpot(t *testing.T, state *sandbox.State) {
+	var victim corev1.Node
+	for _, p := range state.Pods {
+		for _, n := range state.Nodes {
+			if n.Name == p.Spec.NodeName && n.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot {
+				victim = n
+			}
+		}
+	}
+	if victim.Name == "" {
+		t.Fatalf("no pod runs on a spot node: %v", state.Nodes)
+	}
+	instanceID := victim.Spec.ProviderID[strings.LastIndex(victim.Spec.ProviderID, "/")+1:]
+	offering := cloud.OfferingKey{InstanceType: victim.Labels[corev1.LabelInstanceTypeStable], Zone: victim.Labels[corev1.LabelTopologyZone],
+		CapacityType: karpv1.CapacityTypeSpot}
+
+	cfg, err := tailoraws.SDKConfig(e.ctx, tailoraws.Options{Endpoint: e.emu.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := sqs.NewFromConfig(cfg)
+	url, err := interruption.QueueURL(e.ctx, client, awsQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := interruption.Message(interruption.Notice{Kind: interruption.KindSpotInterruption, InstanceID: instanceID,
+		Region: emulator.Region, Account: emulator.AccountID, Time: e.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.SendMessage(e.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case got := <-e.interrupted:
+		if got.ev.Kind != interruption.KindSpotInterruption || got.ev.InstanceID != instanceID || got.claim == nil || got.claim.Status.NodeName != victim.Name {
+			t.Fatalf("the consumer handled %+v for %+v, want the spot notice for %s", got.ev, got.claim, victim.Name)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the interruption consumer did not handle the notice within a minute")
+	}
+	if o := e.offering(t, offering); o.Available {
+		t.Errorf("offering %v is still available after its spot interruption", offering)
+	}
+	e.waitFor("the notice to leave the queue", 30*time.Second, func() (bool, string) {
+		visible, inFlight := e.emu.QueueDepth(awsQueue)
+		return visible+inFlight == 0, fmt.Sprintf("%d visible, %d in flight", visible, inFlight)
+	})
+
+	pods := e.waitRunningElsewhere("app=inflate", 5, victim.Name, 2*time.Minute)
+	for _, p := range pods {
+		n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Labels[corev1.LabelInstanceTypeStable] == offering.InstanceType && n.Labels[corev1.LabelTopologyZone] == offering.Zone &&
+			n.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot {
+			t.Errorf("pod %s was replaced onto the interrupted offering %v", p.Name, offering)
+		}
+	}
+	e.waitFor("the interrupted instance to be terminated", time.Minute, func() (bool, string) {
+		for _, inst := range e.emu.Instances() {
+			if inst.ID == instanceID {
+				return inst.State == "terminated", inst.State
+			}
+		}
+		return true, "forgotten"
+	})
+}
+
+// waitRunningElsewhere waits until want pods of the selector run, none of them on node.
+func (e *awsEnv) waitRunningElsewhere(selector string, want int, node string, timeout time.Duration) []corev1.Pod {
+	var pods []corev1.Pod
+	e.waitFor(fmt.Sprintf("%d pods %q Running off %s", want, selector, node), timeout, func() (bool, string) {
+		list, err := e.cluster.Kube.CoreV1().Pods("").List(e.ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.Spec.NodeName != node && p.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		pods = list.Items
+		return running == want && len(list.Items) == want, fmt.Sprintf("%d of %d pods running elsewhere", running, len(list.Items))
+	})
+	return pods
+}
+
+// offering reads one offering of the examples' NodePool from the provider.
+func (e *awsEnv) offering(t *testing.T, key cloud.OfferingKey) cloud.Offering {
+	t.Helper()
+	pool, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := e.provider.InstanceTypes(e.ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if it.Name == key.InstanceType && o.Zone == key.Zone && o.CapacityType == key.CapacityType {
+				return o
+			}
+		}
+	}
+	t.Fatalf("no offering %v", key)
+	return cloud.Offering{}
+}
