@@ -23,13 +23,13 @@ func newPlanCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan -f PATH... [-o json]",
 		Short: "Show, offline, the NodeClaims Tailor would launch for a set of manifests",
-		Long: `plan reads NodePools, EC2NodeClasses, Pods, Deployments, ReplicaSets, StatefulSets, Jobs and
-DaemonSets (and, optionally, existing Nodes with the Pods bound to them, Namespaces, StorageClasses and
-PersistentVolumeClaims) from files or folders, expands workloads into the pods their controllers
-would create, and runs Tailor's planner with kube-scheduler's default Filter plugins over the
-simulated catalog. It prints the NodeClaims it would launch, the pods no
-NodePool can hold and why, the total price per hour, and a lower bound on the price of any fleet
-that holds the same pods. Nothing is created anywhere.`,
+		Long: `plan reads NodePools, EC2NodeClasses, Pods, Deployments, ReplicaSets, StatefulSets, Jobs
+and DaemonSets (and, optionally, existing Nodes with the Pods bound to them, Namespaces,
+StorageClasses and PersistentVolumeClaims) from files or folders, expands workloads into the pods
+their controllers would create, and runs Tailor's planner with kube-scheduler's default Filter
+plugins over the simulated catalog. It prints the NodeClaims it would launch, the pods no NodePool
+can hold and why, the total price per hour, and a lower bound on the price of any fleet that holds
+the same pods. Nothing is created anywhere.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.Context(), cmd.OutOrStdout(), f) },
 	}
