@@ -85,5 +85,6 @@ func Register() {
 		legacyregistry.Registerer().MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
 			NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
 			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, nodesCollector{})
+		legacyregistry.Registerer().MustRegister(disruptionCollectors()...)
 	})
 }
