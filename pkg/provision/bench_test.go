@@ -152,7 +152,7 @@ func BenchmarkPlan(b *testing.B) {
 		{"generic", []string{classGeneric}},
 	}
 	for _, cat := range catalogs {
-		for _, n := range []int{100, 2000, 5000} {
+		for _, n := range []int{100, 500, 2000, 5000} {
 			for _, mix := range mixes {
 				name := fmt.Sprintf("catalog=%s/pods=%d/mix=%s", cat.name, n, mix.name)
 				b.Run(name, func(b *testing.B) {

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -30,9 +31,18 @@ type candidate struct {
 	offering    cloud.Offering
 	labels      map[string]string
 	allocatable corev1.ResourceList
+	// typ indexes the pool's types; index is the candidate's place in the pool's compatible list.
+	typ, index int
 	// daemons are the DaemonSet pods that would run on a node of this offering; see daemonsOn.
 	daemons      []*corev1.Pod
 	daemonsKnown bool
+}
+
+// typeInfo is an instance type the pool may launch, with its allocatable in the form
+// NodeResourcesFit reads it.
+type typeInfo struct {
+	it    *cloud.InstanceType
+	alloc *framework.Resource
 }
 
 // poolState is a Pool during one plan.
@@ -43,6 +53,14 @@ type poolState struct {
 	compatible []*candidate
 	// open are the claims this plan has opened in the pool; their options count against limits.
 	open []*openClaim
+	// types are the instance types of compatible; bySize indexes them biggest first, by cpu then
+	// memory, the order in which frontierOf looks for the types no other type dominates.
+	types  []*typeInfo
+	bySize []int
+	// classes caches, per key signature, the class of every compatible offering.
+	classes map[string][]int32
+	// groups caches daemonGroups.
+	groups []daemonGroup
 }
 
 // ResourceNodes counts nodes in NodePool limits.
@@ -76,7 +94,73 @@ func newPoolState(p Pool) *poolState {
 		}
 		return a.it.Name < b.it.Name
 	})
+	byType := map[*cloud.InstanceType]int{}
+	for i, c := range ps.compatible {
+		c.index = i
+		t, ok := byType[c.it]
+		if !ok {
+			t = len(ps.types)
+			byType[c.it] = t
+			ps.types = append(ps.types, &typeInfo{it: c.it, alloc: framework.NewResource(c.allocatable)})
+		}
+		c.typ = t
+	}
+	ps.bySize = make([]int, len(ps.types))
+	for t := range ps.bySize {
+		ps.bySize[t] = t
+	}
+	sort.SliceStable(ps.bySize, func(a, b int) bool {
+		x, y := ps.types[ps.bySize[a]].alloc, ps.types[ps.bySize[b]].alloc
+		if x.MilliCPU != y.MilliCPU {
+			return x.MilliCPU > y.MilliCPU
+		}
+		return x.Memory > y.Memory
+	})
 	return ps
+}
+
+// classesFor returns the class of every compatible offering for pods that read keys: offerings in
+// one class agree on every key, so the placement plugins cannot tell them apart.
+func (ps *poolState) classesFor(keys podKeys) []int32 {
+	sig := keys.signature()
+	if cl, ok := ps.classes[sig]; ok {
+		return cl
+	}
+	out := make([]int32, len(ps.compatible))
+	ids := map[string]int32{}
+	for i, c := range ps.compatible {
+		if keys.all {
+			out[i] = int32(i)
+			continue
+		}
+		k := classKey(c.labels, keys.selector, keys.topology)
+		id, ok := ids[k]
+		if !ok {
+			id = int32(len(ids))
+			ids[k] = id
+		}
+		out[i] = id
+	}
+	if ps.classes == nil {
+		ps.classes = map[string][]int32{}
+	}
+	ps.classes[sig] = out
+	return out
+}
+
+// dominates reports whether a has at least as much of every resource as b: a pod that passes
+// NodeResourcesFit on b, with the same pods and requests, passes it on a too.
+func dominates(a, b *framework.Resource) bool {
+	if a.MilliCPU < b.MilliCPU || a.Memory < b.Memory || a.EphemeralStorage < b.EphemeralStorage ||
+		a.AllowedPodNumber < b.AllowedPodNumber {
+		return false
+	}
+	for name, q := range b.ScalarResources {
+		if a.ScalarResources[name] < q {
+			return false
+		}
+	}
+	return true
 }
 
 func isWellKnownLabel(key string) bool {
@@ -143,7 +227,7 @@ func (ps *poolState) withinLimits(it *cloud.InstanceType) (corev1.ResourceName, 
 func (ps *poolState) committed() corev1.ResourceList {
 	used := scheduling.Add(ps.Used, nil)
 	for _, oc := range ps.open {
-		used = scheduling.Add(used, oc.maxCapacity())
+		used = scheduling.Add(used, oc.capacity)
 	}
 	if len(ps.open) > 0 {
 		used = scheduling.Add(used, corev1.ResourceList{ResourceNodes: *resource.NewQuantity(int64(len(ps.open)), resource.DecimalSI)})

@@ -61,8 +61,11 @@ func (pl *Planner) prepareDaemons(ctx context.Context, pods []*corev1.Pod) *daem
 	return d
 }
 
-// on returns the DaemonSet pods that would run on the candidate: those whose Filters pass on its
-// template node, taints, labels and room included. Computed once per candidate and plan.
+// daemonsOn returns the DaemonSet pods that would run on the candidate: those whose placement
+// Filters (taints, labels, ports, ...; not room) pass on its template node. Room is left out as
+// the DaemonSet controller leaves it out: it creates the pod on every node it may run on, and a
+// node too small for its daemons and the pending pods is not one to launch. Computed once per
+// candidate and plan.
 func (pl *Planner) daemonsOn(ctx context.Context, c *candidate, d *daemons) []*corev1.Pod {
 	if c.daemonsKnown {
 		return c.daemons
@@ -71,7 +74,7 @@ func (pl *Planner) daemonsOn(ctx context.Context, c *candidate, d *daemons) []*c
 	ni := framework.NewNodeInfo()
 	ni.SetNode(c.templateNode("daemonset-probe"))
 	for i, p := range d.pods {
-		if pl.sim.Filter(ctx, d.states[i], p, ni).IsSuccess() {
+		if pl.sim.FilterPlacement(ctx, d.states[i], p, ni).IsSuccess() {
 			ni.AddPod(p)
 			c.daemons = append(c.daemons, p)
 		}

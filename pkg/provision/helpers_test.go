@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"testing"
 
@@ -164,6 +165,28 @@ func offeringsHolding(ps []*corev1.Pod, keep func(*cloud.InstanceType, cloud.Off
 		}
 	}
 	return out, cheapest
+}
+
+// cheapestTypes returns the offerings of the n instance types whose cheapest offering is
+// cheapest, as a NodeClaim's list of at most n types keeps them.
+func cheapestTypes(offerings []catalogOffering, n int) []catalogOffering {
+	sorted := append([]catalogOffering{}, offerings...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].o.PricePerHour != sorted[j].o.PricePerHour {
+			return sorted[i].o.PricePerHour < sorted[j].o.PricePerHour
+		}
+		return sorted[i].it.Name < sorted[j].it.Name
+	})
+	types := map[string]bool{}
+	var out []catalogOffering
+	for _, c := range sorted {
+		if !types[c.it.Name] && len(types) == n {
+			continue
+		}
+		types[c.it.Name] = true
+		out = append(out, c)
+	}
+	return out
 }
 
 func optionKey(it *cloud.InstanceType, o cloud.Offering) string {

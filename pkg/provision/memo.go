@@ -15,12 +15,12 @@ import (
 // spread) rule the pod out of memoisation.
 type rejections struct {
 	nodes  map[string]map[string]int64      // group -> node name -> node generation
-	claims map[string]map[*openClaim]int    // group -> claim -> pods on the claim
+	claims map[string]map[*openClaim]bool   // group -> claims that turned it away
 	pools  map[string]map[*poolState]string // group -> pool -> why
 }
 
 func newRejections() *rejections {
-	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]int{}, pools: map[string]map[*poolState]string{}}
+	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]bool{}, pools: map[string]map[*poolState]string{}}
 }
 
 // groupOf returns the key identical pods share, or "" for a pod whose rejections may not last.
@@ -62,8 +62,7 @@ func (r *rejections) rejectNode(group, node string, generation int64) {
 }
 
 func (r *rejections) claimRejected(group string, oc *openClaim) bool {
-	n, ok := r.claims[group][oc]
-	return group != "" && ok && n == len(oc.pods)
+	return group != "" && r.claims[group][oc]
 }
 
 func (r *rejections) rejectClaim(group string, oc *openClaim) {
@@ -71,9 +70,9 @@ func (r *rejections) rejectClaim(group string, oc *openClaim) {
 		return
 	}
 	if r.claims[group] == nil {
-		r.claims[group] = map[*openClaim]int{}
+		r.claims[group] = map[*openClaim]bool{}
 	}
-	r.claims[group][oc] = len(oc.pods)
+	r.claims[group][oc] = true
 }
 
 func (r *rejections) poolRejected(group string, ps *poolState) (string, bool) {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -83,19 +81,8 @@ type Planner struct {
 // NewPlanner returns a planner over sim.
 func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} }
 
-// openClaim is a NodeClaim being filled during a plan. options are the offerings on which every
-// pod added so far passes the Filters, each with a NodeInfo that holds those pods.
-type openClaim struct {
-	name    string
-	pool    *poolState
-	pods    []*corev1.Pod
-	options []*option
-	// node is the node the claim will become as far as all its options agree, with its pods; see
-	// plannedNode. nodeOptions is how many options its labels were computed from.
-	node        *framework.NodeInfo
-	nodeOptions int
-}
-
+// option is one offering with a template node holding the pod's would-be neighbours; only the
+// explanation of an unplaceable pod still weighs every offering on its own.
 type option struct {
 	c    *candidate
 	info *framework.NodeInfo
@@ -114,6 +101,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	plan := &Plan{InFlight: map[string][]*corev1.Pod{}}
 	pl.sim.Use(snapshot)
 	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
+	selectorKeys, defaultKeys := pl.sim.ProfileNodeKeys()
+	rel := newRelevance(selectorKeys, defaultKeys, in.Pending, in.Pods, in.DaemonSets)
 	var open []*openClaim
 	planned := make([]fwk.NodeInfo, 0, len(in.Pending))
 	memo := newRejections()
@@ -125,7 +114,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		// were Unplaceable.
 		planned = planned[:0]
 		for _, oc := range open {
-			planned = append(planned, oc.node)
+			planned = append(planned, oc.info)
 		}
 		pl.sim.Use(snapshot, planned...)
 		state, pre, status := pl.sim.PreFilter(ctx, pod)
@@ -146,14 +135,23 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			}
 			continue
 		}
+		info, err := framework.NewPodInfo(pod)
+		if err != nil {
+			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
+			continue
+		}
+		keys := rel.keys(pod)
 		placed := false
 		for _, oc := range open {
 			if memo.claimRejected(group, oc) {
 				continue
 			}
-			if pl.tryAdd(ctx, state, pre, pod, oc) {
-				placed = true
-				break
+			if allowedByPreFilter(pre, oc.name) {
+				if alive := pl.weigh(ctx, oc, pod, state, keys); alive != nil {
+					pl.add(ctx, oc, pod, info, state, alive)
+					placed = true
+					break
+				}
 			}
 			memo.rejectClaim(group, oc)
 		}
@@ -166,9 +164,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				reasons[ps.NodePool.Name] = why
 				continue
 			}
-			oc := &openClaim{name: fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), pool: ps}
-			why := pl.open(ctx, state, pre, pod, oc)
-			if why == "" {
+			oc, why := pl.open(ctx, state, pre, pod, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
+			if oc != nil {
 				open = append(open, oc)
 				ps.open = append(ps.open, oc)
 				placed = true
@@ -185,7 +182,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		}
 	}
 	for _, oc := range open {
-		plan.Claims = append(plan.Claims, oc.planned())
+		plan.Claims = append(plan.Claims, pl.planned(ctx, oc))
 	}
 	return plan
 }
@@ -203,147 +200,6 @@ func (pl *Planner) firstFit(ctx context.Context, state fwk.CycleState, pre *fwk.
 		memo.rejectNode(group, name, ni.GetGeneration())
 	}
 	return nil
-}
-
-// open tries to start a new claim in oc.pool for pod. It returns "" on success, or why the pool
-// cannot hold the pod.
-func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, oc *openClaim) string {
-	ps := oc.pool
-	if len(ps.compatible) == 0 {
-		return "no available instance type offering satisfies the NodePool's requirements"
-	}
-	var limited corev1.ResourceName
-	for _, c := range ps.compatible {
-		if name, ok := ps.withinLimits(c.it); !ok {
-			limited = name
-			continue
-		}
-		oc.options = append(oc.options, &option{c: c, info: pl.templateInfo(ctx, c, oc.name)})
-	}
-	if len(oc.options) == 0 {
-		// Report what counts against the limit, claims opened by this plan included: the pool's
-		// existing claims alone could read "0 of 4 in use" for a limit this plan has filled.
-		return fmt.Sprintf("NodePool limit on %s is exhausted (%s of %s in use or planned)", limited,
-			quantityString(ps.committed(), limited), quantityString(corev1.ResourceList(ps.NodePool.Spec.Limits), limited))
-	}
-	if !allowedByPreFilter(pre, oc.name) {
-		return "the pod's PreFilter result excludes new nodes"
-	}
-	statuses := pl.filterOptions(ctx, state, pod, oc.options)
-	if keep := passing(oc.options, statuses); len(keep) > 0 {
-		oc.options = keep
-		oc.add(pod)
-		return ""
-	}
-	return explain(pod, oc.options, statuses)
-}
-
-// tryAdd adds pod to oc if it passes the Filters on at least one of oc's options, narrowing the
-// options to those.
-func (pl *Planner) tryAdd(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, oc *openClaim) bool {
-	if !allowedByPreFilter(pre, oc.name) {
-		return false
-	}
-	keep := passing(oc.options, pl.filterOptions(ctx, state, pod, oc.options))
-	if len(keep) == 0 {
-		return false
-	}
-	oc.options = keep
-	oc.add(pod)
-	return true
-}
-
-// filterOptions runs the Filter plugins for pod on every option in parallel.
-func (pl *Planner) filterOptions(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, options []*option) []*fwk.Status {
-	statuses := make([]*fwk.Status, len(options))
-	var mu sync.Mutex
-	pl.sim.Parallelizer().Until(ctx, len(options), func(i int) {
-		s := pl.sim.Filter(ctx, state, pod, options[i].info)
-		mu.Lock()
-		statuses[i] = s
-		mu.Unlock()
-	}, "tailor.planner.filter")
-	return statuses
-}
-
-func passing(options []*option, statuses []*fwk.Status) []*option {
-	var keep []*option
-	for i, o := range options {
-		if statuses[i].IsSuccess() {
-			keep = append(keep, o)
-		}
-	}
-	return keep
-}
-
-func (oc *openClaim) add(pod *corev1.Pod) {
-	oc.pods = append(oc.pods, pod)
-	for _, o := range oc.options {
-		addPod(o.info, pod)
-	}
-	if oc.node == nil {
-		oc.node = framework.NewNodeInfo()
-	}
-	if oc.nodeOptions != len(oc.options) {
-		oc.node.SetNode(oc.plannedNode())
-		oc.nodeOptions = len(oc.options)
-	}
-	oc.node.AddPod(pod)
-}
-
-// plannedNode is the node the claim will become, as far as every option agrees: its name and
-// hostname, and the labels all its options share. A topology domain the options do not agree on
-// (a zone, while the claim may launch in several) is left out rather than guessed, so the claim's
-// pods count in it for no one: the domain is not known until the cloud picks an offering.
-func (oc *openClaim) plannedNode() *corev1.Node {
-	first := oc.options[0].info.Node()
-	labels := make(map[string]string, len(first.Labels))
-	for k, v := range first.Labels {
-		labels[k] = v
-	}
-	for _, o := range oc.options[1:] {
-		other := o.info.Node().Labels
-		for k, v := range labels {
-			if w, ok := other[k]; !ok || w != v {
-				delete(labels, k)
-			}
-		}
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: first.Name, Labels: labels},
-		Spec:       first.Spec,
-	}
-}
-
-// maxCapacity is the most the claim can end up launching, counted against limits until it does.
-func (oc *openClaim) maxCapacity() corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, o := range oc.options {
-		for name, q := range o.c.it.Capacity {
-			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
-				out[name] = q
-			}
-		}
-	}
-	return out
-}
-
-func (oc *openClaim) planned() *PlannedClaim {
-	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods}
-	for _, o := range oc.options {
-		pc.Options = append(pc.Options, Option{InstanceType: o.c.it, Offering: o.c.offering})
-	}
-	sort.SliceStable(pc.Options, func(i, j int) bool {
-		return pc.Options[i].Offering.PricePerHour < pc.Options[j].Offering.PricePerHour
-	})
-	cheapest := oc.options[0]
-	for _, o := range oc.options[1:] {
-		if o.c.offering.PricePerHour < cheapest.c.offering.PricePerHour {
-			cheapest = o
-		}
-	}
-	pc.Daemons = cheapest.c.daemons
-	return pc
 }
 
 // templateInfo is the node the candidate would register as, named name, with the DaemonSet pods

@@ -31,8 +31,13 @@ import (
 // Simulator runs a private framework instance built from a scheduler profile. Its snapshot is
 // swapped per question, so it never reads the scheduler's own snapshot off-cycle.
 type Simulator struct {
+	profile  *config.KubeSchedulerProfile
 	fw       framework.Framework
 	snapshot *swappableLister
+	// capacity runs only NodeResourcesFit's Filter and placement every other Filter plugin, over
+	// the same snapshot and with the same args, so that a caller can ask the two halves of one
+	// Filter pass separately; see FilterCapacity.
+	capacity, placement framework.Framework
 }
 
 // Deps are what the simulation framework's plugins read besides the snapshot. Inside the
@@ -143,11 +148,39 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	lister := &swappableLister{}
 	lister.Set(schedcache.NewSnapshot(nil, nil), nil)
 	opts = append(opts, frameworkruntime.WithSnapshotSharedLister(lister))
-	fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), p, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("building the simulation framework for profile %q: %w", profile.SchedulerName, err)
+	sim := &Simulator{snapshot: lister, profile: p}
+	build := func(p *config.KubeSchedulerProfile) (framework.Framework, error) {
+		fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), p, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("building the simulation framework for profile %q: %w", profile.SchedulerName, err)
+		}
+		return fw, nil
 	}
-	return &Simulator{fw: fw, snapshot: lister}, nil
+	var err error
+	if sim.fw, err = build(p); err != nil {
+		return nil, err
+	}
+	if sim.capacity, err = build(withFilters(p, true)); err != nil {
+		return nil, err
+	}
+	if sim.placement, err = build(withFilters(p, false)); err != nil {
+		return nil, err
+	}
+	return sim, nil
+}
+
+// withFilters returns p with only NodeResourcesFit at Filter (capacity true), or with every Filter
+// plugin but it (capacity false).
+func withFilters(p *config.KubeSchedulerProfile, capacity bool) *config.KubeSchedulerProfile {
+	out := p.DeepCopy()
+	if capacity {
+		out.Plugins.Filter.Disabled = append(out.Plugins.Filter.Disabled, config.Plugin{Name: "*"})
+		out.Plugins.Filter.Enabled = []config.Plugin{{Name: names.NodeResourcesFit}}
+		return out
+	}
+	out.Plugins.Filter.Enabled = withoutNames(out.Plugins.Filter.Enabled, sets.New(names.NodeResourcesFit))
+	out.Plugins.Filter.Disabled = append(out.Plugins.Filter.Disabled, config.Plugin{Name: names.NodeResourcesFit})
+	return out
 }
 
 // Parallelizer runs work in parallel with the profile's parallelism.
@@ -179,6 +212,51 @@ func (s *Simulator) PreFilter(ctx context.Context, pod *corev1.Pod) (fwk.CycleSt
 // The state is not modified, so callers may share it between goroutines.
 func (s *Simulator) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
 	return s.fw.RunFilterPlugins(ctx, state, pod, node)
+}
+
+// FilterCapacity runs NodeResourcesFit alone, and FilterPlacement every other Filter plugin,
+// with the state that PreFilter prepared. Together they are exactly Filter: a pod passes Filter
+// on a node iff it passes both. They exist because the two halves read disjoint parts of a node:
+// NodeResourcesFit reads only allocatable, requested resources and the pod count, while every
+// other Filter plugin reads labels, taints, ports, volumes and the pods themselves but never
+// allocatable. A planner weighing one set of pods on many instance types can therefore ask the
+// placement half once per distinct set of labels and the capacity half once per distinct
+// allocatable, instead of the whole Filter once per offering.
+func (s *Simulator) FilterCapacity(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	return s.capacity.RunFilterPlugins(ctx, state, pod, node)
+}
+
+// FilterPlacement: see FilterCapacity.
+func (s *Simulator) FilterPlacement(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	return s.placement.RunFilterPlugins(ctx, state, pod, node)
+}
+
+// ProfileNodeKeys returns the node label keys the profile's own configuration makes Filter read
+// for every pod: selector are those of NodeAffinity's addedAffinity, and spread those of
+// PodTopologySpread's DoNotSchedule default constraints (for pods without constraints of their
+// own).
+func (s *Simulator) ProfileNodeKeys() (selector, spread []string) {
+	for _, pc := range s.profile.PluginConfig {
+		switch args := pc.Args.(type) {
+		case *config.NodeAffinityArgs:
+			if args.AddedAffinity != nil && args.AddedAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+				for _, t := range args.AddedAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+					for _, e := range t.MatchExpressions {
+						selector = append(selector, e.Key)
+					}
+				}
+			}
+		case *config.PodTopologySpreadArgs:
+			if args.DefaultingType == config.ListDefaulting {
+				for _, c := range args.DefaultConstraints {
+					if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+						spread = append(spread, c.TopologyKey)
+					}
+				}
+			}
+		}
+	}
+	return selector, spread
 }
 
 // AddPod tells the PreFilter state of podToSchedule that added now runs on node, so that

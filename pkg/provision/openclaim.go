@@ -1,0 +1,254 @@
+package provision
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// openClaim is a NodeClaim being filled during a plan.
+//
+// It holds its pods once, in info, rather than once per offering it may launch as. alive are the
+// offerings (indices into the pool's compatible list, cheapest first) on which every pod so far
+// passed the placement half of Filter. Which of them also pass the capacity half is settled
+// lazily: NodeResourcesFit reads only the node's allocatable against the sum of its pods, so an
+// offering whose type holds the pods now held every earlier subset of them, and the types that
+// still hold the claim are exactly those on which the last pod passed with the others in place.
+type openClaim struct {
+	name    string
+	pool    *poolState
+	pods    []*corev1.Pod
+	daemons []*corev1.Pod
+	alive   []int
+	// info is the node the claim will become as far as its alive offerings agree (see
+	// plannedNode), with its daemons and pods; plugins count it in PreFilter as a planned node.
+	info *framework.NodeInfo
+	// before is what info had requested before the last pod, and lastState that pod's cycle
+	// state: with them, the capacity half is asked again for the last pod on any type.
+	before    *framework.Resource
+	lastPod   *corev1.Pod
+	lastState fwk.CycleState
+	// frontier caches the types of alive that no other type of alive dominates.
+	frontier []int
+	// nodes caches the template node of an offering, named after the claim.
+	nodes map[int]*corev1.Node
+	// capacity is the most the claim may launch as, counted against its pool's limits.
+	capacity corev1.ResourceList
+}
+
+func newOpenClaim(name string, ps *poolState, daemons []*corev1.Pod, alive []int) *openClaim {
+	oc := &openClaim{name: name, pool: ps, daemons: daemons, alive: alive, nodes: map[int]*corev1.Node{}}
+	oc.info = framework.NewNodeInfo()
+	oc.info.SetNode(oc.plannedNode())
+	for _, d := range daemons {
+		oc.info.AddPod(onNode(d, name))
+	}
+	return oc
+}
+
+// check is one pod weighed against a claim: what the claim's alive offerings would become.
+type check struct {
+	pod   *corev1.Pod
+	state fwk.CycleState
+	// fits caches the capacity half per type: 1 passes, -1 fails.
+	fits map[int]int8
+}
+
+// capacityFits asks NodeResourcesFit whether the pod fits on type t with the claim's pods.
+func (pl *Planner) capacityFits(ctx context.Context, oc *openClaim, ck *check, t int) bool {
+	if v, ok := ck.fits[t]; ok {
+		return v > 0
+	}
+	view := *oc.info
+	view.Allocatable = oc.pool.types[t].alloc
+	ok := pl.sim.FilterCapacity(ctx, ck.state, ck.pod, &view).IsSuccess()
+	ck.fits[t] = map[bool]int8{true: 1, false: -1}[ok]
+	return ok
+}
+
+// anyCapacity reports whether the pod fits some type of alive: by dominance, some type of its
+// frontier.
+func (pl *Planner) anyCapacity(ctx context.Context, oc *openClaim, ck *check, alive []int, frontier []int) bool {
+	if frontier == nil {
+		frontier = oc.pool.frontierOf(alive)
+	}
+	for _, t := range frontier {
+		if pl.capacityFits(ctx, oc, ck, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// weigh returns the offerings of oc the pod would leave alive, or nil when it fits none.
+func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, keys podKeys) []int {
+	ck := &check{pod: pod, state: state, fits: map[int]int8{}}
+	if oc.frontier == nil {
+		oc.frontier = oc.pool.frontierOf(oc.alive)
+	}
+	// Capacity first: it is the cheap question, and a full claim is the common refusal.
+	if !pl.anyCapacity(ctx, oc, ck, oc.alive, oc.frontier) {
+		return nil
+	}
+	classes := oc.pool.classesFor(keys)
+	verdict := map[int32]bool{}
+	alive := oc.alive[:0:0]
+	for _, i := range oc.alive {
+		cl := classes[i]
+		pass, asked := verdict[cl]
+		if !asked {
+			view := *oc.info
+			view.SetNode(oc.templateNode(i))
+			pass = pl.sim.FilterPlacement(ctx, state, pod, &view).IsSuccess()
+			verdict[cl] = pass
+		}
+		if pass {
+			alive = append(alive, i)
+		}
+	}
+	if len(alive) == 0 {
+		return nil
+	}
+	if len(alive) != len(oc.alive) && !pl.anyCapacity(ctx, oc, ck, alive, nil) {
+		return nil
+	}
+	return pl.settle(ctx, oc, ck, alive, keys.topology)
+}
+
+// settle narrows alive to one domain of each topology key the pod is counted in: the domain of
+// the cheapest offering that holds the pod. Until the claim launches it could land in any domain
+// its offerings span, and plugins would count its pods in none of them.
+func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive []int, topology []string) []int {
+	if len(topology) == 0 {
+		return alive
+	}
+	compatible := oc.pool.compatible
+	first := compatible[alive[0]].labels
+	agree := true
+	for _, i := range alive[1:] {
+		if classKey(compatible[i].labels, topology) != classKey(first, topology) {
+			agree = false
+			break
+		}
+	}
+	if agree {
+		return alive
+	}
+	for _, i := range alive {
+		if !pl.capacityFits(ctx, oc, ck, compatible[i].typ) {
+			continue
+		}
+		domain := classKey(compatible[i].labels, topology)
+		out := alive[:0:0]
+		for _, j := range alive {
+			if classKey(compatible[j].labels, topology) == domain {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// add puts the pod on the claim, which may now launch only as alive.
+func (oc *openClaim) add(pod *corev1.Pod, info fwk.PodInfo, state fwk.CycleState, alive []int) {
+	oc.before = oc.info.Requested.Clone()
+	oc.lastPod, oc.lastState = pod, state
+	oc.pods = append(oc.pods, pod)
+	if len(alive) != len(oc.alive) {
+		oc.alive = alive
+		oc.frontier = nil
+		oc.info.SetNode(oc.plannedNode())
+	}
+	oc.info.AddPodInfo(info)
+}
+
+// holding returns the alive offerings whose type holds every pod of the claim.
+func (pl *Planner) holding(ctx context.Context, oc *openClaim) []int {
+	if oc.lastPod == nil {
+		return oc.alive
+	}
+	view := *oc.info
+	view.Pods = view.Pods[:len(view.Pods)-1]
+	view.Requested = oc.before
+	fits := map[int]bool{}
+	var out []int
+	for _, i := range oc.alive {
+		t := oc.pool.compatible[i].typ
+		ok, asked := fits[t]
+		if !asked {
+			typed := view
+			typed.Allocatable = oc.pool.types[t].alloc
+			ok = pl.sim.FilterCapacity(ctx, oc.lastState, oc.lastPod, &typed).IsSuccess()
+			fits[t] = ok
+		}
+		if ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// templateNode is offering i's node, named after the claim.
+func (oc *openClaim) templateNode(i int) *corev1.Node {
+	n, ok := oc.nodes[i]
+	if !ok {
+		n = oc.pool.compatible[i].templateNode(oc.name)
+		oc.nodes[i] = n
+	}
+	return n
+}
+
+// plannedNode is the node the claim will become, as far as every alive offering agrees: its name
+// and hostname, and the labels all of them share. A domain they do not agree on is left out
+// rather than guessed, so plugins count the claim's pods in it for no one; pods that are counted
+// per domain settle the claim into one first (see settle).
+func (oc *openClaim) plannedNode() *corev1.Node {
+	compatible := oc.pool.compatible
+	first := compatible[oc.alive[0]].templateNode(oc.name)
+	labels := make(map[string]string, len(first.Labels))
+	for k, v := range first.Labels {
+		labels[k] = v
+	}
+	for _, i := range oc.alive[1:] {
+		other := compatible[i].labels
+		for k, v := range labels {
+			if k == corev1.LabelHostname {
+				continue
+			}
+			if w, ok := other[k]; !ok || w != v {
+				delete(labels, k)
+			}
+		}
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: oc.name, Labels: labels}, Spec: first.Spec}
+}
+
+// frontierOf returns the types of the offerings that no other of their types dominates: a pod
+// that fits none of them fits none of the offerings.
+func (ps *poolState) frontierOf(offerings []int) []int {
+	present := make([]bool, len(ps.types))
+	for _, i := range offerings {
+		present[ps.compatible[i].typ] = true
+	}
+	var frontier []int
+	for _, t := range ps.bySize {
+		if !present[t] {
+			continue
+		}
+		dominated := false
+		for _, f := range frontier {
+			if dominates(ps.types[f].alloc, ps.types[t].alloc) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			frontier = append(frontier, t)
+		}
+	}
+	return frontier
+}
