@@ -61,6 +61,8 @@ type poolState struct {
 	classes map[string][]int32
 	// groups caches daemonGroups.
 	groups []daemonGroup
+	// efficient marks the compatible offerings a new claim tries first; see rateEfficiency.
+	efficient []bool
 }
 
 // ResourceNodes counts nodes in NodePool limits.

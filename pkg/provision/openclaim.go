@@ -31,12 +31,49 @@ type openClaim struct {
 	before    *framework.Resource
 	lastPod   *corev1.Pod
 	lastState fwk.CycleState
-	// frontier caches the types of alive that no other type of alive dominates.
+	// frontier caches the types of alive that no other type of alive dominates (of its efficient
+	// offerings only, when thrifty).
 	frontier []int
+	// thrifty claims take a pod only if an efficient offering holds it (see rateEfficiency): the
+	// claim grows no bigger than the types that are cheap for the batch, while every alive
+	// offering that holds its pods in the end is still an option the cloud may fall back on.
+	thrifty bool
 	// nodes caches the template node of an offering, named after the claim.
 	nodes map[int]*corev1.Node
 	// capacity is the most the claim may launch as, counted against its pool's limits.
 	capacity corev1.ResourceList
+	// groups caches, per key signature, the classes alive falls into.
+	groups map[string][]classGroup
+}
+
+// classGroup is one class of a claim's alive offerings: the placement plugins cannot tell its
+// offerings apart, so first stands for all of them.
+type classGroup struct {
+	class int32
+	first int
+}
+
+// classGroups returns the classes of alive for pods that read keys, and the class of every
+// offering of the pool.
+func (oc *openClaim) classGroups(keys podKeys) ([]classGroup, []int32) {
+	classes := oc.pool.classesFor(keys)
+	sig := keys.signature()
+	if g, ok := oc.groups[sig]; ok {
+		return g, classes
+	}
+	seen := map[int32]bool{}
+	var groups []classGroup
+	for _, i := range oc.alive {
+		if !seen[classes[i]] {
+			seen[classes[i]] = true
+			groups = append(groups, classGroup{class: classes[i], first: i})
+		}
+	}
+	if oc.groups == nil {
+		oc.groups = map[string][]classGroup{}
+	}
+	oc.groups[sig] = groups
+	return groups, classes
 }
 
 func newOpenClaim(name string, ps *poolState, daemons []*corev1.Pod, alive []int) *openClaim {
@@ -73,7 +110,7 @@ func (pl *Planner) capacityFits(ctx context.Context, oc *openClaim, ck *check, t
 // frontier.
 func (pl *Planner) anyCapacity(ctx context.Context, oc *openClaim, ck *check, alive []int, frontier []int) bool {
 	if frontier == nil {
-		frontier = oc.pool.frontierOf(alive)
+		frontier = oc.frontierOf(alive)
 	}
 	for _, t := range frontier {
 		if pl.capacityFits(ctx, oc, ck, t) {
@@ -87,30 +124,32 @@ func (pl *Planner) anyCapacity(ctx context.Context, oc *openClaim, ck *check, al
 func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, keys podKeys) []int {
 	ck := &check{pod: pod, state: state, fits: map[int]int8{}}
 	if oc.frontier == nil {
-		oc.frontier = oc.pool.frontierOf(oc.alive)
+		oc.frontier = oc.frontierOf(oc.alive)
 	}
 	// Capacity first: it is the cheap question, and a full claim is the common refusal.
 	if !pl.anyCapacity(ctx, oc, ck, oc.alive, oc.frontier) {
 		return nil
 	}
-	classes := oc.pool.classesFor(keys)
-	verdict := map[int32]bool{}
-	alive := oc.alive[:0:0]
-	for _, i := range oc.alive {
-		cl := classes[i]
-		pass, asked := verdict[cl]
-		if !asked {
-			view := *oc.info
-			view.SetNode(oc.templateNode(i))
-			pass = pl.sim.FilterPlacement(ctx, state, pod, &view).IsSuccess()
-			verdict[cl] = pass
-		}
-		if pass {
-			alive = append(alive, i)
+	groups, classes := oc.classGroups(keys)
+	failed := map[int32]bool{}
+	for _, g := range groups {
+		view := *oc.info
+		view.SetNode(oc.templateNode(g.first))
+		if !pl.sim.FilterPlacement(ctx, state, pod, &view).IsSuccess() {
+			failed[g.class] = true
 		}
 	}
-	if len(alive) == 0 {
+	alive := oc.alive
+	if len(failed) == len(groups) {
 		return nil
+	}
+	if len(failed) > 0 {
+		alive = make([]int, 0, len(oc.alive))
+		for _, i := range oc.alive {
+			if !failed[classes[i]] {
+				alive = append(alive, i)
+			}
+		}
 	}
 	if len(alive) != len(oc.alive) && !pl.anyCapacity(ctx, oc, ck, alive, nil) {
 		return nil
@@ -161,6 +200,7 @@ func (oc *openClaim) add(pod *corev1.Pod, info fwk.PodInfo, state fwk.CycleState
 	if len(alive) != len(oc.alive) {
 		oc.alive = alive
 		oc.frontier = nil
+		oc.groups = nil
 		oc.info.SetNode(oc.plannedNode())
 	}
 	oc.info.AddPodInfo(info)
@@ -225,6 +265,15 @@ func (oc *openClaim) plannedNode() *corev1.Node {
 		}
 	}
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: oc.name, Labels: labels}, Spec: first.Spec}
+}
+
+// frontierOf is the pool's frontier of alive, or of its efficient offerings when the claim is
+// thrifty.
+func (oc *openClaim) frontierOf(alive []int) []int {
+	if oc.thrifty {
+		alive = oc.pool.efficientOf(alive)
+	}
+	return oc.pool.frontierOf(alive)
 }
 
 // frontierOf returns the types of the offerings that no other of their types dominates: a pod

@@ -94,9 +94,17 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	snapshot := schedcache.NewSnapshot(in.Pods, in.Nodes)
 	nodeInfos, _ := snapshot.NodeInfos().List()
 
+	var cpu, mem, maxCPU, maxMem float64
+	for _, p := range in.Pending {
+		r := scheduling.PodRequests(p)
+		c, m := float64(r.Cpu().MilliValue()), r.Memory().AsApproximateFloat64()
+		cpu, mem, maxCPU, maxMem = cpu+c, mem+m, max(maxCPU, c), max(maxMem, m)
+	}
 	pools := make([]*poolState, 0, len(in.Pools))
 	for _, p := range in.Pools {
-		pools = append(pools, newPoolState(p))
+		ps := newPoolState(p)
+		ps.rateEfficiency(cpu, mem, maxCPU, maxMem)
+		pools = append(pools, ps)
 	}
 	plan := &Plan{InFlight: map[string][]*corev1.Pod{}}
 	pl.sim.Use(snapshot)
@@ -225,34 +233,63 @@ func allowedByPreFilter(pre *fwk.PreFilterResult, node string) bool {
 	return pre == nil || pre.AllNodes() || pre.NodeNames.Has(node)
 }
 
-// sortedForPacking orders pods biggest first, as first-fit-decreasing packing wants, and then by
-// age and UID so plans are deterministic.
+// sortedForPacking orders pods for first-fit packing: biggest first, and balanced, so that every
+// prefix of the order asks for cpu and memory in about the proportion the whole batch does. Pods
+// come from two queues, those that ask for more cpu than memory (each as a share of the batch's
+// total) and the others, each biggest first; the next pod comes from the queue that the order so
+// far has asked less of. Sorting by size alone would fill the first nodes up to one resource
+// and far from the other, and leave the pods heavy in the other for nodes of their own. Ties go by
+// age and UID, so plans are deterministic.
 func sortedForPacking(pods []*corev1.Pod) []*corev1.Pod {
 	type keyed struct {
 		pod      *corev1.Pod
-		cpu, mem int64
+		cpu, mem float64
 	}
 	ks := make([]keyed, len(pods))
+	var cpus, mems float64
 	for i, p := range pods {
 		r := scheduling.PodRequests(p)
-		ks[i] = keyed{pod: p, cpu: r.Cpu().MilliValue(), mem: r.Memory().Value()}
+		ks[i] = keyed{pod: p, cpu: float64(r.Cpu().MilliValue()), mem: float64(r.Memory().Value())}
+		cpus += ks[i].cpu
+		mems += ks[i].mem
+	}
+	for i := range ks {
+		if cpus > 0 {
+			ks[i].cpu /= cpus
+		}
+		if mems > 0 {
+			ks[i].mem /= mems
+		}
 	}
 	sort.SliceStable(ks, func(i, j int) bool {
 		a, b := ks[i], ks[j]
-		if a.cpu != b.cpu {
-			return a.cpu > b.cpu
-		}
-		if a.mem != b.mem {
-			return a.mem > b.mem
+		if sa, sb := a.cpu+a.mem, b.cpu+b.mem; sa != sb {
+			return sa > sb
 		}
 		if !a.pod.CreationTimestamp.Equal(&b.pod.CreationTimestamp) {
 			return a.pod.CreationTimestamp.Before(&b.pod.CreationTimestamp)
 		}
 		return a.pod.UID < b.pod.UID
 	})
-	out := make([]*corev1.Pod, len(ks))
-	for i, k := range ks {
-		out[i] = k.pod
+	var cpuHeavy, memHeavy []keyed
+	for _, k := range ks {
+		if k.cpu > k.mem {
+			cpuHeavy = append(cpuHeavy, k)
+		} else {
+			memHeavy = append(memHeavy, k)
+		}
+	}
+	out := make([]*corev1.Pod, 0, len(ks))
+	var cpu, mem float64
+	for len(cpuHeavy)+len(memHeavy) > 0 {
+		var next keyed
+		if len(memHeavy) == 0 || (len(cpuHeavy) > 0 && cpu <= mem) {
+			next, cpuHeavy = cpuHeavy[0], cpuHeavy[1:]
+		} else {
+			next, memHeavy = memHeavy[0], memHeavy[1:]
+		}
+		cpu, mem = cpu+next.cpu, mem+next.mem
+		out = append(out, next.pod)
 	}
 	return out
 }
