@@ -199,3 +199,39 @@ func TestUsePlanned(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterHalves checks that the two halves of Filter split it exactly: capacity refuses only
+// for room, placement only for everything else, and Filter passes exactly when both do.
+func TestFilterHalves(t *testing.T) {
+	sim := offline(t, defaultProfile(t))
+	ctx := context.Background()
+	taint := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	nodes := []*corev1.Node{node("big", "4"), node("small", "500m"), node("tainted", "4", taint), node("small-tainted", "500m", taint)}
+	sim.Use(schedcache.NewSnapshot(nil, nodes))
+	p := pod("p", "1")
+	state, _, status := sim.PreFilter(ctx, p)
+	if status != nil {
+		t.Fatalf("PreFilter: %v", status)
+	}
+	for _, tc := range []struct {
+		node                string
+		capacity, placement bool
+	}{
+		{"big", true, true},
+		{"small", false, true},
+		{"tainted", true, false},
+		{"small-tainted", false, false},
+	} {
+		ni, err := sim.snapshot.NodeInfos().Get(tc.node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		capacity := sim.FilterCapacity(ctx, state, p, ni).IsSuccess()
+		placement := sim.FilterPlacement(ctx, state, p, ni).IsSuccess()
+		whole := sim.Filter(ctx, state, p, ni).IsSuccess()
+		if capacity != tc.capacity || placement != tc.placement || whole != (tc.capacity && tc.placement) {
+			t.Errorf("%s: capacity %v placement %v filter %v; want %v %v %v", tc.node, capacity, placement, whole,
+				tc.capacity, tc.placement, tc.capacity && tc.placement)
+		}
+	}
+}
