@@ -81,3 +81,38 @@ func (pl *Planner) daemonsOn(ctx context.Context, c *candidate, d *daemons) []*c
 	}
 	return c.daemons
 }
+
+// reserveDaemonsInFlight puts on every node in flight the DaemonSet pods that will run there and
+// are not there yet: a NodeClaim's stand-in, or a node that registered before the DaemonSet
+// controller created its pods, would otherwise look roomier than it will be, and pods planned
+// onto the room their daemons then take would not fit when the node is ready.
+func (pl *Planner) reserveDaemonsInFlight(ctx context.Context, nodes []fwk.NodeInfo, inFlight map[string]string) {
+	if pl.daemons == nil || len(pl.daemons.pods) == 0 {
+		return
+	}
+	for _, ni := range nodes {
+		node := ni.Node()
+		if _, ok := inFlight[node.Name]; !ok {
+			continue
+		}
+		info, ok := ni.(*framework.NodeInfo)
+		if !ok {
+			continue
+		}
+		running := map[types.UID]bool{}
+		for _, p := range info.GetPods() {
+			if ref := metav1.GetControllerOf(p.GetPod()); ref != nil && ref.Kind == "DaemonSet" {
+				running[ref.UID] = true
+			}
+		}
+		for i, d := range pl.daemons.pods {
+			ref := metav1.GetControllerOf(d)
+			if ref == nil || running[ref.UID] {
+				continue
+			}
+			if pl.sim.FilterPlacement(ctx, pl.daemons.states[i], d, info).IsSuccess() {
+				info.AddPod(onNode(d, node.Name))
+			}
+		}
+	}
+}

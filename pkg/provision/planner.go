@@ -109,6 +109,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	plan := &Plan{InFlight: map[string][]*corev1.Pod{}}
 	pl.sim.Use(snapshot)
 	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
+	pl.reserveDaemonsInFlight(ctx, nodeInfos, in.InFlight)
 	selectorKeys, defaultKeys := pl.sim.ProfileNodeKeys()
 	rel := newRelevance(selectorKeys, defaultKeys, in.Pending, in.Pods, in.DaemonSets)
 	var open []*openClaim

@@ -327,3 +327,28 @@ func TestGroupOfLeavesOutPodsWhoseRejectionMayNotLast(t *testing.T) {
 		t.Error("pods of different shapes share a group")
 	}
 }
+
+// TestPlanReservesDaemonSetsInFlight: a launching node's DaemonSet pods are not there yet, but
+// they will be; the room they take is not offered to pending pods. Once the DaemonSet's pod is on
+// the node, it is not counted twice.
+func TestPlanReservesDaemonSetsInFlight(t *testing.T) {
+	agent := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system", UID: "agent-uid"},
+		Spec:       appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: newPod("x", "1", "1Gi").Spec}},
+	}
+	daemons := DaemonSetPods([]*appsv1.DaemonSet{agent})
+	launching := readyNode("launching", "2", "4Gi")
+	in := Input{Pending: pods(1, "1500m", "1Gi"), Nodes: []*corev1.Node{launching},
+		InFlight: map[string]string{"launching": "claim-1"}, Pools: []Pool{newPool("default")}, DaemonSets: daemons}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	if len(plan.InFlight["claim-1"]) != 0 || len(plan.Claims) != 1 {
+		t.Errorf("the agent's 1 cpu leaves no room for 1.5 cpu on the launching node: want a new claim; got %s", summary(plan))
+	}
+
+	running := onNode(daemons[0], "launching")
+	in.Pending, in.Pods = pods(1, "900m", "1Gi"), []*corev1.Pod{running}
+	plan = testPlanner(t).Plan(context.Background(), in)
+	if len(plan.InFlight["claim-1"]) != 1 || len(plan.Claims) != 0 {
+		t.Errorf("the agent already runs there and leaves 1 cpu: want the pod in flight; got %s", summary(plan))
+	}
+}
