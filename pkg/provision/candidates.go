@@ -61,8 +61,10 @@ type poolState struct {
 	classes map[string][]int32
 	// groups caches daemonGroups.
 	groups []daemonGroup
-	// efficient marks the compatible offerings a new claim tries first; see rateEfficiency.
+	// efficient marks the compatible offerings a new claim tries first, and ratio is the memory
+	// bytes per millicpu of the most efficient; see rateEfficiency.
 	efficient []bool
+	ratio     float64
 }
 
 // ResourceNodes counts nodes in NodePool limits.

@@ -157,6 +157,7 @@ func (ps *poolState) rateEfficiency(cpu, mem, maxCPU, maxMem float64) {
 		eff[i] = c.offering.PricePerHour / share
 		if best < 0 || eff[i] < best {
 			best = eff[i]
+			ps.ratio = c.allocatable.Memory().AsApproximateFloat64() / (c.allocatable.Cpu().AsApproximateFloat64() * 1000)
 		}
 	}
 	if best < 0 {
@@ -194,7 +195,7 @@ func (ps *poolState) rateEfficiency(cpu, mem, maxCPU, maxMem float64) {
 	// on the one offering that holds most of it, and a thrifty claim would only leave a remainder
 	// for a second node.
 	if biggest*thriftyNodes > 1 {
-		ps.efficient = nil
+		ps.efficient, ps.ratio = nil, 0
 	}
 }
 

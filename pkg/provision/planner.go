@@ -115,7 +115,11 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	var open []*openClaim
 	planned := make([]fwk.NodeInfo, 0, len(in.Pending))
 	memo := newRejections()
-	for _, pod := range sortedForPacking(in.Pending) {
+	ratio := 0.0
+	if len(pools) > 0 {
+		ratio = pools[0].ratio
+	}
+	for _, pod := range sortedForPacking(in.Pending, ratio) {
 		group := groupOf(pod)
 		// PreFilter must see the pods placed on claims opened by this plan, or inter-pod
 		// (anti-)affinity and topology spread judge each pod as if it were alone: pods that
@@ -235,13 +239,13 @@ func allowedByPreFilter(pre *fwk.PreFilterResult, node string) bool {
 }
 
 // sortedForPacking orders pods for first-fit packing: biggest first, and balanced, so that every
-// prefix of the order asks for cpu and memory in about the proportion the whole batch does. Pods
-// come from two queues, those that ask for more cpu than memory (each as a share of the batch's
-// total) and the others, each biggest first; the next pod comes from the queue that the order so
-// far has asked less of. Sorting by size alone would fill the first nodes up to one resource
-// and far from the other, and leave the pods heavy in the other for nodes of their own. Ties go by
-// age and UID, so plans are deterministic.
-func sortedForPacking(pods []*corev1.Pod) []*corev1.Pod {
+// prefix of the order asks for memory and cpu in the proportion ratio (bytes per millicpu: the
+// shape of the nodes the plan will fill; 0 for the proportion of the whole batch). Pods come from
+// two queues, those heavier in cpu than ratio and the others, each biggest first; the next pod
+// comes from the queue that the order so far has asked less of. Sorting by size alone would fill
+// the first nodes up to one resource and far from the other, and leave the pods heavy in the
+// other for nodes of their own. Ties go by age and UID, so plans are deterministic.
+func sortedForPacking(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
 	type keyed struct {
 		pod      *corev1.Pod
 		cpu, mem float64
@@ -253,6 +257,9 @@ func sortedForPacking(pods []*corev1.Pod) []*corev1.Pod {
 		ks[i] = keyed{pod: p, cpu: float64(r.Cpu().MilliValue()), mem: float64(r.Memory().Value())}
 		cpus += ks[i].cpu
 		mems += ks[i].mem
+	}
+	if ratio > 0 {
+		mems = cpus * ratio
 	}
 	for i := range ks {
 		if cpus > 0 {
