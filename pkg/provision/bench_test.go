@@ -2,9 +2,7 @@ package provision
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,13 +122,6 @@ func karpenterCatalog() []*cloud.InstanceType {
 	return out
 }
 
-// heavyBenchmarks are left out of `-bench .` (and so of `make bench`): on two cores each plan
-// takes minutes (hostname anti-affinity makes one node per pod of its class, and every pod is
-// weighed against every open claim). One runs when the -bench pattern names its size, e.g.
-//
-//	go test -run '^$' -bench 'Plan/catalog=fake/pods=2000/' -benchtime 1x ./pkg/provision
-var heavyBenchmarks = []string{"pods=2000/mix=diverse", "pods=5000/mix=diverse"}
-
 // BenchmarkPlan plans pending pods on an empty cluster with one NodePool without requirements or
 // limits over a whole catalog, as Karpenter's scheduling benchmark does (Scheduler.Solve, no
 // existing nodes). Besides speed it reports how good the plan is: NodeClaims, their price (each
@@ -156,7 +147,6 @@ func BenchmarkPlan(b *testing.B) {
 			for _, mix := range mixes {
 				name := fmt.Sprintf("catalog=%s/pods=%d/mix=%s", cat.name, n, mix.name)
 				b.Run(name, func(b *testing.B) {
-					skipHeavy(b, name)
 					benchmarkPlan(b, cat.types(), benchPods(n, mix.classes...))
 				})
 			}
@@ -190,19 +180,4 @@ func benchmarkPlan(b *testing.B, catalog []*cloud.InstanceType, pending []*corev
 		b.ReportMetric(price/bound, "price/bound")
 	}
 	b.ReportMetric(float64(len(plan.Unplaceable)), "unplaced")
-}
-
-// skipHeavy skips a heavy sub-benchmark unless the -bench pattern names its size literally,
-// rather than matching it with a wildcard such as ".".
-func skipHeavy(b *testing.B, name string) {
-	pattern := ""
-	if f := flag.Lookup("test.bench"); f != nil {
-		pattern = f.Value.String()
-	}
-	for _, h := range heavyBenchmarks {
-		size, _, _ := strings.Cut(h, "/")
-		if strings.HasSuffix(name, h) && !strings.Contains(pattern, size) {
-			b.Skipf("takes minutes on two cores; run it with -bench 'Plan/.*/%s/'", size)
-		}
-	}
 }
