@@ -112,8 +112,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	pl.reserveDaemonsInFlight(ctx, nodeInfos, in.InFlight)
 	selectorKeys, defaultKeys := pl.sim.ProfileNodeKeys()
 	rel := newRelevance(selectorKeys, defaultKeys, in.Pending, in.Pods, in.DaemonSets)
+	domains := emptyDomains(pools)
 	var open []*openClaim
-	planned := make([]fwk.NodeInfo, 0, len(in.Pending))
+	planned := make([]fwk.NodeInfo, 0, len(in.Pending)+len(domains))
 	memo := newRejections()
 	ratio := 0.0
 	if len(pools) > 0 {
@@ -147,6 +148,13 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				plan.FitsExisting = append(plan.FitsExisting, pod)
 			}
 			continue
+		}
+		if spreads(pod, defaultKeys) && len(domains) > 0 {
+			pl.sim.Use(snapshot, append(planned, domains...)...)
+			if state, pre, status = pl.sim.PreFilter(ctx, pod); status != nil {
+				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
+				continue
+			}
 		}
 		info, err := framework.NewPodInfo(pod)
 		if err != nil {
