@@ -38,8 +38,8 @@ type openClaim struct {
 	// claim grows no bigger than the types that are cheap for the batch, while every alive
 	// offering that holds its pods in the end is still an option the cloud may fall back on.
 	thrifty bool
-	// nodes caches the template node of an offering, named after the claim.
-	nodes map[int]*corev1.Node
+	// shells caches, per offering, a NodeInfo of its template node named after the claim.
+	shells map[int]*framework.NodeInfo
 	// capacity is the most the claim may launch as, counted against its pool's limits.
 	capacity corev1.ResourceList
 	// groups caches, per key signature, the classes alive falls into.
@@ -77,7 +77,7 @@ func (oc *openClaim) classGroups(keys podKeys) ([]classGroup, []int32) {
 }
 
 func newOpenClaim(name string, ps *poolState, daemons []*corev1.Pod, alive []int) *openClaim {
-	oc := &openClaim{name: name, pool: ps, daemons: daemons, alive: alive, nodes: map[int]*corev1.Node{}}
+	oc := &openClaim{name: name, pool: ps, daemons: daemons, alive: alive, shells: map[int]*framework.NodeInfo{}}
 	oc.info = framework.NewNodeInfo()
 	oc.info.SetNode(oc.plannedNode())
 	for _, d := range daemons {
@@ -133,9 +133,7 @@ func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, st
 	groups, classes := oc.classGroups(keys)
 	failed := map[int32]bool{}
 	for _, g := range groups {
-		view := *oc.info
-		view.SetNode(oc.templateNode(g.first))
-		if !pl.sim.FilterPlacement(ctx, state, pod, &view).IsSuccess() {
+		if !pl.sim.FilterPlacement(ctx, state, pod, oc.placementView(g.first)).IsSuccess() {
 			failed[g.class] = true
 		}
 	}
@@ -232,14 +230,23 @@ func (pl *Planner) holding(ctx context.Context, oc *openClaim) []int {
 	return out
 }
 
-// templateNode is offering i's node, named after the claim.
-func (oc *openClaim) templateNode(i int) *corev1.Node {
-	n, ok := oc.nodes[i]
+// placementView is the claim as offering i, with its pods: what the placement plugins read.
+// SetNode, which parses the node's allocatable, runs once per offering and claim; each view then
+// takes the claim's pods as they are now.
+func (oc *openClaim) placementView(i int) *framework.NodeInfo {
+	shell, ok := oc.shells[i]
 	if !ok {
-		n = oc.pool.compatible[i].templateNode(oc.name)
-		oc.nodes[i] = n
+		shell = framework.NewNodeInfo()
+		shell.SetNode(oc.pool.compatible[i].templateNode(oc.name))
+		oc.shells[i] = shell
 	}
-	return n
+	view := *shell
+	from := oc.info
+	view.Pods, view.PodsWithAffinity, view.PodsWithRequiredAntiAffinity = from.Pods, from.PodsWithAffinity, from.PodsWithRequiredAntiAffinity
+	view.UsedPorts, view.Requested, view.NonZeroRequested = from.UsedPorts, from.Requested, from.NonZeroRequested
+	view.ImageStates, view.PVCRefCounts, view.NodeAllocatableDRAClaimStates = from.ImageStates, from.PVCRefCounts, from.NodeAllocatableDRAClaimStates
+	view.Generation = from.Generation
+	return &view
 }
 
 // plannedNode is the node the claim will become, as far as every alive offering agrees: its name
