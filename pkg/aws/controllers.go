@@ -20,8 +20,8 @@ import (
 
 var _ cloud.ControllerProvider = (*Provider)(nil)
 
-// Controllers implements cloud.ControllerProvider: the EC2NodeClass status controller and, when
-// Options.InterruptionQueue is set, the interruption queue consumer. Every call returns the same
+// Controllers implements cloud.ControllerProvider: the EC2NodeClass status controller. (The
+// interruption queue is consumed through HandleInterruptions.) Every call returns the same
 // controllers, and each runs at most once at a time, so a host that starts them twice (the
 // sandbox and the operator, say) does not double the AWS calls or the status writes.
 func (p *Provider) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
@@ -33,12 +33,6 @@ func (p *Provider) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
 			}
 			return c.Run(ctx)
 		}}}
-		if p.opts.InterruptionQueue != "" {
-			h := &interruptionHandler{p: p, claims: deps.Clients.NodeClaims, recorder: deps.Recorder}
-			p.controllers = append(p.controllers, &single{name: "interruption", run: func(ctx context.Context) error {
-				return p.consumeInterruptions(ctx, h.handle)
-			}})
-		}
 	})
 	return p.controllers
 }

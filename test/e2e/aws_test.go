@@ -42,8 +42,8 @@ type awsEnv struct {
 }
 
 type handledNotice struct {
-	ev    interruption.Event
-	claim *karpv1.NodeClaim
+	ev         interruption.Event
+	providerID string
 }
 
 func newAWSEnv(t *testing.T) *awsEnv {
@@ -70,8 +70,8 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
 			return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
 		},
-		OnInterruption: func(_ context.Context, ev interruption.Event, claim *karpv1.NodeClaim) {
-			e.interrupted <- handledNotice{ev, claim}
+		OnInterruption: func(_ context.Context, ev interruption.Event, providerID string) {
+			e.interrupted <- handledNotice{ev, providerID}
 		}})
 	if err != nil {
 		cancel()
@@ -224,8 +224,8 @@ func (e *awsEnv) interruptSpot(t *testing.T, state *sandbox.State) {
 
 	select {
 	case got := <-e.interrupted:
-		if got.ev.Kind != interruption.KindSpotInterruption || got.ev.InstanceID != instanceID || got.claim == nil || got.claim.Status.NodeName != victim.Name {
-			t.Fatalf("the consumer handled %+v for %+v, want the spot notice for %s", got.ev, got.claim, victim.Name)
+		if got.ev.Kind != interruption.KindSpotInterruption || got.ev.InstanceID != instanceID || got.providerID != victim.Spec.ProviderID {
+			t.Fatalf("the consumer handled %+v for %q, want the spot notice for %s", got.ev, got.providerID, victim.Spec.ProviderID)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the interruption consumer did not handle the notice within a minute")
