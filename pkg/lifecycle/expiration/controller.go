@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -71,16 +72,23 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return min(left, Recheck), nil
 	}
 	klog.FromContext(ctx).Info("NodeClaim expired", "nodeClaim", claim.Name, "expireAfter", claim.Spec.ExpireAfter.String())
-	msg := fmt.Sprintf("NodeClaim %s expired: created %s, expireAfter %s", claim.Name,
-		claim.CreationTimestamp.UTC().Format(time.RFC3339), claim.Spec.ExpireAfter.String())
+	launched := claim.GetCondition(karpv1.ConditionTypeLaunched).LastTransitionTime
+	msg := fmt.Sprintf("NodeClaim %s expired: launched %s, expireAfter %s", claim.Name,
+		launched.UTC().Format(time.RFC3339), claim.Spec.ExpireAfter.String())
 	return 0, c.opts.Disrupter.Disrupt(ctx, claim, forceful.Reason{Method: Method, Event: Method, Message: msg})
 }
 
-// TimeLeft is how long the claim has until it expires, counted from its creation; expires is
-// false when its expireAfter is Never.
+// TimeLeft is how long the claim has until it expires; expires is false when its expireAfter
+// is Never or it never launched (the registration timeout deals with those).
+//
+// The age counts from the claim's launch as Tailor's own clock stamped it on the Launched
+// condition, not from its creationTimestamp, which is the API server's clock: clock skew between
+// the two must not expire claims early, or, as soon as Tailor's clock runs ahead, expire each
+// replacement as soon as it is made. The two differ by the seconds a launch takes.
 func TimeLeft(claim *karpv1.NodeClaim, now time.Time) (left time.Duration, expires bool) {
-	if claim.Spec.ExpireAfter.IsNever() {
+	launched := claim.GetCondition(karpv1.ConditionTypeLaunched)
+	if claim.Spec.ExpireAfter.IsNever() || launched == nil || launched.Status != metav1.ConditionTrue {
 		return 0, false
 	}
-	return claim.CreationTimestamp.Add(*claim.Spec.ExpireAfter.Duration).Sub(now), true
+	return launched.LastTransitionTime.Add(*claim.Spec.ExpireAfter.Duration).Sub(now), true
 }

@@ -30,10 +30,16 @@ import (
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
+// Claims is what a Disrupter writes of NodeClaims; *client.Typed[*karpv1.NodeClaim] is one.
+type Claims interface {
+	UpdateStatus(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
 // Options are what a Disrupter reads and writes.
 type Options struct {
 	Kube       kubernetes.Interface
-	NodeClaims *client.Typed[*karpv1.NodeClaim]
+	NodeClaims Claims
 	Nodes      corelisters.NodeLister
 	Pods       corelisters.PodLister
 	// Recorder may be nil, in which case no Events are written.

@@ -1,0 +1,312 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/drift"
+	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
+)
+
+// An injected spot interruption: the node is tainted before anything else happens, capacity for
+// its pods is planned while they still run on it (their Nominated Events say so), one
+// replacement launches and initializes, the pods run there, and the old node and instance are
+// gone, all before the deadline: the cloud, which takes the instance at the deadline, never had to.
+func TestInterruptionReplacesTheNodeBeforeItsDeadline(t *testing.T) {
+	e := newEnv(t)
+	node := e.launchOneNode("web", 3)
+	old := e.claimOfNode(node)
+	before := e.podNames("app=web")
+	taintedFirst := e.watchTaintBeforeDeletion(node)
+	decisions := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "Interrupted", old.Labels[karpv1.NodePoolLabelKey]))
+
+	deadline := e.clock.Now().Add(2 * time.Minute)
+	e.cloud.InjectInterruption(cloud.Interruption{ProviderID: node.Spec.ProviderID, Kind: cloud.InterruptionSpot, Deadline: deadline})
+
+	e.waitNodeGone(node.Name, time.Minute)
+	pods := e.waitRunning("app=web", 3, time.Minute)
+	if now := e.clock.Now(); !now.Before(deadline) {
+		t.Fatalf("the node was replaced at %s, after the deadline %s", now, deadline)
+	}
+	if r := e.cloud.Reclaimed(); len(r) > 0 {
+		t.Fatalf("the cloud had to reclaim %v at the deadline", r)
+	}
+	if e.instanceExists(node.Spec.ProviderID) {
+		t.Fatalf("instance %s survived its interruption", node.Spec.ProviderID)
+	}
+	if err := <-taintedFirst; err != nil {
+		t.Fatal(err)
+	}
+
+	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 1 || claims[0].Name == old.Name || !claims[0].IsTrue(karpv1.ConditionTypeInitialized) {
+		t.Fatalf("want one new, Initialized NodeClaim in place of %s; have %s", old.Name, claimSummary(claims))
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != claims[0].Status.NodeName {
+			t.Errorf("pod %s runs on %s, not on the replacement %s", p.Name, p.Spec.NodeName, claims[0].Status.NodeName)
+		}
+	}
+	// Planned before the drain: the pods that were on the node got Nominated to the replacement
+	// while they still existed, instead of their successors being planned after the eviction.
+	for _, name := range before {
+		e.waitFor("pod "+name+" planned onto "+claims[0].Name+" before its eviction", 10*time.Second, func() (bool, string) {
+			evs := e.eventsFor("Nominated", "Pod")
+			return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool {
+				return ev.Regarding.Name == name && strings.Contains(ev.Note, claims[0].Name)
+			}), fmt.Sprint(notes(evs))
+		})
+	}
+	// The Events on the Node and the NodeClaim name the kind and the deadline.
+	stamp := deadline.UTC().Format("2006-01-02T15:04:05Z")
+	for _, kind := range []string{"Node", "NodeClaim"} {
+		e.waitFor(fmt.Sprintf("a %s Event on the %s naming the deadline", cloud.InterruptionSpot, kind), 10*time.Second, func() (bool, string) {
+			evs := e.eventsFor(string(cloud.InterruptionSpot), kind)
+			return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return strings.Contains(ev.Note, stamp) }), fmt.Sprint(notes(evs))
+		})
+	}
+	if got := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "Interrupted", old.Labels[karpv1.NodePoolLabelKey])); got != decisions+1 {
+		t.Errorf("tailor_disruption_decisions_total{replace,Interrupted} went from %v to %v, want one more", decisions, got)
+	}
+}
+
+// A rebalance recommendation is only recorded: the node stays.
+func TestRebalanceRecommendationKeepsTheNode(t *testing.T) {
+	e := newEnv(t)
+	node := e.launchOneNode("web", 1)
+	e.cloud.InjectInterruption(cloud.Interruption{ProviderID: node.Spec.ProviderID, Kind: cloud.InterruptionRebalance})
+	e.waitFor("the rebalance recommendation's Event on the NodeClaim", time.Minute, func() (bool, string) {
+		return len(e.eventsFor(string(cloud.InterruptionRebalance), "NodeClaim")) > 0, "no Event yet"
+	})
+	n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the node went after a rebalance recommendation: %v", err)
+	}
+	if n.DeletionTimestamp != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }) {
+		t.Fatalf("node %s is being disrupted after a rebalance recommendation: %+v", n.Name, n.Spec.Taints)
+	}
+}
+
+// A NodeClaim older than its expireAfter is replaced: moving Tailor's clock past it makes the
+// node go and its pods run on a new one, which does not itself expire.
+func TestExpiredNodeIsReplaced(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	np := nodePool("default")
+	np.Spec.Template.Spec.ExpireAfter = karpv1.NewNillableDuration(time.Hour)
+	e.createNodePool(np)
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf("web", 2, "100m", "128Mi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := e.waitRunning("app=web", 2, 2*time.Minute)
+	node, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, pods[0].Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := e.claimOfNode(node)
+
+	e.clock.Step(61 * time.Minute)
+	e.waitNodeGone(node.Name, time.Minute)
+	pods = e.waitRunning("app=web", 2, time.Minute)
+	for _, p := range pods {
+		if p.Spec.NodeName == node.Name {
+			t.Fatalf("pod %s still on the expired node", p.Name)
+		}
+	}
+	if evs := e.eventsFor("Expired", "NodeClaim"); !slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return ev.Regarding.Name == old.Name }) {
+		t.Errorf("no Expired Event on NodeClaim %s: %v", old.Name, notes(evs))
+	}
+	// The replacement's age counts from its own launch: it stays.
+	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 1 || claims[0].Name == old.Name || claims[0].DeletionTimestamp != nil {
+		t.Fatalf("want one live replacement NodeClaim; have %s", claimSummary(claims))
+	}
+}
+
+// Changing the NodePool's template drifts its existing NodeClaims, with the reason; changing it
+// back undrifts them; requirements the node no longer meets are RequirementsDrifted.
+func TestNodePoolChangeDriftsItsClaims(t *testing.T) {
+	e := newEnv(t)
+	node := e.launchOneNode("web", 1)
+	claim := e.claimOfNode(node)
+	pool, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hash.Stamped(claim.Annotations, pool) {
+		t.Fatalf("NodeClaim %s does not carry NodePool %s's hash: %v", claim.Name, pool.Name, claim.Annotations)
+	}
+	e.waitFor("NodePool default to be stamped with its hash", 30*time.Second, func() (bool, string) {
+		np, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+		return err == nil && hash.Stamped(np.Annotations, np), fmt.Sprintf("annotations %v", np.Annotations)
+	})
+
+	e.editNodePool("default", func(np *karpv1.NodePool) { np.Spec.Template.Labels = map[string]string{"team": "payments"} })
+	e.waitDrifted(claim.Name, drift.NodePoolDrifted)
+	if evs := e.eventsFor("Drifted", "NodeClaim"); len(evs) == 0 {
+		t.Error("no Drifted Event on the NodeClaim")
+	}
+
+	e.editNodePool("default", func(np *karpv1.NodePool) { np.Spec.Template.Labels = nil })
+	e.waitDrifted(claim.Name, "")
+
+	other := karpv1.CapacityTypeOnDemand
+	if claim.Labels[karpv1.CapacityTypeLabelKey] == other {
+		other = karpv1.CapacityTypeSpot
+	}
+	e.editNodePool("default", func(np *karpv1.NodePool) {
+		for i, r := range np.Spec.Template.Spec.Requirements {
+			if r.Key == karpv1.CapacityTypeLabelKey {
+				np.Spec.Template.Spec.Requirements[i].Values = []string{other}
+			}
+		}
+	})
+	e.waitDrifted(claim.Name, drift.RequirementsDrifted)
+	// Drift only marks: replacing drifted nodes is the budgeted disruption loop's job.
+	if _, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, node.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the drifted node went: %v", err)
+	}
+}
+
+func (e *env) claimOfNode(node *corev1.Node) *karpv1.NodeClaim {
+	e.t.Helper()
+	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, c := range claims {
+		if c.Status.ProviderID == node.Spec.ProviderID {
+			return c
+		}
+	}
+	e.t.Fatalf("no NodeClaim for node %s (%s)", node.Name, node.Spec.ProviderID)
+	return nil
+}
+
+func (e *env) podNames(selector string) []string {
+	e.t.Helper()
+	list, err := e.cluster.Kube.CoreV1().Pods("").List(e.ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// watchTaintBeforeDeletion reports, once the node is gone, whether it was tainted
+// karpenter.sh/disrupted while not yet being deleted: the interruption's own taint, not the
+// termination path's.
+func (e *env) watchTaintBeforeDeletion(node *corev1.Node) <-chan error {
+	e.t.Helper()
+	w, err := e.cluster.Kube.CoreV1().Nodes().Watch(e.ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + node.Name, ResourceVersion: node.ResourceVersion})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := make(chan error, 1)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || ev.Type == watch.Deleted {
+				break
+			}
+			if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }) {
+				if n.DeletionTimestamp != nil {
+					out <- fmt.Errorf("node %s was first seen tainted %s only once it was being deleted", n.Name, karpv1.DisruptedTaintKey)
+				} else {
+					out <- nil
+				}
+				return
+			}
+		}
+		out <- fmt.Errorf("node %s went without ever being tainted %s", node.Name, karpv1.DisruptedTaintKey)
+	}()
+	return out
+}
+
+// eventsFor lists the Events of that reason about objects of that kind.
+func (e *env) eventsFor(reason, kind string) []eventsv1.Event {
+	e.t.Helper()
+	list, err := e.cluster.Kube.EventsV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, ev := range list.Items {
+		if ev.Regarding.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func notes(evs []eventsv1.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Regarding.Name+": "+ev.Note)
+	}
+	return out
+}
+
+func claimSummary(claims []*karpv1.NodeClaim) string {
+	var parts []string
+	for _, c := range claims {
+		parts = append(parts, fmt.Sprintf("%s(initialized=%v, deleting=%v)", c.Name, c.IsTrue(karpv1.ConditionTypeInitialized), c.DeletionTimestamp != nil))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func (e *env) editNodePool(name string, edit func(*karpv1.NodePool)) {
+	e.t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		np, err := e.cluster.Tailor.NodePools.Get(e.ctx, name)
+		if err != nil {
+			return err
+		}
+		edit(np)
+		_, err = e.cluster.Tailor.NodePools.Update(e.ctx, np)
+		return err
+	}); err != nil {
+		e.t.Fatalf("editing NodePool %s: %v", name, err)
+	}
+}
+
+// waitDrifted waits for the claim's Drifted condition to be True with reason, or gone when
+// reason is "".
+func (e *env) waitDrifted(claim, reason string) {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("NodeClaim %s Drifted=%q", claim, reason), time.Minute, func() (bool, string) {
+		c, err := e.cluster.Tailor.NodeClaims.Get(e.ctx, claim)
+		if err != nil {
+			return false, err.Error()
+		}
+		cond := c.GetCondition(karpv1.ConditionTypeDrifted)
+		if reason == "" {
+			return cond == nil, fmt.Sprintf("%+v", cond)
+		}
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == reason, fmt.Sprintf("%+v", cond)
+	})
+}
