@@ -129,9 +129,10 @@ func TestExpiredNodeIsReplaced(t *testing.T) {
 			t.Fatalf("pod %s still on the expired node", p.Name)
 		}
 	}
-	if evs := e.eventsFor("Expired", "NodeClaim"); !slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return ev.Regarding.Name == old.Name }) {
-		t.Errorf("no Expired Event on NodeClaim %s: %v", old.Name, notes(evs))
-	}
+	e.waitFor("an Expired Event on NodeClaim "+old.Name, 10*time.Second, func() (bool, string) {
+		evs := e.eventsFor("Expired", "NodeClaim")
+		return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return ev.Regarding.Name == old.Name }), fmt.Sprint(notes(evs))
+	})
 	// The replacement's age counts from its own launch: it stays.
 	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
 	if err != nil {
@@ -162,9 +163,12 @@ func TestNodePoolChangeDriftsItsClaims(t *testing.T) {
 
 	e.editNodePool("default", func(np *karpv1.NodePool) { np.Spec.Template.Labels = map[string]string{"team": "payments"} })
 	e.waitDrifted(claim.Name, drift.NodePoolDrifted)
-	if evs := e.eventsFor("Drifted", "NodeClaim"); len(evs) == 0 {
-		t.Error("no Drifted Event on the NodeClaim")
-	}
+	e.waitFor("a Drifted Event on the NodeClaim", 10*time.Second, func() (bool, string) {
+		evs := e.eventsFor("Drifted", "NodeClaim")
+		return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool {
+			return ev.Regarding.Name == claim.Name && strings.Contains(ev.Note, drift.NodePoolDrifted)
+		}), fmt.Sprint(notes(evs))
+	})
 
 	e.editNodePool("default", func(np *karpv1.NodePool) { np.Spec.Template.Labels = nil })
 	e.waitDrifted(claim.Name, "")
