@@ -32,7 +32,8 @@ const (
 )
 
 // awsEnv is a cluster whose cloud is the real AWS provider against the emulator, with the
-// provider's own controllers (EC2NodeClass status, interruption consumer) running.
+// provider's own controller (EC2NodeClass status) running; the operator consumes the
+// interruption queue through the provider's cloud.InterruptionSource.
 type awsEnv struct {
 	*env
 	emu      *emulator.Emulator

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -32,6 +33,7 @@ import (
 
 // Claims is what a Disrupter writes of NodeClaims; *client.Typed[*karpv1.NodeClaim] is one.
 type Claims interface {
+	Get(ctx context.Context, name string) (*karpv1.NodeClaim, error)
 	UpdateStatus(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
@@ -87,11 +89,8 @@ func (d *Disrupter) Disrupt(ctx context.Context, claim *karpv1.NodeClaim, why Re
 			return fmt.Errorf("tainting Node %s of NodeClaim %s %s: %w", node.Name, claim.Name, karpv1.DisruptedTaintKey, err)
 		}
 	}
-	claim = claim.DeepCopy()
-	if claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, why.Method, why.Message, d.opts.Clock.Now()) {
-		if _, err := d.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil {
-			return fmt.Errorf("setting the DisruptionReason of NodeClaim %s: %w", claim.Name, err)
-		}
+	if err := d.setReason(ctx, claim.Name, why); err != nil {
+		return fmt.Errorf("setting the DisruptionReason of NodeClaim %s: %w", claim.Name, err)
 	}
 	decision := "delete"
 	if node != nil {
@@ -117,6 +116,23 @@ func (d *Disrupter) Disrupt(ctx context.Context, claim *karpv1.NodeClaim, why Re
 	}
 	metrics.DisruptionDecisions.WithLabelValues(decision, why.Method, claim.Labels[karpv1.NodePoolLabelKey]).Inc()
 	return nil
+}
+
+// setReason records why the claim goes, for the termination metrics and for people. It reads the
+// claim afresh on a conflict (the lifecycle controller writes the same status), because an error
+// here would delay the whole disruption until the notice is delivered again.
+func (d *Disrupter) setReason(ctx context.Context, name string, why Reason) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		claim, err := d.opts.NodeClaims.Get(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, why.Method, why.Message, d.opts.Clock.Now()) {
+			return nil
+		}
+		_, err = d.opts.NodeClaims.UpdateStatus(ctx, claim)
+		return err
+	})
 }
 
 // nodeOf is the claim's Node, if it has registered.
