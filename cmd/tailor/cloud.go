@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
@@ -105,9 +104,9 @@ func (s *sandboxCloud) nodeClass(ctx context.Context, name string) (*awsv1.EC2No
 	return tailoraws.NodeClassesFromKube(k.Interface)(ctx, name)
 }
 
-// start runs the provider's own controllers (EC2NodeClass status, the interruption consumer)
-// and tells other commands where the emulator is. The operator does not start cloud
-// controllers yet; once it does, the provider's guard makes this second start a no-op.
+// start runs the provider's own controllers (EC2NodeClass status) and tells other commands where
+// the emulator is. The operator starts them too once it leads; the provider's guard makes the
+// second start a no-op. The interruption queue is consumed by the operator alone.
 func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kubeconfig string) error {
 	if s.provider == nil {
 		return nil
@@ -151,12 +150,22 @@ func (n narratedCloud) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
 	return nil
 }
 
-func narrateInterruption(_ context.Context, ev interruption.Event, claim *karpv1.NodeClaim) {
-	if claim == nil {
-		say("interruption: %s for %s, which is no NodeClaim's", ev.Kind, ev.InstanceID)
+// HandleInterruptions passes the provider's interruption notices through the narration, so that
+// the operator, which handles them (through cloud.InterruptionSource), sees them.
+func (n narratedCloud) HandleInterruptions(ctx context.Context, handle cloud.InterruptionHandler) error {
+	if src, ok := n.CloudProvider.(cloud.InterruptionSource); ok {
+		return src.HandleInterruptions(ctx, handle)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func narrateInterruption(_ context.Context, ev interruption.Event, providerID string) {
+	if providerID == "" {
+		say("interruption: %s for %s, which EC2 does not know", ev.Kind, ev.InstanceID)
 		return
 	}
-	say("interruption: %s for %s (nodeclaim %s, node %s)", ev.Kind, ev.InstanceID, claim.Name, claim.Status.NodeName)
+	say("interruption: %s for %s handled", ev.Kind, providerID)
 }
 
 type interruptFlags struct {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 )
 
@@ -42,11 +41,12 @@ type Options struct {
 	Endpoint string
 
 	// InterruptionQueue is the name of the SQS queue EventBridge sends EC2 interruption notices
-	// to. When set, Controllers includes a consumer of it; empty means no interruption handling.
+	// to. When set, HandleInterruptions consumes it; empty means no interruption notices.
 	InterruptionQueue string
 	// OnInterruption, when set, is told about every interruption notice after it was handled,
-	// with the NodeClaim it concerned (nil when none); for narration and tests.
-	OnInterruption func(ctx context.Context, ev interruption.Event, claim *karpv1.NodeClaim)
+	// with the provider ID of the instance it concerned ("" when EC2 does not know it); for
+	// narration and tests.
+	OnInterruption func(ctx context.Context, ev interruption.Event, providerID string)
 
 	// Clock drives every cache and TTL; real time when nil.
 	Clock clock.Clock

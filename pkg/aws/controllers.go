@@ -20,25 +20,20 @@ import (
 
 var _ cloud.ControllerProvider = (*Provider)(nil)
 
-// Controllers implements cloud.ControllerProvider: the EC2NodeClass status controller and, when
-// Options.InterruptionQueue is set, the interruption queue consumer. Every call returns the same
+// Controllers implements cloud.ControllerProvider: the EC2NodeClass status controller. (The
+// interruption queue is consumed through HandleInterruptions.) Every call returns the same
 // controllers, and each runs at most once at a time, so a host that starts them twice (the
 // sandbox and the operator, say) does not double the AWS calls or the status writes.
 func (p *Provider) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
 	p.controllersOnce.Do(func() {
 		p.controllers = []cloud.Runnable{&single{name: "ec2nodeclass", run: func(ctx context.Context) error {
-			c, err := nodeclass.New(nodeclass.Options{NodeClasses: deps.Clients.EC2NodeClasses, Resolve: p.resolveStatus, Clock: tickerClock(p.opts.Clock)})
+			c, err := nodeclass.New(nodeclass.Options{NodeClasses: deps.Clients.EC2NodeClasses, Resolve: p.resolveStatus, Clock: tickerClock(p.opts.Clock),
+				Hash: func(nc *awsv1.EC2NodeClass) (string, string) { return NodeClassHash(nc), NodeClassHashVersion }})
 			if err != nil {
 				return err
 			}
 			return c.Run(ctx)
 		}}}
-		if p.opts.InterruptionQueue != "" {
-			h := &interruptionHandler{p: p, claims: deps.Clients.NodeClaims, recorder: deps.Recorder}
-			p.controllers = append(p.controllers, &single{name: "interruption", run: func(ctx context.Context) error {
-				return p.consumeInterruptions(ctx, h.handle)
-			}})
-		}
 	})
 	return p.controllers
 }

@@ -3,108 +3,86 @@ package aws
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
-// interruptionHandler acts on interruption notices as Karpenter does. The instance is going away
-// whatever Tailor does, so there is no budget to respect: the NodeClaim is deleted at once, and
-// the termination path that any deletion takes (taint, plan the pods' new capacity, drain through
-// the Eviction API, terminate) replaces the node before EC2 reclaims it, two minutes after a spot
-// notice. A spot notice also marks its offering unavailable, so the replacement goes elsewhere.
-// A rebalance recommendation is only an Event: acting on every one would churn spot fleets.
-//
-// When the disruption loop lands, it can take over by consuming these events instead; until
-// then this is the whole of interruption handling.
-type interruptionHandler struct {
-	p        *Provider
-	claims   *client.Typed[*karpv1.NodeClaim]
-	recorder events.EventRecorder
+var _ cloud.InterruptionSource = (*Provider)(nil)
+
+// HandleInterruptions implements cloud.InterruptionSource: it consumes Options.InterruptionQueue
+// (or, without one, waits for ctx to end) and hands every notice to handle, which acts on it as
+// on any cloud's (pkg/lifecycle/interruption). What is EC2's own stays here: a spot notice marks
+// its offering unavailable, so that the replacement, planned at once, goes elsewhere. A message
+// leaves the queue only once handle succeeded. Only one consumer runs at a time.
+func (p *Provider) HandleInterruptions(ctx context.Context, handle cloud.InterruptionHandler) error {
+	if p.opts.InterruptionQueue == "" {
+		<-ctx.Done()
+		return nil
+	}
+	if !p.consuming.CompareAndSwap(false, true) {
+		klog.FromContext(ctx).V(2).Info("Interruption queue already consumed; not consuming it twice")
+		return nil
+	}
+	defer p.consuming.Store(false)
+	return p.consumeInterruptions(ctx, func(ctx context.Context, ev interruption.Event) error {
+		return p.handleInterruption(ctx, ev, handle)
+	})
 }
 
-func (h *interruptionHandler) handle(ctx context.Context, ev interruption.Event) error {
+func (p *Provider) handleInterruption(ctx context.Context, ev interruption.Event, handle cloud.InterruptionHandler) error {
 	logger := klog.FromContext(ctx).WithValues("kind", ev.Kind, "instance", ev.InstanceID, "eventID", ev.MessageID)
-	claim, err := h.claimOf(ctx, ev.InstanceID)
+	inst, found, err := p.describeAny(ctx, ev.InstanceID)
 	if err != nil {
-		return err // kept on the queue: it will be handled once the API server answers
+		return err // kept on the queue: handled once EC2 answers
 	}
-	defer func() {
-		if h.p.opts.OnInterruption != nil {
-			h.p.opts.OnInterruption(ctx, ev, claim)
-		}
-	}()
-	if claim == nil {
-		logger.Info("Interruption notice for an instance that is not Tailor's; ignoring")
+	if !found {
+		logger.Info("Interruption notice for an instance EC2 does not know; ignoring")
+		p.told(ctx, ev, "")
 		return nil
 	}
-	logger = logger.WithValues("nodeclaim", claim.Name, "node", claim.Status.NodeName)
+	pid := providerID(aws.ToString(inst.Placement.AvailabilityZone), ev.InstanceID)
 	if ev.Kind == interruption.KindSpotInterruption {
-		key := cloud.OfferingKey{InstanceType: claim.Labels[corev1.LabelInstanceTypeStable],
-			Zone: claim.Labels[corev1.LabelTopologyZone], CapacityType: karpv1.CapacityTypeSpot}
-		h.p.MarkOfferingUnavailable(key)
+		key := cloud.OfferingKey{InstanceType: string(inst.InstanceType), Zone: aws.ToString(inst.Placement.AvailabilityZone),
+			CapacityType: karpv1.CapacityTypeSpot}
+		p.MarkOfferingUnavailable(key)
 		logger.Info("Spot offering marked unavailable after an interruption notice", "instanceType", key.InstanceType, "zone", key.Zone)
 	}
-	if ev.Kind == interruption.KindRebalanceRecommendation {
-		logger.Info("Rebalance recommendation; the instance keeps running")
-		h.event(claim, corev1.EventTypeNormal, ev, "None", "EC2 recommends rebalancing spot instance %s away: it is at elevated risk of interruption", ev.InstanceID)
-		return nil
+	if err := handle(ctx, cloud.Interruption{ProviderID: pid, Kind: cloud.InterruptionKind(ev.Kind), Deadline: ev.Deadline}); err != nil {
+		return fmt.Errorf("handling %s for %s: %w", ev.Kind, pid, err)
 	}
-	if claim.DeletionTimestamp != nil {
-		return nil // already leaving, e.g. a repeated notice
-	}
-	logger.Info("Deleting the NodeClaim of an interrupted instance", "deadline", ev.Deadline)
-	h.event(claim, corev1.EventTypeWarning, ev, "Delete", "Deleting NodeClaim %s: %s for instance %s (by %s)",
-		claim.Name, describeKind(ev.Kind), ev.InstanceID, ev.Deadline.UTC().Format("15:04:05 MST"))
-	if err := h.claims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting NodeClaim %s: %w", claim.Name, err)
-	}
+	p.told(ctx, ev, pid)
 	return nil
 }
 
-// claimOf finds the NodeClaim of the instance by provider ID. A list per notice is fine:
-// notices are rare, and reading the API server (not a cache) avoids missing a claim launched
-// a moment ago.
-func (h *interruptionHandler) claimOf(ctx context.Context, instanceID string) (*karpv1.NodeClaim, error) {
-	claims, _, err := h.claims.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing NodeClaims: %w", err)
+func (p *Provider) told(ctx context.Context, ev interruption.Event, pid string) {
+	if p.opts.OnInterruption != nil {
+		p.opts.OnInterruption(ctx, ev, pid)
 	}
-	for _, c := range claims {
-		if strings.HasSuffix(c.Status.ProviderID, "/"+instanceID) {
-			return c, nil
+}
+
+// describeAny describes the instance in whatever state, terminated included: a notice that the
+// instance is shutting down still has to reach its NodeClaim.
+func (p *Provider) describeAny(ctx context.Context, id string) (ec2types.Instance, bool, error) {
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if isNotFound(err) {
+		return ec2types.Instance{}, false, nil
+	}
+	if err != nil {
+		return ec2types.Instance{}, false, fmt.Errorf("describing interrupted instance %s: %w", id, err)
+	}
+	for _, r := range out.Reservations {
+		for _, inst := range r.Instances {
+			if inst.Placement != nil {
+				return inst, true, nil
+			}
 		}
 	}
-	return nil, nil
-}
-
-func (h *interruptionHandler) event(claim *karpv1.NodeClaim, eventType string, ev interruption.Event, action, note string, args ...any) {
-	if h.recorder != nil {
-		h.recorder.Eventf(client.ForEvents(claim), nil, eventType, string(ev.Kind), action, note, args...)
-	}
-}
-
-func describeKind(k interruption.Kind) string {
-	switch k {
-	case interruption.KindSpotInterruption:
-		return "spot interruption notice"
-	case interruption.KindScheduledChange:
-		return "scheduled maintenance"
-	case interruption.KindInstanceStopping:
-		return "instance stopping"
-	case interruption.KindInstanceTerminating:
-		return "instance terminating"
-	case interruption.KindCapacityReservationInterruption:
-		return "capacity reservation reclaimed"
-	}
-	return string(k)
+	return ec2types.Instance{}, false, nil
 }

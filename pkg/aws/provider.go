@@ -14,6 +14,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,6 +49,8 @@ type Provider struct {
 
 	controllersOnce sync.Once
 	controllers     []cloud.Runnable
+	// consuming is set while HandleInterruptions consumes the queue.
+	consuming atomic.Bool
 }
 
 type cachedResolution struct {

@@ -28,8 +28,9 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 		return 0, c.abandon(ctx, claim, err)
 	}
 
-	// Labels first: they are metadata, written by Update; then the status.
-	if changed := mergeLabels(claim, launched.Labels); changed {
+	// Labels and annotations first (such as the node class hash the cloud launched with, which
+	// drift is measured against): they are metadata, written by Update; then the status.
+	if changed := mergeLabels(claim, launched.Labels); mergeAnnotations(claim, launched.Annotations) || changed {
 		updated, err := c.opts.NodeClaims.Update(ctx, claim)
 		if err != nil {
 			return 0, err
@@ -90,6 +91,20 @@ func mergeLabels(claim *karpv1.NodeClaim, labels map[string]string) bool {
 	for k, v := range labels {
 		if claim.Labels[k] != v {
 			claim.Labels[k] = v
+			changed = true
+		}
+	}
+	return changed
+}
+
+func mergeAnnotations(claim *karpv1.NodeClaim, annotations map[string]string) bool {
+	changed := false
+	for k, v := range annotations {
+		if claim.Annotations[k] != v {
+			if claim.Annotations == nil {
+				claim.Annotations = map[string]string{}
+			}
+			claim.Annotations[k] = v
 			changed = true
 		}
 	}

@@ -48,6 +48,7 @@ type Operator struct {
 	lifecycle   *lifecycle.Controller
 	termination *termination.Controller
 	gc          *gc.Collector
+	signals     signals
 }
 
 var _ tailor.Host = (*Operator)(nil)
@@ -158,6 +159,9 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	}); err != nil {
 		return err
 	}
+	if err = o.attachSignals(h, clients); err != nil {
+		return err
+	}
 	// A node that starts leaving has pods that will need room elsewhere: plan it before they go.
 	_, err = nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
@@ -231,6 +235,7 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	go o.termination.Run(ctx, 4)
 	go o.gc.Run(ctx)
 	go o.provisioner.Run(ctx, provision.NewPlanner(sim))
+	o.startSignals(ctx)
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run
 	// them only on the leader, like Tailor's.
 	if cp, ok := o.cloud.(cloud.ControllerProvider); ok {

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -36,6 +37,8 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 	for k, v := range tmpl.Annotations {
 		annotations[k] = v
 	}
+	// The template hash it was made from: the drift controller compares it with the pool's.
+	annotations = hash.Stamp(annotations, pool)
 
 	var types, zones, capacityTypes []string
 	seen := map[string]bool{}

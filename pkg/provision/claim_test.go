@@ -10,6 +10,7 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
 )
 
 func requirementValues(claim *karpv1.NodeClaim, key string) ([]string, bool) {
@@ -113,6 +114,9 @@ func TestNewNodeClaim(t *testing.T) {
 			if len(refs) != 1 || refs[0].Kind != "NodePool" || refs[0].Name != "general" || refs[0].UID != pool.NodePool.UID ||
 				refs[0].APIVersion != karpv1.SchemeGroupVersion.String() || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
 				t.Errorf("owner references = %+v, want the NodePool", refs)
+			}
+			if !hash.Stamped(claim.Annotations, pool.NodePool) {
+				t.Errorf("annotations = %v, want the NodePool's template hash and its version", claim.Annotations)
 			}
 			if claim.GenerateName != "general-" {
 				t.Errorf("generateName = %q", claim.GenerateName)

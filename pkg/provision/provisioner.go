@@ -64,6 +64,8 @@ type Provisioner struct {
 	// assumed maps pods the scheduler reserved, and has not yet bound, to their node: the
 	// informers do not show them on it yet, but the room is taken.
 	assumed map[types.UID]string
+	// waiters are PlanNow calls waiting for the next planning pass to finish.
+	waiters []chan error
 }
 
 // New returns a Provisioner; it plans once Run is called.
@@ -156,7 +158,10 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner) {
 		}
 	}()
 	for p.batcher.Wait(ctx) {
-		if err := p.reconcile(ctx, planner); err != nil {
+		waiters := p.takeWaiters()
+		err := p.reconcile(ctx, planner)
+		answer(waiters, err)
+		if err != nil {
 			logger.Error(err, "Provisioning failed; retrying")
 			go func() {
 				select {

@@ -32,7 +32,8 @@ const (
 )
 
 // awsEnv is a cluster whose cloud is the real AWS provider against the emulator, with the
-// provider's own controllers (EC2NodeClass status, interruption consumer) running.
+// provider's own controller (EC2NodeClass status) running; the operator consumes the
+// interruption queue through the provider's cloud.InterruptionSource.
 type awsEnv struct {
 	*env
 	emu      *emulator.Emulator
@@ -42,8 +43,8 @@ type awsEnv struct {
 }
 
 type handledNotice struct {
-	ev    interruption.Event
-	claim *karpv1.NodeClaim
+	ev         interruption.Event
+	providerID string
 }
 
 func newAWSEnv(t *testing.T) *awsEnv {
@@ -70,8 +71,8 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
 			return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
 		},
-		OnInterruption: func(_ context.Context, ev interruption.Event, claim *karpv1.NodeClaim) {
-			e.interrupted <- handledNotice{ev, claim}
+		OnInterruption: func(_ context.Context, ev interruption.Event, providerID string) {
+			e.interrupted <- handledNotice{ev, providerID}
 		}})
 	if err != nil {
 		cancel()
@@ -224,8 +225,8 @@ func (e *awsEnv) interruptSpot(t *testing.T, state *sandbox.State) {
 
 	select {
 	case got := <-e.interrupted:
-		if got.ev.Kind != interruption.KindSpotInterruption || got.ev.InstanceID != instanceID || got.claim == nil || got.claim.Status.NodeName != victim.Name {
-			t.Fatalf("the consumer handled %+v for %+v, want the spot notice for %s", got.ev, got.claim, victim.Name)
+		if got.ev.Kind != interruption.KindSpotInterruption || got.ev.InstanceID != instanceID || got.providerID != victim.Spec.ProviderID {
+			t.Fatalf("the consumer handled %+v for %q, want the spot notice for %s", got.ev, got.providerID, victim.Spec.ProviderID)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the interruption consumer did not handle the notice within a minute")

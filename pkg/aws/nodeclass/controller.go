@@ -8,11 +8,13 @@ package nodeclass
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -43,6 +45,9 @@ type Options struct {
 	Clock            clock.WithTicker
 	Interval         time.Duration
 	NotReadyInterval time.Duration
+	// Hash, when set, gives the class's static hash and its version, stamped on the class as
+	// annotations (as Karpenter does) so that kubectl shows what launches are compared with.
+	Hash func(nc *awsv1.EC2NodeClass) (hash, version string)
 }
 
 // Controller writes EC2NodeClass status on every add and spec change, and periodically.
@@ -117,10 +122,33 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		}
 		logReadiness(ctx, nc, resolved)
 	}
+	if err := c.stampHash(ctx, nc); err != nil {
+		return 0, err
+	}
 	if ready := resolved.GetCondition(awsv1.ConditionTypeReady); ready != nil && ready.Status == metav1.ConditionTrue {
 		return c.opts.Interval, nil
 	}
 	return c.opts.NotReadyInterval, nil
+}
+
+// stampHash writes the class's hash annotations when they are not current.
+func (c *Controller) stampHash(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if c.opts.Hash == nil {
+		return nil
+	}
+	hash, version := c.opts.Hash(nc)
+	if nc.Annotations[awsv1.AnnotationEC2NodeClassHash] == hash && nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == version {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		awsv1.AnnotationEC2NodeClassHash: hash, awsv1.AnnotationEC2NodeClassHashVersion: version}}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.opts.NodeClasses.Patch(ctx, nc.Name, types.MergePatchType, patch); err != nil {
+		return fmt.Errorf("stamping the hash on EC2NodeClass %s: %w", nc.Name, err)
+	}
+	return nil
 }
 
 // logReadiness logs a change of Ready, with the reason when it is not.

@@ -79,6 +79,9 @@ type Provider struct {
 	unavailable *cloud.UnavailableOfferings
 	drift       map[string]cloud.DriftReason
 	faults      map[Step][]Fault
+	// notices wait for HandleInterruptions; reclaimed are instances taken at a notice's deadline.
+	notices   chan cloud.Interruption
+	reclaimed []string
 }
 
 var _ cloud.CloudProvider = (*Provider)(nil)
@@ -96,6 +99,7 @@ func New(opts Options) *Provider {
 		unavailable: cloud.NewUnavailableOfferings(opts.Clock),
 		faults:      map[Step][]Fault{},
 		drift:       map[string]cloud.DriftReason{},
+		notices:     make(chan cloud.Interruption, 64),
 	}
 	if p.clock == nil {
 		p.clock = clock.RealClock{}

@@ -1,0 +1,131 @@
+// Package interruption acts on the cloud's interruption notices, whichever cloud sends them. An
+// interruption is involuntary: the instance goes at the deadline whatever Tailor does, so no
+// budget applies. The node is tainted, capacity for its pods is planned at once, and its
+// NodeClaim is deleted so that the termination path drains it before the cloud takes it.
+package interruption
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/forceful"
+)
+
+// Method is the disruption reason interruptions are counted and recorded under.
+const Method = "Interrupted"
+
+// Options are what the controller reads and writes.
+type Options struct {
+	NodeClaims  *client.Typed[*karpv1.NodeClaim]
+	ClaimLister client.Lister[*karpv1.NodeClaim]
+	Nodes       corelisters.NodeLister
+	// Recorder may be nil, in which case no Events are written.
+	Recorder  events.EventRecorder
+	Disrupter *forceful.Disrupter
+}
+
+// Controller handles interruption notices.
+type Controller struct{ opts Options }
+
+// New returns a Controller; hand its Handle to the cloud's InterruptionSource.
+func New(opts Options) *Controller { return &Controller{opts: opts} }
+
+// Handle acts on one notice. A rebalance recommendation is only recorded (see
+// cloud.InterruptionRebalance); every other kind removes the node. An error leaves the notice
+// with the source, which delivers it again.
+func (c *Controller) Handle(ctx context.Context, n cloud.Interruption) error {
+	logger := klog.FromContext(ctx).WithValues("kind", n.Kind, "providerID", n.ProviderID)
+	claim, err := c.claimOf(ctx, n.ProviderID)
+	if err != nil {
+		return err
+	}
+	if claim == nil {
+		logger.Info("Interruption notice for an instance that is no NodeClaim's; ignoring")
+		return nil
+	}
+	msg := Describe(n, claim)
+	if n.Kind == cloud.InterruptionRebalance {
+		logger.Info("Rebalance recommendation; the node stays", "nodeClaim", claim.Name)
+		c.record(claim, corev1.EventTypeNormal, string(n.Kind), msg)
+		return nil
+	}
+	return c.opts.Disrupter.Disrupt(ctx, claim, forceful.Reason{Method: Method, Event: string(n.Kind), Message: msg})
+}
+
+// claimOf finds the NodeClaim of the instance: from the cache, or from the API server when the
+// cache does not know it yet (a claim launched a moment ago must not miss its notice).
+func (c *Controller) claimOf(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	for _, claim := range c.opts.ClaimLister.List() {
+		if claim.Status.ProviderID == providerID {
+			return claim, nil
+		}
+	}
+	claims, _, err := c.opts.NodeClaims.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing NodeClaims to find instance %s: %w", providerID, err)
+	}
+	for _, claim := range claims {
+		if claim.Status.ProviderID == providerID {
+			return claim, nil
+		}
+	}
+	return nil, nil
+}
+
+// Describe is the message of a notice's Events: what, for which instance, and by when.
+func Describe(n cloud.Interruption, claim *karpv1.NodeClaim) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s for instance %s of NodeClaim %s", kindText(n.Kind), n.ProviderID, claim.Name)
+	if claim.Status.NodeName != "" {
+		fmt.Fprintf(&b, " (Node %s)", claim.Status.NodeName)
+	}
+	if !n.Deadline.IsZero() {
+		fmt.Fprintf(&b, "; deadline %s", n.Deadline.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	if n.Kind != cloud.InterruptionRebalance {
+		b.WriteString("; replacing the node")
+	}
+	return b.String()
+}
+
+func kindText(k cloud.InterruptionKind) string {
+	switch k {
+	case cloud.InterruptionSpot:
+		return "Spot interruption"
+	case cloud.InterruptionRebalance:
+		return "Rebalance recommendation (elevated risk of spot interruption)"
+	case cloud.InterruptionScheduledChange:
+		return "Scheduled maintenance"
+	case cloud.InterruptionStopping:
+		return "Instance stopping"
+	case cloud.InterruptionTerminating:
+		return "Instance terminating"
+	case cloud.InterruptionCapacityReservation:
+		return "Capacity reservation reclaimed"
+	}
+	return string(k)
+}
+
+// record writes the Event on the NodeClaim and on its Node.
+func (c *Controller) record(claim *karpv1.NodeClaim, eventType, reason, msg string) {
+	if c.opts.Recorder == nil {
+		return
+	}
+	c.opts.Recorder.Eventf(client.ForEvents(claim), nil, eventType, reason, "Interruption", "%s", msg)
+	if claim.Status.NodeName == "" {
+		return
+	}
+	if node, err := c.opts.Nodes.Get(claim.Status.NodeName); err == nil {
+		c.opts.Recorder.Eventf(node, nil, eventType, reason, "Interruption", "%s", msg)
+	}
+}

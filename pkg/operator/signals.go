@@ -1,0 +1,96 @@
+package operator
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/drift"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/expiration"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/forceful"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
+	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
+)
+
+// signals are the controllers that decide a node must go or should be replaced: interruption
+// and expiration (forceful, not budgeted), drift (only marks; the disruption loop acts on it),
+// and the NodePool hash drift is measured against.
+type signals struct {
+	classInform  cache.SharedIndexInformer
+	poolHash     *hash.Controller
+	drift        *drift.Controller
+	expiration   *expiration.Controller
+	interruption *interruption.Controller
+}
+
+// attachSignals builds the signal controllers; call it from Attach, after the provisioner.
+func (o *Operator) attachSignals(h fwk.Handle, clients *client.Set) error {
+	s := &o.signals
+	claimLister := client.Lister[*karpv1.NodeClaim]{Store: o.claimInform.GetStore()}
+	poolLister := client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()}
+	nodes := h.SharedInformerFactory().Core().V1().Nodes().Lister()
+	disrupter := forceful.New(forceful.Options{
+		Kube:       h.ClientSet(),
+		NodeClaims: clients.NodeClaims,
+		Nodes:      nodes,
+		Pods:       h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		Recorder:   h.EventRecorder(),
+		Clock:      o.clock,
+		PlanNow:    o.provisioner.PlanNow,
+	})
+	var err error
+	if s.poolHash, err = hash.NewController(hash.Options{NodePools: clients.NodePools, NodeClaims: clients.NodeClaims,
+		PoolLister: poolLister, ClaimLister: claimLister, PoolInform: o.poolInform, ClaimInform: o.claimInform, Clock: o.clock}); err != nil {
+		return err
+	}
+	if s.drift, err = drift.New(drift.Options{NodeClaims: clients.NodeClaims, ClaimLister: claimLister, PoolLister: poolLister,
+		ClaimInform: o.claimInform, PoolInform: o.poolInform, Cloud: o.cloud, Recorder: h.EventRecorder(), Clock: o.clock}); err != nil {
+		return err
+	}
+	if s.expiration, err = expiration.New(expiration.Options{ClaimLister: claimLister, ClaimInform: o.claimInform,
+		Clock: o.clock, Disrupter: disrupter}); err != nil {
+		return err
+	}
+	s.interruption = interruption.New(interruption.Options{NodeClaims: clients.NodeClaims, ClaimLister: claimLister,
+		Nodes: nodes, Recorder: h.EventRecorder(), Disrupter: disrupter})
+	// A node class's spec (its hash) or resolved status (images, subnets, security groups) is
+	// what cloud drift is measured against: re-check its claims when it changes, rather than at
+	// the next periodic look.
+	s.classInform = clients.EC2NodeClasses.NewInformer(0)
+	_, err = s.classInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if nc, ok := obj.(*awsv1.EC2NodeClass); ok {
+				s.drift.NodeClassChanged(nc.Name)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if nc, ok := obj.(*awsv1.EC2NodeClass); ok {
+				s.drift.NodeClassChanged(nc.Name)
+			}
+		},
+	})
+	return err
+}
+
+// startSignals runs the signal controllers until ctx ends; call it from Start, once the
+// informers have synced.
+func (o *Operator) startSignals(ctx context.Context) {
+	s := &o.signals
+	go s.classInform.Run(ctx.Done())
+	go s.poolHash.Run(ctx)
+	go s.drift.Run(ctx)
+	go s.expiration.Run(ctx)
+	if src, ok := o.cloud.(cloud.InterruptionSource); ok {
+		go func() {
+			if err := src.HandleInterruptions(ctx, s.interruption.Handle); err != nil {
+				klog.FromContext(ctx).Error(err, "Interruption notices stopped")
+			}
+		}()
+	}
+}

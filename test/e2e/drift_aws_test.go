@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// On the AWS provider, NodeClaims carry the hash of the EC2NodeClass they were launched from, the
+// class carries its own, and changing what its instances are launched with (here, their tags)
+// drifts them: NodeClassDrift, the reason the provider reports.
+func TestAWSNodeClassChangeDrifts(t *testing.T) {
+	e := newAWSEnv(t)
+	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{"../../examples"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRunning("app=inflate", 5, 2*time.Minute)
+	e.waitFor("EC2NodeClass default to carry its hash", time.Minute, func() (bool, string) {
+		nc, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+		if err != nil {
+			return false, err.Error()
+		}
+		return nc.Annotations[awsv1.AnnotationEC2NodeClassHash] == tailoraws.NodeClassHash(nc) &&
+			nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == tailoraws.NodeClassHashVersion, fmt.Sprint(nc.Annotations)
+	})
+	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) == 0 {
+		t.Fatal("no NodeClaims")
+	}
+	class, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range claims {
+		if c.Annotations[awsv1.AnnotationEC2NodeClassHash] != tailoraws.NodeClassHash(class) {
+			t.Fatalf("NodeClaim %s was not stamped at launch with the hash of EC2NodeClass default: %v", c.Name, c.Annotations)
+		}
+		if cond := c.GetCondition("Drifted"); cond != nil {
+			t.Fatalf("NodeClaim %s drifted before anything changed: %+v", c.Name, cond)
+		}
+	}
+
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		nc, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+		if err != nil {
+			return err
+		}
+		if nc.Spec.Tags == nil {
+			nc.Spec.Tags = map[string]string{}
+		}
+		nc.Spec.Tags["team"] = "payments"
+		_, err = e.cluster.Tailor.EC2NodeClasses.Update(e.ctx, nc)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range claims {
+		e.waitDrifted(c.Name, string(tailoraws.DriftNodeClass))
+	}
+}

@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/drift"
+	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
+)
+
+// An injected spot interruption: the node is tainted before anything else happens, capacity for
+// its pods is planned while they still run on it (their Nominated Events say so), one
+// replacement launches and initializes, the pods run there, and the old node and instance are
+// gone, all before the deadline: the cloud, which takes the instance at the deadline, never had to.
+func TestInterruptionReplacesTheNodeBeforeItsDeadline(t *testing.T) {
+	e := newEnv(t)
+	node := e.launchOneNode("web", 3)
+	old := e.claimOfNode(node)
+	before := e.podNames("app=web")
+	taintedFirst := e.watchTaintBeforeDeletion(node)
+	decisions := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "Interrupted", old.Labels[karpv1.NodePoolLabelKey]))
+
+	sent := e.clock.Now()
+	deadline := sent.Add(2 * time.Minute)
+	e.cloud.InjectInterruption(cloud.Interruption{ProviderID: node.Spec.ProviderID, Kind: cloud.InterruptionSpot, Deadline: deadline})
+
+	e.waitNodeGone(node.Name, time.Minute)
+	pods := e.waitRunning("app=web", 3, time.Minute)
+	now := e.clock.Now()
+	if !now.Before(deadline) {
+		t.Fatalf("the node was replaced at %s, after the deadline %s", now, deadline)
+	}
+	t.Logf("node replaced and its pods running again %s after the notice, %s before the deadline", now.Sub(sent), deadline.Sub(now))
+	if r := e.cloud.Reclaimed(); len(r) > 0 {
+		t.Fatalf("the cloud had to reclaim %v at the deadline", r)
+	}
+	if e.instanceExists(node.Spec.ProviderID) {
+		t.Fatalf("instance %s survived its interruption", node.Spec.ProviderID)
+	}
+	if err := <-taintedFirst; err != nil {
+		t.Fatal(err)
+	}
+
+	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 1 || claims[0].Name == old.Name || !claims[0].IsTrue(karpv1.ConditionTypeInitialized) {
+		t.Fatalf("want one new, Initialized NodeClaim in place of %s; have %s", old.Name, claimSummary(claims))
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != claims[0].Status.NodeName {
+			t.Errorf("pod %s runs on %s, not on the replacement %s", p.Name, p.Spec.NodeName, claims[0].Status.NodeName)
+		}
+	}
+	// Planned before the drain: the pods that were on the node got Nominated to the replacement
+	// while they still existed, instead of their successors being planned after the eviction.
+	for _, name := range before {
+		e.waitFor("pod "+name+" planned onto "+claims[0].Name+" before its eviction", 10*time.Second, func() (bool, string) {
+			evs := e.eventsFor("Nominated", "Pod")
+			return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool {
+				return ev.Regarding.Name == name && strings.Contains(ev.Note, claims[0].Name)
+			}), fmt.Sprint(notes(evs))
+		})
+	}
+	// The Events on the Node and the NodeClaim name the kind and the deadline.
+	stamp := deadline.UTC().Format("2006-01-02T15:04:05Z")
+	for _, kind := range []string{"Node", "NodeClaim"} {
+		e.waitFor(fmt.Sprintf("a %s Event on the %s naming the deadline", cloud.InterruptionSpot, kind), 10*time.Second, func() (bool, string) {
+			evs := e.eventsFor(string(cloud.InterruptionSpot), kind)
+			return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return strings.Contains(ev.Note, stamp) }), fmt.Sprint(notes(evs))
+		})
+	}
+	if got := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "Interrupted", old.Labels[karpv1.NodePoolLabelKey])); got != decisions+1 {
+		t.Errorf("tailor_disruption_decisions_total{replace,Interrupted} went from %v to %v, want one more", decisions, got)
+	}
+}
+
+// A rebalance recommendation is only recorded: the node stays.
+func TestRebalanceRecommendationKeepsTheNode(t *testing.T) {
+	e := newEnv(t)
+	node := e.launchOneNode("web", 1)
+	e.cloud.InjectInterruption(cloud.Interruption{ProviderID: node.Spec.ProviderID, Kind: cloud.InterruptionRebalance})
+	e.waitFor("the rebalance recommendation's Event on the NodeClaim", time.Minute, func() (bool, string) {
+		return len(e.eventsFor(string(cloud.InterruptionRebalance), "NodeClaim")) > 0, "no Event yet"
+	})
+	n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the node went after a rebalance recommendation: %v", err)
+	}
+	if n.DeletionTimestamp != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }) {
+		t.Fatalf("node %s is being disrupted after a rebalance recommendation: %+v", n.Name, n.Spec.Taints)
+	}
+}
+
+// A NodeClaim older than its expireAfter is replaced: moving Tailor's clock past it makes the
+// node go and its pods run on a new one, which does not itself expire.
+func TestExpiredNodeIsReplaced(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	np := nodePool("default")
+	np.Spec.Template.Spec.ExpireAfter = karpv1.NewNillableDuration(time.Hour)
+	e.createNodePool(np)
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf("web", 2, "100m", "128Mi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := e.waitRunning("app=web", 2, 2*time.Minute)
+	node, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, pods[0].Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := e.claimOfNode(node)
+
+	e.clock.Step(61 * time.Minute)
+	e.waitNodeGone(node.Name, time.Minute)
+	pods = e.waitRunning("app=web", 2, time.Minute)
+	for _, p := range pods {
+		if p.Spec.NodeName == node.Name {
+			t.Fatalf("pod %s still on the expired node", p.Name)
+		}
+	}
+	e.waitFor("an Expired Event on NodeClaim "+old.Name, 10*time.Second, func() (bool, string) {
+		evs := e.eventsFor("Expired", "NodeClaim")
+		return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return ev.Regarding.Name == old.Name }), fmt.Sprint(notes(evs))
+	})
+	// The replacement's age counts from its own launch: it stays.
+	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 1 || claims[0].Name == old.Name || claims[0].DeletionTimestamp != nil {
+		t.Fatalf("want one live replacement NodeClaim; have %s", claimSummary(claims))
+	}
+}
+
+// Changing the NodePool's template drifts its existing NodeClaims, with the reason; changing it
+// back undrifts them; requirements the node no longer meets are RequirementsDrifted.
+func TestNodePoolChangeDriftsItsClaims(t *testing.T) {
+	e := newEnv(t)
+	node := e.launchOneNode("web", 1)
+	claim := e.claimOfNode(node)
+	pool, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hash.Stamped(claim.Annotations, pool) {
+		t.Fatalf("NodeClaim %s does not carry NodePool %s's hash: %v", claim.Name, pool.Name, claim.Annotations)
+	}
+	e.waitFor("NodePool default to be stamped with its hash", 30*time.Second, func() (bool, string) {
+		np, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+		return err == nil && hash.Stamped(np.Annotations, np), fmt.Sprintf("annotations %v", np.Annotations)
+	})
+
+	e.editNodePool("default", func(np *karpv1.NodePool) { np.Spec.Template.Labels = map[string]string{"team": "payments"} })
+	e.waitDrifted(claim.Name, drift.NodePoolDrifted)
+	e.waitFor("a Drifted Event on the NodeClaim", 10*time.Second, func() (bool, string) {
+		evs := e.eventsFor("Drifted", "NodeClaim")
+		return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool {
+			return ev.Regarding.Name == claim.Name && strings.Contains(ev.Note, drift.NodePoolDrifted)
+		}), fmt.Sprint(notes(evs))
+	})
+
+	e.editNodePool("default", func(np *karpv1.NodePool) { np.Spec.Template.Labels = nil })
+	e.waitDrifted(claim.Name, "")
+
+	other := karpv1.CapacityTypeOnDemand
+	if claim.Labels[karpv1.CapacityTypeLabelKey] == other {
+		other = karpv1.CapacityTypeSpot
+	}
+	e.editNodePool("default", func(np *karpv1.NodePool) {
+		for i, r := range np.Spec.Template.Spec.Requirements {
+			if r.Key == karpv1.CapacityTypeLabelKey {
+				np.Spec.Template.Spec.Requirements[i].Values = []string{other}
+			}
+		}
+	})
+	e.waitDrifted(claim.Name, drift.RequirementsDrifted)
+	// Drift only marks: replacing drifted nodes is the budgeted disruption loop's job.
+	if _, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, node.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the drifted node went: %v", err)
+	}
+}
