@@ -49,6 +49,7 @@ type Operator struct {
 	termination *termination.Controller
 	gc          *gc.Collector
 	signals     signals
+	voluntary   voluntary
 }
 
 var _ tailor.Host = (*Operator)(nil)
@@ -162,6 +163,9 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	if err = o.attachSignals(h, clients); err != nil {
 		return err
 	}
+	if err = o.attachDisruption(h, clients); err != nil {
+		return err
+	}
 	// A node that starts leaving has pods that will need room elsewhere: plan it before they go.
 	_, err = nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
@@ -190,7 +194,9 @@ func (o *Operator) NominatedNode(pod *corev1.Pod) (string, bool) {
 }
 
 // Reserve implements tailor.Capacity.
-func (o *Operator) Reserve(pod *corev1.Pod, node string) { o.provisioner.Reserve(pod, node) }
+func (o *Operator) Reserve(pod *corev1.Pod, node string) bool {
+	return o.provisioner.Reserve(pod, node)
+}
 
 // Unreserve implements tailor.Capacity.
 func (o *Operator) Unreserve(pod *corev1.Pod, node string) { o.provisioner.Unreserve(pod, node) }
@@ -222,6 +228,9 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	if err != nil {
 		return err
 	}
+	if err := o.buildDisruption(ctx, h, profile, parallelism); err != nil {
+		return err
+	}
 	// Start any informer the simulation's plugins registered that the scheduler's did not.
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
@@ -236,6 +245,7 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	go o.gc.Run(ctx)
 	go o.provisioner.Run(ctx, provision.NewPlanner(sim))
 	o.startSignals(ctx)
+	o.runDisruption(ctx)
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run
 	// them only on the leader, like Tailor's.
 	if cp, ok := o.cloud.(cloud.ControllerProvider); ok {

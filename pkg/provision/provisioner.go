@@ -66,6 +66,8 @@ type Provisioner struct {
 	assumed map[types.UID]string
 	// waiters are PlanNow calls waiting for the next planning pass to finish.
 	waiters []chan error
+	// closed are nodes the disruption loop is removing: Reserve refuses them (see Close).
+	closed map[string]bool
 }
 
 // New returns a Provisioner; it plans once Run is called.
@@ -76,6 +78,7 @@ func New(opts Options) *Provisioner {
 		enqueued: map[types.UID]bool{},
 		planned:  map[types.UID]string{},
 		assumed:  map[types.UID]string{},
+		closed:   map[string]bool{},
 	}
 }
 
@@ -107,13 +110,19 @@ func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
 }
 
 // Reserve books the pod on the node the scheduler chose: it needs no plan any more, and its room
-// is taken even before the binding shows in the informers.
-func (p *Provisioner) Reserve(pod *corev1.Pod, node string) {
+// is taken even before the binding shows in the informers. It refuses, and returns false, when
+// the disruption loop has closed the node (see Close): the scheduler then puts the pod back in
+// its queue instead of binding it to a node that is about to go.
+func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed[node] {
+		return false
+	}
 	delete(p.enqueued, pod.UID)
 	delete(p.planned, pod.UID)
 	p.assumed[pod.UID] = node
-	p.mu.Unlock()
+	return true
 }
 
 // Unreserve undoes Reserve: the binding failed, and the pod goes back to the scheduling queue.

@@ -39,6 +39,9 @@ type Options struct {
 	// KwokNodeAnnotation) to become Ready.
 	NewCloud func(kube kubernetes.Interface) cloud.CloudProvider
 	Clock    clock.WithTicker
+	// TailorArgs override the Tailor plugin's args of the shipped configuration, by JSON name
+	// (e.g. "consolidationValidationPeriod": "1s"), so tests need not wait Karpenter's periods.
+	TailorArgs map[string]any
 }
 
 // Cluster is a running sandbox.
@@ -53,6 +56,7 @@ type Cluster struct {
 	cancel      context.CancelFunc
 	dir         string
 	clock       clock.WithTicker
+	tailorArgs  map[string]any
 	schedCancel context.CancelFunc
 	schedErr    chan error
 }
@@ -67,7 +71,7 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Cluster{Config: cp.Config, cp: cp, cancel: cancel, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), dir: opts.Dir, clock: opts.Clock}
+	c := &Cluster{Config: cp.Config, cp: cp, cancel: cancel, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), dir: opts.Dir, clock: opts.Clock, tailorArgs: opts.TailorArgs}
 	fail := func(err error) (*Cluster, error) {
 		c.Stop()
 		return nil, err
@@ -99,7 +103,7 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 }
 
 func (c *Cluster) startScheduler(ctx context.Context) error {
-	schedOpts, err := schedulerOptions(c.dir, c.Kubeconfig)
+	schedOpts, err := schedulerOptions(c.dir, c.Kubeconfig, c.tailorArgs)
 	if err != nil {
 		return err
 	}
@@ -196,10 +200,13 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 
 // schedulerOptions are kube-scheduler's options for the shipped configuration, pointed at the
 // sandbox, without leader election or a serving port.
-func schedulerOptions(dir, kubeconfig string) (*options.Options, error) {
+func schedulerOptions(dir, kubeconfig string, tailorArgs map[string]any) (*options.Options, error) {
 	var cfg map[string]any
 	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("reading the shipped scheduler configuration: %w", err)
+	}
+	if err := overrideTailorArgs(cfg, tailorArgs); err != nil {
+		return nil, err
 	}
 	cfg["clientConnection"] = map[string]any{"kubeconfig": kubeconfig, "qps": 500, "burst": 1000}
 	cfg["leaderElection"] = map[string]any{"leaderElect": false}
@@ -215,4 +222,31 @@ func schedulerOptions(dir, kubeconfig string) (*options.Options, error) {
 	opts.ConfigFile = path
 	opts.SecureServing.BindPort = 0
 	return opts, nil
+}
+
+// overrideTailorArgs sets args of the Tailor plugin in the first profile's pluginConfig.
+func overrideTailorArgs(cfg map[string]any, args map[string]any) error {
+	if len(args) == 0 {
+		return nil
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	if len(profiles) == 0 {
+		return fmt.Errorf("the shipped scheduler configuration has no profile")
+	}
+	profile, _ := profiles[0].(map[string]any)
+	pcs, _ := profile["pluginConfig"].([]any)
+	for _, pc := range pcs {
+		if m, ok := pc.(map[string]any); ok && m["name"] == "Tailor" {
+			a, _ := m["args"].(map[string]any)
+			if a == nil {
+				a = map[string]any{}
+				m["args"] = a
+			}
+			for k, v := range args {
+				a[k] = v
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("the shipped scheduler configuration has no pluginConfig for Tailor")
 }

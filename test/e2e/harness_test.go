@@ -57,6 +57,9 @@ func newEnvWithJoiner(t *testing.T, wrap func(fake.Joiner) fake.Joiner) *env {
 	cluster, err := sandbox.Start(ctx, t, sandbox.Options{
 		Dir:   t.TempDir(),
 		Clock: e.clock,
+		// Karpenter's 15 s validation period and 10 s poll would make every disruption test
+		// wait; the re-check itself is the same.
+		TailorArgs: map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
 			var joiner fake.Joiner = &fake.KubeletJoiner{Client: kube}
 			if wrap != nil {

@@ -6,7 +6,6 @@ package forceful
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -16,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -28,6 +25,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/nodetaint"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -151,29 +149,11 @@ func (d *Disrupter) nodeOf(claim *karpv1.NodeClaim) *corev1.Node {
 // it, because the plan that follows reads the node from them: a plan made from the untainted node
 // would see no pods that need moving.
 func (d *Disrupter) taint(ctx context.Context, node *corev1.Node) error {
-	if !isTainted(node) {
-		taints := append(slices.Clone(node.Spec.Taints), karpv1.DisruptedNoScheduleTaint)
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"resourceVersion": node.ResourceVersion},
-			"spec":     map[string]any{"taints": taints},
-		})
-		if err != nil {
-			return err
-		}
-		if _, err := d.opts.Kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return err
-		}
+	if _, err := nodetaint.SetDisrupted(ctx, d.opts.Kube, node, true); err != nil {
+		return err
 	}
-	// A short, bounded wait: the watch event normally arrives within milliseconds.
-	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		n, err := d.opts.Nodes.Get(node.Name)
-		return err != nil || isTainted(n), nil
-	})
+	nodetaint.WaitVisible(ctx, d.opts.Nodes, node.Name, true)
 	return nil
-}
-
-func isTainted(node *corev1.Node) bool {
-	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) })
 }
 
 // hasPodsToMove reports whether pods on the node will need room elsewhere once evicted.

@@ -19,6 +19,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/nodetaint"
 )
 
 // steps records what the Disrupter did, in order.
@@ -92,7 +93,7 @@ func newDisrupter(t *testing.T, objs ...runtime.Object) (*Disrupter, *steps) {
 		PlanNow: func(context.Context) error {
 			ns, _ := nodes.List(everything())
 			for _, n := range ns {
-				if isTainted(n) {
+				if nodetaint.IsDisrupted(n) {
 					s.add("plan, " + n.Name + " tainted")
 					return nil
 				}

@@ -17,6 +17,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/nodetaint"
 )
 
 // Eviction outcomes, as counted in metrics.
@@ -87,21 +88,13 @@ func (c *Controller) count(outcome string) {
 
 // taint puts karpenter.sh/disrupted:NoSchedule on the node so nothing new lands while it drains.
 func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
-	if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) }) {
-		return nil
-	}
-	taints := append(slices.Clone(node.Spec.Taints), karpv1.DisruptedNoScheduleTaint)
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": node.ResourceVersion},
-		"spec":     map[string]any{"taints": taints},
-	})
+	wrote, err := nodetaint.SetDisrupted(ctx, c.opts.Kube, node, true)
 	if err != nil {
-		return err
-	}
-	if _, err := c.opts.Kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("tainting node %s: %w", node.Name, err)
 	}
-	klog.FromContext(ctx).Info("Tainted node for termination", "node", node.Name, "taint", karpv1.DisruptedNoScheduleTaint.ToString())
+	if wrote {
+		klog.FromContext(ctx).Info("Tainted node for termination", "node", node.Name, "taint", karpv1.DisruptedNoScheduleTaint.ToString())
+	}
 	return nil
 }
 

@@ -18,12 +18,28 @@ type Args struct {
 	BatchIdleDuration metav1.Duration `json:"batchIdleDuration,omitempty"`
 	// BatchMaxDuration bounds the whole batch window however often pods keep arriving; default 1s.
 	BatchMaxDuration metav1.Duration `json:"batchMaxDuration,omitempty"`
+	// ConsolidationValidationPeriod is how long the disruption loop waits between deciding to
+	// remove nodes as empty or underutilized and re-checking that decision before it acts, so
+	// that pods which are only passing through do not churn the fleet; default 15s, Karpenter's.
+	ConsolidationValidationPeriod metav1.Duration `json:"consolidationValidationPeriod,omitempty"`
+	// DisruptionPollInterval is how often the disruption loop looks for work when nothing else
+	// wakes it; default 10s, Karpenter's.
+	DisruptionPollInterval metav1.Duration `json:"disruptionPollInterval,omitempty"`
+	// SpotToSpotMinInstanceTypes is how many cheaper instance types a spot node must have
+	// before single-node consolidation replaces it with another spot node; the replacement is
+	// then offered only that many of the cheapest. Replacing spot with only the one cheapest type
+	// would chase the price down into the pools most likely to be interrupted. Default 15.
+	SpotToSpotMinInstanceTypes *int32 `json:"spotToSpotMinInstanceTypes,omitempty"`
 }
 
 // Defaults for Args. Karpenter's are 1s and 10s; Tailor sits in the scheduler and needs no polling.
 const (
 	DefaultBatchIdleDuration = 30 * time.Millisecond
 	DefaultBatchMaxDuration  = time.Second
+
+	DefaultConsolidationValidationPeriod = 15 * time.Second
+	DefaultDisruptionPollInterval        = 10 * time.Second
+	DefaultSpotToSpotMinInstanceTypes    = 15
 )
 
 // DecodeArgs reads the plugin's args from the scheduler configuration, fills in defaults and
@@ -50,6 +66,16 @@ func SetDefaults(a *Args) {
 	if a.BatchMaxDuration.Duration == 0 {
 		a.BatchMaxDuration.Duration = DefaultBatchMaxDuration
 	}
+	if a.ConsolidationValidationPeriod.Duration == 0 {
+		a.ConsolidationValidationPeriod.Duration = DefaultConsolidationValidationPeriod
+	}
+	if a.DisruptionPollInterval.Duration == 0 {
+		a.DisruptionPollInterval.Duration = DefaultDisruptionPollInterval
+	}
+	if a.SpotToSpotMinInstanceTypes == nil {
+		n := int32(DefaultSpotToSpotMinInstanceTypes)
+		a.SpotToSpotMinInstanceTypes = &n
+	}
 }
 
 // Validate checks defaulted args.
@@ -60,6 +86,15 @@ func Validate(a *Args, path *field.Path) field.ErrorList {
 	}
 	if a.BatchMaxDuration.Duration < a.BatchIdleDuration.Duration {
 		errs = append(errs, field.Invalid(path.Child("batchMaxDuration"), a.BatchMaxDuration.String(), "must be at least batchIdleDuration"))
+	}
+	if a.ConsolidationValidationPeriod.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("consolidationValidationPeriod"), a.ConsolidationValidationPeriod.String(), "must not be negative"))
+	}
+	if a.DisruptionPollInterval.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("disruptionPollInterval"), a.DisruptionPollInterval.String(), "must not be negative"))
+	}
+	if n := a.SpotToSpotMinInstanceTypes; n != nil && (*n < 1 || *n > 60) {
+		errs = append(errs, field.Invalid(path.Child("spotToSpotMinInstanceTypes"), *n, "must be between 1 and 60, the most instance types a NodeClaim offers"))
 	}
 	return errs
 }

@@ -25,8 +25,9 @@ type Capacity interface {
 	Enqueue(pod *corev1.Pod)
 	// NominatedNode returns the name of the node being launched for pod, once it is known.
 	NominatedNode(pod *corev1.Pod) (string, bool)
-	// Reserve records that the scheduler has assumed pod onto nodeName.
-	Reserve(pod *corev1.Pod, nodeName string)
+	// Reserve records that the scheduler has assumed pod onto nodeName. It returns false when
+	// nodeName is being removed and must take no more pods.
+	Reserve(pod *corev1.Pod, nodeName string) bool
 	// Unreserve undoes Reserve; it may be called without a matching Reserve.
 	Unreserve(pod *corev1.Pod, nodeName string)
 }
@@ -85,9 +86,15 @@ func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for Tailor to provision capacity")
 }
 
-// Reserve books the pod against the capacity Tailor planned for it.
+// Reserve books the pod against the capacity Tailor planned for it. It rejects a node that the
+// disruption loop is removing: that loop decided from the pods it could see, and a pod that the
+// scheduler assumed onto the node in the same instant, from a snapshot taken before the node was
+// tainted, would otherwise be bound there and then evicted with no room planned for it. The
+// scheduler unreserves the pod and retries it; the queue brings it back on the next node event.
 func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	p.capacity.Reserve(pod, nodeName)
+	if !p.capacity.Reserve(pod, nodeName) {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("node %s is being removed by Tailor's disruption loop", nodeName))
+	}
 	return nil
 }
 

@@ -1,0 +1,170 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+// Candidate is a node that voluntary disruption may remove.
+type Candidate struct {
+	Claim *karpv1.NodeClaim
+	Node  *corev1.Node
+	Pool  *karpv1.NodePool
+	// InstanceType and Price are what the node runs as; Priced is false when the catalog no
+	// longer lists its offering (consolidation then leaves it alone: it cannot know the saving).
+	InstanceType *cloud.InstanceType
+	Price        float64
+	Priced       bool
+	// Pods are the pods that must move when the node goes: those a drain evicts, DaemonSet pods
+	// aside (they go with their node).
+	Pods []*corev1.Pod
+}
+
+// CapacityType is the node's karpenter.sh/capacity-type.
+func (c *Candidate) CapacityType() string { return c.Node.Labels[karpv1.CapacityTypeLabelKey] }
+
+// Consolidatable reports whether consolidateAfter has passed since the node's pods last changed.
+func (c *Candidate) Consolidatable() bool { return c.Claim.IsTrue(karpv1.ConditionTypeConsolidatable) }
+
+// Drifted reports whether the claim carries Drifted=True.
+func (c *Candidate) Drifted() bool { return c.Claim.IsTrue(karpv1.ConditionTypeDrifted) }
+
+// Candidates returns the nodes voluntary disruption may act on, and, for the others that Tailor
+// manages, why not. A node qualifies when its NodeClaim is initialized and not being deleted, the
+// node is not leaving, not nominated, not annotated do-not-disrupt, has no pod whose
+// do-not-disrupt is in force, and every pod that must move can be evicted under its
+// PodDisruptionBudget now. The disruption loop's own nodes in flight (closed) are left out.
+func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map[string]string) {
+	blocked = map[string]string{}
+	claimByProvider := map[string]*karpv1.NodeClaim{}
+	for _, c := range s.Claims {
+		if c.Status.ProviderID != "" {
+			claimByProvider[c.Status.ProviderID] = c
+		}
+	}
+	pods := s.podsByNode()
+	nominated := s.nominated()
+	pdbs := newPDBIndex(s.PDBs)
+	for _, n := range s.Nodes {
+		claim, ok := claimByProvider[n.Spec.ProviderID]
+		if !ok || n.Spec.ProviderID == "" {
+			continue
+		}
+		pool := s.Pools[claim.Labels[karpv1.NodePoolLabelKey]]
+		if why := ineligible(s, n, claim, pool, pods[n.Name], nominated, closed, pdbs); why != "" {
+			blocked[n.Name] = why
+			continue
+		}
+		c := &Candidate{Claim: claim, Node: n, Pool: pool}
+		c.InstanceType, c.Price, c.Priced = s.price(pool.Name, n)
+		for _, p := range pods[n.Name] {
+			if scheduling.NeedsEviction(p) && !scheduling.IsDaemonSetPod(p) {
+				c.Pods = append(c.Pods, p)
+			}
+		}
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Node.Name < out[j].Node.Name })
+	return out, blocked
+}
+
+func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod,
+	nominated, closed map[string]bool, pdbs *pdbIndex) string {
+	switch {
+	case pool == nil:
+		return fmt.Sprintf("its NodePool %q does not exist", claim.Labels[karpv1.NodePoolLabelKey])
+	case !claim.IsTrue(karpv1.ConditionTypeInitialized):
+		return "it is not initialized yet"
+	case closed[n.Name] || provision.IsLeaving(n, claim):
+		return "it is already being disrupted"
+	case nominated[n.Name]:
+		return "pods are nominated to it"
+	case n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || claim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true":
+		return fmt.Sprintf("it is annotated %s", karpv1.DoNotDisruptAnnotationKey)
+	}
+	for _, p := range pods {
+		if !scheduling.NeedsEviction(p) {
+			continue
+		}
+		if doNotDisrupt(p, s.Now) {
+			return fmt.Sprintf("pod %s/%s is annotated %s=%s", p.Namespace, p.Name, karpv1.DoNotDisruptAnnotationKey, p.Annotations[karpv1.DoNotDisruptAnnotationKey])
+		}
+		if scheduling.IsDaemonSetPod(p) {
+			continue
+		}
+		if why := pdbs.blocks(p); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// doNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt is in force: "true", or a
+// duration that has not yet passed since the pod started. Any other value is ignored, as in
+// Karpenter.
+func doNotDisrupt(p *corev1.Pod, now time.Time) bool {
+	v, ok := p.Annotations[karpv1.DoNotDisruptAnnotationKey]
+	if !ok {
+		return false
+	}
+	if v == "true" {
+		return true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return false
+	}
+	start := p.CreationTimestamp
+	if p.Status.StartTime != nil {
+		start = *p.Status.StartTime
+	}
+	return now.Before(start.Add(d))
+}
+
+// pdbIndex answers whether evicting a pod would be refused by the Eviction API right now.
+type pdbIndex struct {
+	pdbs      []*policyv1.PodDisruptionBudget
+	selectors []labels.Selector
+}
+
+func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) *pdbIndex {
+	idx := &pdbIndex{}
+	for _, pdb := range pdbs {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() {
+			continue
+		}
+		idx.pdbs = append(idx.pdbs, pdb)
+		idx.selectors = append(idx.selectors, sel)
+	}
+	return idx
+}
+
+// blocks says why the pod cannot be evicted now, or "": a PDB that covers it allows no
+// disruption, or several PDBs cover it (the Eviction API refuses those outright).
+func (idx *pdbIndex) blocks(p *corev1.Pod) string {
+	var matched []*policyv1.PodDisruptionBudget
+	for i, pdb := range idx.pdbs {
+		if pdb.Namespace == p.Namespace && idx.selectors[i].Matches(labels.Set(p.Labels)) {
+			matched = append(matched, pdb)
+		}
+	}
+	switch {
+	case len(matched) > 1:
+		return fmt.Sprintf("pod %s/%s is covered by %d PodDisruptionBudgets, so it cannot be evicted", p.Namespace, p.Name, len(matched))
+	case len(matched) == 1 && matched[0].Status.DisruptionsAllowed <= 0:
+		return fmt.Sprintf("PodDisruptionBudget %s/%s allows no disruption of pod %s", matched[0].Namespace, matched[0].Name, p.Name)
+	}
+	return ""
+}

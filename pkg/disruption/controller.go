@@ -1,0 +1,249 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/provision"
+)
+
+// Gate is the provisioner's side of a disruption: it keeps the scheduler from reserving pods onto
+// nodes being removed, and counts the removed nodes' pods on their replacement.
+// *provision.Provisioner is one.
+type Gate interface {
+	Close(nodes []string) map[types.UID]string
+	Reopen(nodes []string)
+	Closed() []string
+	Adopt(claim string, pods []*corev1.Pod)
+	Ledger() (planned, assumed map[types.UID]string)
+}
+
+// Options are what the disruption loop reads and writes.
+type Options struct {
+	Kube        kubernetes.Interface
+	NodeClaims  *client.Typed[*karpv1.NodeClaim]
+	ClaimLister client.Lister[*karpv1.NodeClaim]
+	PoolLister  client.Lister[*karpv1.NodePool]
+	Nodes       corelisters.NodeLister
+	Pods        corelisters.PodLister
+	PDBs        policylisters.PodDisruptionBudgetLister
+	DaemonSets  appslisters.DaemonSetLister
+	Cloud       cloud.CloudProvider
+	Gate        Gate
+	// Planner is a planner of the disruption loop's own: planners are not safe for concurrent
+	// use, and the provisioner's plans at the same time.
+	Planner  Planner
+	Recorder events.EventRecorder
+	Clock    clock.WithTicker
+	// ValidationPeriod is the wait between deciding on emptiness or consolidation and the
+	// re-check before acting; PollInterval how often the loop looks for work.
+	ValidationPeriod time.Duration
+	PollInterval     time.Duration
+	// SpotToSpotMin is the fewest cheaper instance types a spot node must have to be replaced by
+	// single-node consolidation (see cheaper).
+	SpotToSpotMin int
+	// ReplacementTimeout bounds the wait for replacements to initialize; past it the command is
+	// abandoned and its nodes kept.
+	ReplacementTimeout time.Duration
+}
+
+// singleNodeTimeout bounds single-node consolidation within one pass, as Karpenter's 3 minutes.
+const singleNodeTimeout = 3 * time.Minute
+
+// Controller is the disruption loop: one command at a time, decided, validated and carried out.
+type Controller struct {
+	opts    Options
+	trigger chan struct{}
+}
+
+// New returns a Controller; it acts once Run is called.
+func New(opts Options) *Controller {
+	if opts.ReplacementTimeout == 0 {
+		opts.ReplacementTimeout = 10 * time.Minute
+	}
+	return &Controller{opts: opts, trigger: make(chan struct{}, 1)}
+}
+
+// Trigger asks for a pass soon, e.g. after a NodeClaim became Consolidatable.
+func (c *Controller) Trigger() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run makes passes until ctx ends: after each command at once (there may be more to do), else
+// on a trigger or every PollInterval.
+func (c *Controller) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("disruption")
+	ctx = klog.NewContext(ctx, logger)
+	for {
+		acted, err := c.pass(ctx)
+		if err != nil {
+			logger.Error(err, "Disruption pass failed")
+		}
+		if acted && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.trigger:
+		case <-c.opts.Clock.After(c.opts.PollInterval):
+		}
+	}
+}
+
+// pass decides on one command and carries it out; it reports whether it did.
+func (c *Controller) pass(ctx context.Context) (bool, error) {
+	s, err := c.readState(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.reopenVanished(s)
+	cmd := c.decide(ctx, s)
+	if cmd == nil {
+		return false, nil
+	}
+	return c.execute(ctx, cmd)
+}
+
+// decide runs the methods on s and publishes the eligibility and budget metrics.
+func (c *Controller) decide(ctx context.Context, s *State) *Command {
+	closed := setOf(c.opts.Gate.Closed())
+	cmd, report := Decide(ctx, s, c.opts.Planner, closed, DecideOptions{SpotToSpotMin: c.opts.SpotToSpotMin,
+		Deadline: c.opts.Clock.Now().Add(singleNodeTimeout), Now: c.opts.Clock.Now})
+	for _, err := range report.BudgetErrors {
+		klog.FromContext(ctx).Error(err, "Disruption budget cannot be read; it allows no disruption")
+	}
+	for reason, n := range report.Eligible {
+		metrics.DisruptionEligibleNodes.WithLabelValues(string(reason)).Set(float64(n))
+	}
+	for key, n := range report.Allowed {
+		metrics.DisruptionAllowed.WithLabelValues(key.pool, string(key.reason)).Set(float64(n))
+	}
+	return cmd
+}
+
+// DecideOptions tune Decide.
+type DecideOptions struct {
+	SpotToSpotMin int
+	// Deadline stops single-node consolidation from starting another simulation.
+	Deadline time.Time
+	Now      func() time.Time
+}
+
+// Report is what a pass saw: nodes eligible per reason, and the disruptions each pool's budgets
+// allow now per reason.
+type Report struct {
+	Eligible     map[karpv1.DisruptionReason]int
+	Allowed      map[poolReason]int
+	BudgetErrors []error
+}
+
+type poolReason struct {
+	pool   string
+	reason karpv1.DisruptionReason
+}
+
+// Decide is one full pass of the methods over s, without acting: the first command any method
+// finds, or nil. closed are nodes already being removed.
+func Decide(ctx context.Context, s *State, pl Planner, closed map[string]bool, opts DecideOptions) (*Command, Report) {
+	cands, _ := Candidates(s, closed)
+	b, allowed, errs := poolBudgets(s, closed)
+	report := Report{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: map[poolReason]int{}, BudgetErrors: errs}
+	for key, n := range allowed {
+		report.Allowed[key] = n
+	}
+	for _, cand := range cands {
+		switch {
+		case cand.Drifted():
+			report.Eligible[karpv1.DisruptionReasonDrifted]++
+		case cand.Consolidatable() && len(cand.Pods) == 0:
+			report.Eligible[karpv1.DisruptionReasonEmpty]++
+		case cand.Consolidatable():
+			report.Eligible[karpv1.DisruptionReasonUnderutilized]++
+		}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Deadline.IsZero() {
+		opts.Deadline = opts.Now().Add(singleNodeTimeout)
+	}
+	d := &decider{state: s, planner: pl, cands: cands, budgets: b, spotMin: max(1, opts.SpotToSpotMin), deadline: opts.Deadline, now: opts.Now}
+	return d.next(ctx), report
+}
+
+// readState reads the cluster from the informers and the provisioner's ledger.
+func (c *Controller) readState(ctx context.Context) (*State, error) {
+	nodes, err := c.opts.Nodes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	pods, err := c.opts.Pods.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	pdbs, err := c.opts.PDBs.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	dss, err := c.opts.DaemonSets.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Nodes: nodes, Pods: pods, Claims: c.opts.ClaimLister.List(), PDBs: pdbs, DaemonSets: provision.DaemonSetPods(dss),
+		Pools: map[string]*karpv1.NodePool{}, TypesByPool: map[string][]*cloud.InstanceType{}, Now: c.opts.Clock.Now()}
+	s.Planned, s.Assumed = c.opts.Gate.Ledger()
+	for _, np := range c.opts.PoolLister.List() {
+		its, err := c.opts.Cloud.InstanceTypes(ctx, np)
+		if err != nil {
+			return nil, fmt.Errorf("listing instance types for NodePool %q: %w", np.Name, err)
+		}
+		s.Pools[np.Name] = np
+		s.TypesByPool[np.Name] = its
+	}
+	return s, nil
+}
+
+// reopenVanished reopens closed nodes that no longer exist: nothing can be reserved onto them.
+func (c *Controller) reopenVanished(s *State) {
+	present := map[string]bool{}
+	for _, n := range s.Nodes {
+		present[n.Name] = true
+	}
+	var gone []string
+	for _, n := range c.opts.Gate.Closed() {
+		if !present[n] {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) > 0 {
+		c.opts.Gate.Reopen(gone)
+	}
+}
+
+func setOf(names []string) map[string]bool {
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}

@@ -1,0 +1,258 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/nodetaint"
+	"github.com/tailor-sh/tailor/pkg/provision"
+)
+
+// execute carries out a command: wait out the validation period, close the nodes to the
+// scheduler and re-check, launch the replacements, taint the nodes, wait for the replacements to
+// initialize, then delete the NodeClaims, whose termination drains the nodes through the
+// Eviction API. If a replacement fails the nodes are untainted, reopened and kept. It reports
+// whether the nodes are on their way out.
+func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
+	logger := klog.FromContext(ctx).WithValues("method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.Nodes())
+	logger.V(1).Info("Disruption decided; validating", "decision", cmd.Decision(), "savingsPerHour", cmd.Savings)
+	if cmd.Reason != karpv1.DisruptionReasonDrifted && c.opts.ValidationPeriod > 0 {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-c.opts.Clock.After(c.opts.ValidationPeriod):
+		}
+	}
+	nodes := cmd.Nodes()
+	// From here on the scheduler cannot reserve a pod onto these nodes; the state read next sees
+	// every pod that it reserved before.
+	c.opts.Gate.Close(nodes)
+	keep := true
+	defer func() {
+		if keep {
+			c.opts.Gate.Reopen(nodes)
+		}
+	}()
+	s, err := c.readState(ctx)
+	if err != nil {
+		return false, err
+	}
+	fresh, why := c.validate(ctx, s, cmd)
+	if fresh == nil {
+		metrics.DisruptionValidationFailures.WithLabelValues(string(cmd.Reason)).Inc()
+		logger.Info("Disruption abandoned: the re-check disagreed", "why", why)
+		return false, nil
+	}
+	cmd = fresh
+	logger.Info(cmd.String(), "decision", cmd.Decision())
+	created, err := c.launch(ctx, cmd)
+	if err != nil {
+		return false, err
+	}
+	if err := c.mark(ctx, cmd, true); err != nil {
+		c.unmark(ctx, cmd)
+		return false, err
+	}
+	if err := c.waitInitialized(ctx, created); err != nil {
+		logger.Info("Replacement failed; keeping the nodes", "err", err.Error())
+		c.unmark(ctx, cmd)
+		for _, cand := range cmd.Candidates {
+			c.event(cand, corev1.EventTypeWarning, "DisruptionFailed", fmt.Sprintf("Keeping the node: %v", err))
+		}
+		return false, nil
+	}
+	keep = false // the nodes stay closed until they are gone (reopenVanished)
+	for _, cand := range cmd.Candidates {
+		c.event(cand, corev1.EventTypeNormal, "Disrupting", cmd.String())
+		if err := c.opts.NodeClaims.Delete(ctx, cand.Claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return true, fmt.Errorf("deleting NodeClaim %s: %w", cand.Claim.Name, err)
+		}
+		metrics.DisruptionDecisions.WithLabelValues(cmd.Decision(), string(cmd.Reason), cand.Pool.Name).Inc()
+	}
+	metrics.DisruptionSavings.WithLabelValues(string(cmd.Reason)).Add(max(0, cmd.Savings))
+	return true, nil
+}
+
+// validate re-derives the command from the state as it is now, with its nodes closed: each must
+// still be a candidate for the same reason, the budgets must still allow it, and the simulation
+// must still agree (the replacement is the one planned now, not the one planned before).
+func (c *Controller) validate(ctx context.Context, s *State, cmd *Command) (*Command, string) {
+	mine := setOf(cmd.Nodes())
+	others := map[string]bool{}
+	for _, n := range c.opts.Gate.Closed() {
+		if !mine[n] {
+			others[n] = true
+		}
+	}
+	cands, blocked := Candidates(s, others)
+	byNode := map[string]*Candidate{}
+	for _, cand := range cands {
+		byNode[cand.Node.Name] = cand
+	}
+	var now []*Candidate
+	for _, old := range cmd.Candidates {
+		cand := byNode[old.Node.Name]
+		if cand == nil {
+			return nil, fmt.Sprintf("node %s is no longer a candidate: %s", old.Node.Name, blocked[old.Node.Name])
+		}
+		if cmd.Reason == karpv1.DisruptionReasonDrifted && !cand.Drifted() {
+			return nil, fmt.Sprintf("node %s is no longer drifted", cand.Node.Name)
+		}
+		if cmd.Reason != karpv1.DisruptionReasonDrifted && !cand.Consolidatable() {
+			return nil, fmt.Sprintf("node %s is no longer consolidatable: its pods changed", cand.Node.Name)
+		}
+		if cmd.Reason == karpv1.DisruptionReasonEmpty && len(cand.Pods) > 0 {
+			return nil, fmt.Sprintf("node %s is no longer empty", cand.Node.Name)
+		}
+		now = append(now, cand)
+	}
+	b, _, _ := poolBudgets(s, others)
+	per := map[string]int{}
+	for _, cand := range now {
+		per[cand.Pool.Name]++
+	}
+	for pool, n := range per {
+		// The command's own nodes are left out of the closed nodes counted, as they were when
+		// it was decided.
+		if left := b.left(pool, cmd.Reason); left < n {
+			return nil, fmt.Sprintf("NodePool %s's budget allows %d disruptions for %s now, the command needs %d", pool, left, cmd.Reason, n)
+		}
+	}
+	switch cmd.Reason {
+	case karpv1.DisruptionReasonEmpty:
+		return &Command{Reason: cmd.Reason, Method: cmd.Method, Candidates: now, Savings: priceOf(now)}, ""
+	case karpv1.DisruptionReasonDrifted:
+		out := simulate(ctx, c.opts.Planner, s, now)
+		if !out.OK() {
+			return nil, out.Unplaceable
+		}
+		return &Command{Reason: cmd.Reason, Method: cmd.Method, Candidates: now, Replacements: out.Replacements,
+			Savings: priceOf(now) - replacementPrice(out.Replacements)}, ""
+	}
+	d := &decider{state: s, planner: c.opts.Planner, spotMin: max(1, c.opts.SpotToSpotMin)}
+	spot := len(now) == 1 && now[0].CapacityType() == karpv1.CapacityTypeSpot
+	fresh := d.consolidate(ctx, now, cmd.Method, spot)
+	if fresh == nil {
+		return nil, "the pods no longer fit elsewhere, or no cheaper replacement holds them"
+	}
+	return fresh, ""
+}
+
+// launch creates the replacement NodeClaims and tells the provisioner which pods they are for.
+func (c *Controller) launch(ctx context.Context, cmd *Command) ([]string, error) {
+	var names []string
+	for _, r := range cmd.Replacements {
+		claim, err := c.opts.NodeClaims.Create(ctx, provision.NewNodeClaim(r))
+		if err != nil {
+			return names, fmt.Errorf("creating the replacement NodeClaim in NodePool %s: %w", r.NodePool.Name, err)
+		}
+		metrics.NodeClaimsCreated.WithLabelValues(r.NodePool.Name, "disruption").Inc()
+		c.opts.Gate.Adopt(claim.Name, r.Pods)
+		names = append(names, claim.Name)
+		klog.FromContext(ctx).Info("Launching replacement", "nodeClaim", claim.Name, "nodePool", r.NodePool.Name,
+			"cheapest", r.Options[0].InstanceType.Name, "pricePerHour", r.Options[0].Offering.PricePerHour, "pods", len(r.Pods))
+	}
+	return names, nil
+}
+
+// waitInitialized waits until every replacement is Initialized; it fails when one is deleted
+// (its launch failed) or the timeout passes.
+func (c *Controller) waitInitialized(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	var failed error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, c.opts.ReplacementTimeout, true, func(context.Context) (bool, error) {
+		for _, name := range names {
+			claim, ok := c.opts.ClaimLister.Get(name)
+			if !ok || claim.DeletionTimestamp != nil {
+				failed = fmt.Errorf("replacement NodeClaim %s went away before it initialized", name)
+				return false, failed
+			}
+			if !claim.IsTrue(karpv1.ConditionTypeInitialized) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if failed != nil {
+		return failed
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("replacement NodeClaims %v did not initialize within %s", names, c.opts.ReplacementTimeout)
+	}
+	return err
+}
+
+// mark records the reason on each claim and taints each node, waiting until the informers show
+// the taint: the provisioner then counts the nodes' pods on their replacements.
+func (c *Controller) mark(ctx context.Context, cmd *Command, on bool) error {
+	for _, cand := range cmd.Candidates {
+		if err := c.setReason(ctx, cand.Claim.Name, cmd, on); err != nil {
+			return fmt.Errorf("recording the disruption reason of NodeClaim %s: %w", cand.Claim.Name, err)
+		}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := c.opts.Kube.CoreV1().Nodes().Get(ctx, cand.Node.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = nodetaint.SetDisrupted(ctx, c.opts.Kube, node, on)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("setting %s on node %s to %v: %w", karpv1.DisruptedTaintKey, cand.Node.Name, on, err)
+		}
+		nodetaint.WaitVisible(ctx, c.opts.Nodes, cand.Node.Name, on)
+	}
+	return nil
+}
+
+// unmark undoes mark, logging what it could not undo: the next pass sees any node left tainted
+// as disrupting, and its claim as not a candidate, until a person looks.
+func (c *Controller) unmark(ctx context.Context, cmd *Command) {
+	if err := c.mark(ctx, cmd, false); err != nil {
+		klog.FromContext(ctx).Error(err, "Could not undo an abandoned disruption")
+	}
+}
+
+func (c *Controller) setReason(ctx context.Context, name string, cmd *Command, on bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		claim, err := c.opts.NodeClaims.Get(ctx, name)
+		if err != nil {
+			return err
+		}
+		changed := false
+		if on {
+			changed = claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, string(cmd.Reason), cmd.String(), c.opts.Clock.Now())
+		} else {
+			changed = claim.ClearCondition(karpv1.ConditionTypeDisruptionReason)
+		}
+		if !changed {
+			return nil
+		}
+		_, err = c.opts.NodeClaims.UpdateStatus(ctx, claim)
+		return err
+	})
+}
+
+func (c *Controller) event(cand *Candidate, kind, reason, msg string) {
+	if c.opts.Recorder == nil {
+		return
+	}
+	for _, obj := range []runtime.Object{cand.Node, client.ForEvents(cand.Claim)} {
+		c.opts.Recorder.Eventf(obj, nil, kind, reason, "Disrupt", "%s", msg)
+	}
+}

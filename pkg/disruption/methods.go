@@ -1,0 +1,240 @@
+package disruption
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision"
+)
+
+// maxMultiNodeCandidates bounds the candidates multi-node consolidation weighs at once, as
+// Karpenter does: the binary search over them stays a handful of simulations.
+const maxMultiNodeCandidates = 100
+
+// decider finds the next command, trying the methods in order: emptiness, drift, multi-node and
+// then single-node consolidation. It is a pure function of the state, the budgets and the
+// planner's answers.
+type decider struct {
+	state   *State
+	planner Planner
+	cands   []*Candidate
+	budgets *budgets
+	spotMin int
+	// deadline bounds single-node consolidation, which may simulate once per candidate; the
+	// next pass picks up where this one stopped mattering.
+	deadline time.Time
+	now      func() time.Time
+}
+
+// next returns the first command any method finds, or nil.
+func (d *decider) next(ctx context.Context) *Command {
+	for _, method := range []func(context.Context) *Command{d.emptiness, d.drift, d.multiNode, d.singleNode} {
+		if cmd := method(ctx); cmd != nil {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// emptiness removes every consolidatable node that has no pods to move, as many as the budgets
+// allow, in one command.
+func (d *decider) emptiness(context.Context) *Command {
+	cmd := &Command{Reason: karpv1.DisruptionReasonEmpty, Method: "emptiness"}
+	taken := map[string]int{}
+	for _, c := range d.cands {
+		if len(c.Pods) > 0 || !c.Consolidatable() {
+			continue
+		}
+		if taken[c.Pool.Name] >= d.budgets.left(c.Pool.Name, cmd.Reason) {
+			continue
+		}
+		taken[c.Pool.Name]++
+		cmd.Candidates = append(cmd.Candidates, c)
+		cmd.Savings += c.Price
+	}
+	if len(cmd.Candidates) == 0 {
+		return nil
+	}
+	return cmd
+}
+
+// drift replaces one drifted node: empty ones first, then the one drifted longest.
+func (d *decider) drift(ctx context.Context) *Command {
+	var drifted []*Candidate
+	for _, c := range d.cands {
+		if c.Drifted() {
+			drifted = append(drifted, c)
+		}
+	}
+	sort.SliceStable(drifted, func(i, j int) bool {
+		a, b := drifted[i], drifted[j]
+		if (len(a.Pods) == 0) != (len(b.Pods) == 0) {
+			return len(a.Pods) == 0
+		}
+		ta := a.Claim.GetCondition(karpv1.ConditionTypeDrifted).LastTransitionTime
+		tb := b.Claim.GetCondition(karpv1.ConditionTypeDrifted).LastTransitionTime
+		return ta.Before(&tb)
+	})
+	for _, c := range drifted {
+		if d.budgets.left(c.Pool.Name, karpv1.DisruptionReasonDrifted) < 1 {
+			continue
+		}
+		out := simulate(ctx, d.planner, d.state, []*Candidate{c})
+		if !out.OK() {
+			continue
+		}
+		return &Command{Reason: karpv1.DisruptionReasonDrifted, Method: "drift", Candidates: []*Candidate{c},
+			Replacements: out.Replacements, Savings: c.Price - replacementPrice(out.Replacements)}
+	}
+	return nil
+}
+
+// underutilized returns the candidates consolidation may weigh, cheapest to disrupt first: the
+// fewest pods to move, then the dearest node.
+func (d *decider) underutilized() []*Candidate {
+	var out []*Candidate
+	for _, c := range d.cands {
+		if c.Consolidatable() && c.Priced && c.Pool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmpty {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if len(out[i].Pods) != len(out[j].Pods) {
+			return len(out[i].Pods) < len(out[j].Pods)
+		}
+		return out[i].Price > out[j].Price
+	})
+	return out
+}
+
+// multiNode replaces as many nodes as it can with at most one cheaper node, or none: a binary
+// search for the longest prefix of the candidates (within the budgets) that can go.
+func (d *decider) multiNode(ctx context.Context) *Command {
+	var cands []*Candidate
+	taken := map[string]int{}
+	for _, c := range d.underutilized() {
+		if taken[c.Pool.Name] >= d.budgets.left(c.Pool.Name, karpv1.DisruptionReasonUnderutilized) {
+			continue
+		}
+		taken[c.Pool.Name]++
+		cands = append(cands, c)
+		if len(cands) == maxMultiNodeCandidates {
+			break
+		}
+	}
+	var best *Command
+	lo, hi := 2, len(cands)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if cmd := d.consolidate(ctx, cands[:mid], "multi-node consolidation", false); cmd != nil {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}
+
+// singleNode deletes one node, or replaces it with one cheaper node.
+func (d *decider) singleNode(ctx context.Context) *Command {
+	for _, c := range d.underutilized() {
+		if d.now().After(d.deadline) {
+			return nil
+		}
+		if d.budgets.left(c.Pool.Name, karpv1.DisruptionReasonUnderutilized) < 1 {
+			continue
+		}
+		spot := c.CapacityType() == karpv1.CapacityTypeSpot
+		if cmd := d.consolidate(ctx, []*Candidate{c}, "single-node consolidation", spot); cmd != nil {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// consolidate returns the command that removes cands, if their pods fit on the other nodes plus
+// at most one new node that costs less than they do together.
+func (d *decider) consolidate(ctx context.Context, cands []*Candidate, method string, spot bool) *Command {
+	out := simulate(ctx, d.planner, d.state, cands)
+	if !out.OK() || len(out.Replacements) > 1 {
+		return nil
+	}
+	price := priceOf(cands)
+	cmd := &Command{Reason: karpv1.DisruptionReasonUnderutilized, Method: method, Candidates: cands, Savings: price}
+	if len(out.Replacements) == 1 {
+		r, ok := cheaper(out.Replacements[0], price, spot, d.spotMin)
+		if !ok {
+			return nil
+		}
+		cmd.Replacements = []*provision.PlannedClaim{r}
+		cmd.Savings = price - replacementPrice(cmd.Replacements)
+	}
+	return cmd
+}
+
+// budgets are the disruptions each pool may still start, by reason.
+type budgets struct {
+	byPool map[string]map[karpv1.DisruptionReason]int
+}
+
+func (b *budgets) left(pool string, reason karpv1.DisruptionReason) int {
+	return b.byPool[pool][reason]
+}
+
+// poolBudgets works out, for each pool and reason, how many more nodes may start disrupting: what
+// the budgets allow for the pool's size, less the nodes already disrupting (leaving, or closed by
+// a command in progress). Errors name the budget that could not be read; it allows nothing.
+func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int, []error) {
+	total := map[string]int{}
+	disrupting := map[string]int{}
+	claimByProvider := map[string]*karpv1.NodeClaim{}
+	for _, c := range s.Claims {
+		if c.Status.ProviderID != "" {
+			claimByProvider[c.Status.ProviderID] = c
+		}
+	}
+	for _, n := range s.Nodes {
+		claim, ok := claimByProvider[n.Spec.ProviderID]
+		if !ok || n.Spec.ProviderID == "" {
+			continue
+		}
+		pool := claim.Labels[karpv1.NodePoolLabelKey]
+		if claim.IsTrue(karpv1.ConditionTypeInstanceTerminating) {
+			continue
+		}
+		if claim.IsTrue(karpv1.ConditionTypeInitialized) || provision.IsLeaving(n, claim) {
+			total[pool]++
+		}
+		if closed[n.Name] || provision.IsLeaving(n, claim) || !nodeReady(n) {
+			disrupting[pool]++
+		}
+	}
+	b := &budgets{byPool: map[string]map[karpv1.DisruptionReason]int{}}
+	var errs []error
+	allowedNow := map[poolReason]int{}
+	for name, pool := range s.Pools {
+		b.byPool[name] = map[karpv1.DisruptionReason]int{}
+		for _, reason := range karpv1.WellKnownDisruptionReasons {
+			allowed, err := Allowed(pool, reason, total[name], s.Now)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			b.byPool[name][reason] = max(0, allowed-disrupting[name])
+			allowedNow[poolReason{name, reason}] = max(0, allowed-disrupting[name])
+		}
+	}
+	return b, allowedNow, errs
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

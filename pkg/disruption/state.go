@@ -1,0 +1,101 @@
+package disruption
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision"
+)
+
+// State is the cluster one disruption pass decides from: what the informers show, plus the part
+// of the scheduler's view they do not show yet (pods assumed onto nodes, pods planned onto
+// capacity in flight). Methods and simulations are functions of it.
+type State struct {
+	Nodes  []*corev1.Node
+	Pods   []*corev1.Pod
+	Claims []*karpv1.NodeClaim
+	// Pools are the NodePools by name; TypesByPool their instance types.
+	Pools       map[string]*karpv1.NodePool
+	TypesByPool map[string][]*cloud.InstanceType
+	PDBs        []*policyv1.PodDisruptionBudget
+	// DaemonSets are the pods DaemonSets would run on a new node.
+	DaemonSets []*corev1.Pod
+	// Planned and Assumed are the provisioner's ledger (see provision.Cluster).
+	Planned, Assumed map[types.UID]string
+	Now              time.Time
+}
+
+// cluster is the state as the provisioner's planner reads it.
+func (s *State) cluster() *provision.Cluster {
+	return &provision.Cluster{Nodes: s.Nodes, Pods: s.Pods, Claims: s.Claims, Planned: s.Planned, Assumed: s.Assumed}
+}
+
+// pools returns the NodePools the planner may launch replacements from, in its order, with what
+// each already uses counted against its limits.
+func (s *State) pools() []provision.Pool {
+	usage := provision.PoolUsage(s.Claims, s.TypesByPool)
+	var out []provision.Pool
+	for name, np := range s.Pools {
+		if np.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, provision.Pool{NodePool: np, InstanceTypes: s.TypesByPool[name], Used: usage[name]})
+	}
+	provision.SortPools(out)
+	return out
+}
+
+// podsByNode returns the pods that will run on each node: bound there, or assumed there by the
+// scheduler and not yet bound.
+func (s *State) podsByNode() map[string][]*corev1.Pod {
+	out := map[string][]*corev1.Pod{}
+	for _, p := range s.Pods {
+		switch {
+		case p.Spec.NodeName != "":
+			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+		case s.Assumed[p.UID] != "":
+			n := s.Assumed[p.UID]
+			bound := p.DeepCopy()
+			bound.Spec.NodeName = n
+			out[n] = append(out[n], bound)
+		}
+	}
+	return out
+}
+
+// nominated returns the nodes that unbound pods are nominated to: the scheduler keeps room there
+// for them (after a preemption, or for capacity Tailor launched), so the node must stay.
+func (s *State) nominated() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range s.Pods {
+		if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" && p.DeletionTimestamp == nil {
+			out[p.Status.NominatedNodeName] = true
+		}
+	}
+	return out
+}
+
+// price returns the hourly price of the offering a node runs as, and false when the catalog no
+// longer lists it.
+func (s *State) price(pool string, node *corev1.Node) (*cloud.InstanceType, float64, bool) {
+	name := node.Labels[corev1.LabelInstanceTypeStable]
+	zone := node.Labels[corev1.LabelTopologyZone]
+	ct := node.Labels[karpv1.CapacityTypeLabelKey]
+	for _, it := range s.TypesByPool[pool] {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == zone && o.CapacityType == ct {
+				return it, o.PricePerHour, true
+			}
+		}
+		return it, 0, false
+	}
+	return nil, 0, false
+}

@@ -1,0 +1,104 @@
+package operator
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/cache"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/disruption"
+	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
+	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// voluntary are the disruption loop and the controller that tells it which nodes have been
+// quiet for their consolidateAfter.
+type voluntary struct {
+	consolidatable *disruption.Consolidatable
+	loop           *disruption.Controller
+	opts           disruption.Options
+}
+
+// attachDisruption builds the disruption loop; call it from Attach, after the provisioner. Its
+// planner is built in Start, once the profile is known.
+func (o *Operator) attachDisruption(h fwk.Handle, clients *client.Set) error {
+	v := &o.voluntary
+	factory := h.SharedInformerFactory()
+	claimLister := client.Lister[*karpv1.NodeClaim]{Store: o.claimInform.GetStore()}
+	poolLister := client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()}
+	v.opts = disruption.Options{
+		Kube:             h.ClientSet(),
+		NodeClaims:       clients.NodeClaims,
+		ClaimLister:      claimLister,
+		PoolLister:       poolLister,
+		Nodes:            factory.Core().V1().Nodes().Lister(),
+		Pods:             factory.Core().V1().Pods().Lister(),
+		PDBs:             factory.Policy().V1().PodDisruptionBudgets().Lister(),
+		DaemonSets:       factory.Apps().V1().DaemonSets().Lister(),
+		Cloud:            o.cloud,
+		Gate:             o.provisioner,
+		Recorder:         h.EventRecorder(),
+		Clock:            o.clock,
+		ValidationPeriod: o.args.ConsolidationValidationPeriod.Duration,
+		PollInterval:     o.args.DisruptionPollInterval.Duration,
+		SpotToSpotMin:    int(*o.args.SpotToSpotMinInstanceTypes),
+	}
+	var err error
+	v.consolidatable, err = disruption.NewConsolidatable(disruption.ConsolidatableOptions{
+		NodeClaims:  clients.NodeClaims,
+		ClaimLister: claimLister,
+		PoolLister:  poolLister,
+		ClaimInform: o.claimInform,
+		PodInform:   factory.Core().V1().Pods().Informer(),
+		Clock:       o.clock,
+		Changed:     func() { o.triggerDisruption() },
+	})
+	if err != nil {
+		return err
+	}
+	_, err = o.poolInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			if np, ok := obj.(*karpv1.NodePool); ok {
+				v.consolidatable.PoolChanged(np.Name)
+			}
+		},
+	})
+	return err
+}
+
+func (o *Operator) triggerDisruption() {
+	o.mu.Lock()
+	loop := o.voluntary.loop
+	o.mu.Unlock()
+	if loop != nil {
+		loop.Trigger()
+	}
+}
+
+// buildDisruption builds the loop on a simulator of its own (planners are not safe for concurrent
+// use) from the same profile, so it asks the same Filter plugins as the scheduler. Call it before
+// the informer factory starts, since the simulator's plugins register informers.
+func (o *Operator) buildDisruption(ctx context.Context, h fwk.Handle, profile *config.KubeSchedulerProfile, parallelism int) error {
+	sim, err := simulation.New(ctx, profile, simulation.DepsFromHandle(h, parallelism), tailor.Name)
+	if err != nil {
+		return err
+	}
+	opts := o.voluntary.opts
+	opts.Planner = provision.NewPlanner(sim)
+	loop := disruption.New(opts)
+	o.mu.Lock()
+	o.voluntary.loop = loop
+	o.mu.Unlock()
+	return nil
+}
+
+// runDisruption runs the loop and its controller until ctx ends; call it once the informers
+// have synced.
+func (o *Operator) runDisruption(ctx context.Context) {
+	go o.voluntary.consolidatable.Run(ctx)
+	go o.voluntary.loop.Run(ctx)
+}

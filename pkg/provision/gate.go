@@ -1,0 +1,69 @@
+package provision
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Close stops Reserve from booking pods onto nodes, and returns the pods the scheduler had
+// already reserved onto them and not yet bound. Under one lock: every Reserve on those nodes
+// either happened before Close, and its pod is in the result (or, once bound, in the informers),
+// or happens after, and is refused. So a caller that decides from the result and the informers
+// has seen every pod that will ever run there, which is what lets the disruption loop remove a
+// node without stranding a pod the scheduler placed in the same instant.
+func (p *Provisioner) Close(nodes []string) map[types.UID]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[types.UID]string{}
+	for _, n := range nodes {
+		p.closed[n] = true
+	}
+	for uid, node := range p.assumed {
+		if p.closed[node] {
+			out[uid] = node
+		}
+	}
+	return out
+}
+
+// Reopen undoes Close, e.g. when a disruption is abandoned or the node is gone.
+func (p *Provisioner) Reopen(nodes []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range nodes {
+		delete(p.closed, n)
+	}
+}
+
+// Closed returns the nodes Close closed and nothing reopened.
+func (p *Provisioner) Closed() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.closed))
+	for n := range p.closed {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Adopt records that a NodeClaim someone else created (the disruption loop's replacement) is
+// meant for pods, exactly as if a plan had put them there: once their node is tainted, the
+// provisioner counts them on that claim instead of planning capacity for them a second time.
+func (p *Provisioner) Adopt(claim string, pods []*corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pod := range pods {
+		p.planned[pod.UID] = claim
+	}
+}
+
+// Ledger returns copies of the pods planned onto NodeClaims in flight and of the pods the
+// scheduler has reserved onto a node but not yet bound: the part of the scheduler's view that the
+// informers do not show yet.
+func (p *Provisioner) Ledger() (planned, assumed map[types.UID]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.planned), maps.Clone(p.assumed)
+}

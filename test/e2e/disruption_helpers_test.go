@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/nodetaint"
+	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// consolidatingPool is a NodePool over the fake catalog that consolidates at once, with budgets.
+func consolidatingPool(name string, budgets ...karpv1.Budget) *karpv1.NodePool {
+	np := nodePool(name)
+	np.Spec.Disruption.ConsolidateAfter = karpv1.NewNillableDuration(0)
+	np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	np.Spec.Disruption.Budgets = budgets
+	return np
+}
+
+// sampler checks an invariant every few milliseconds in the background until stopped, and keeps
+// the first violation it saw.
+type sampler struct {
+	stop    chan struct{}
+	done    chan struct{}
+	mu      sync.Mutex
+	samples int
+	failure string
+}
+
+func (e *env) sample(every time.Duration, check func() string) *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-e.ctx.Done():
+				return
+			case <-t.C:
+			}
+			why := check()
+			s.mu.Lock()
+			s.samples++
+			if why != "" && s.failure == "" {
+				s.failure = why
+			}
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+// Stop ends the sampling and fails the test if the invariant ever broke.
+func (s *sampler) Stop(e *env, what string) {
+	e.t.Helper()
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure != "" {
+		e.t.Fatalf("%s broke: %s", what, s.failure)
+	}
+	e.t.Logf("%s held over %d samples", what, s.samples)
+}
+
+// disrupting counts the pool's nodes that are being disrupted: tainted karpenter.sh/disrupted or
+// whose NodeClaim is being deleted.
+func (e *env) disrupting(pool string) (int, string) {
+	nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{LabelSelector: karpv1.NodePoolLabelKey + "=" + pool})
+	if err != nil {
+		return 0, ""
+	}
+	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, ""
+	}
+	deleting := map[string]bool{}
+	for _, c := range claims {
+		if c.DeletionTimestamp != nil && c.Status.ProviderID != "" {
+			deleting[c.Status.ProviderID] = true
+		}
+	}
+	n, names := 0, ""
+	for _, node := range nodes.Items {
+		if nodetaint.IsDisrupted(&node) || deleting[node.Spec.ProviderID] || node.DeletionTimestamp != nil {
+			n++
+			names += " " + node.Name
+		}
+	}
+	return n, names
+}
+
+// readyPods counts the pods with the selector that are Running, Ready and not being deleted.
+func (e *env) readyPods(selector string) int {
+	list, err := e.cluster.Kube.CoreV1().Pods("").List(e.ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// fleetPrice is the hourly price of the pool's nodes that are not being disrupted, from the
+// cloud's catalog, and how many there are.
+func (e *env) fleetPrice(pool string) (float64, int) {
+	e.t.Helper()
+	np, err := e.cluster.Tailor.NodePools.Get(e.ctx, pool)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	its, err := e.cloud.InstanceTypes(e.ctx, np)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{LabelSelector: karpv1.NodePoolLabelKey + "=" + pool})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	total, count := 0.0, 0
+	for _, n := range nodes.Items {
+		for _, it := range its {
+			if it.Name != n.Labels[corev1.LabelInstanceTypeStable] {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if o.Zone == n.Labels[corev1.LabelTopologyZone] && o.CapacityType == n.Labels[karpv1.CapacityTypeLabelKey] {
+					total += o.PricePerHour
+				}
+			}
+		}
+		count++
+	}
+	return total, count
+}
+
+// scratchPrice is what the planner would launch for the pods of the selector if there were no
+// nodes at all: the cheapest packing it knows.
+func (e *env) scratchPrice(pool, selector string) float64 {
+	e.t.Helper()
+	np, err := e.cluster.Tailor.NodePools.Get(e.ctx, pool)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	its, err := e.cloud.InstanceTypes(e.ctx, np)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	list, err := e.cluster.Kube.CoreV1().Pods("").List(e.ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var pending []*corev1.Pod
+	for i := range list.Items {
+		p := list.Items[i].DeepCopy()
+		p.Spec.NodeName = ""
+		pending = append(pending, p)
+	}
+	sim, err := simulation.NewOffline(e.ctx, "tailor")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	plan := provision.NewPlanner(sim).Plan(e.ctx, provision.Input{Pending: pending, Pools: []provision.Pool{{NodePool: np, InstanceTypes: its}}})
+	if len(plan.Unplaceable) > 0 {
+		e.t.Fatalf("the planner cannot place %d pods from scratch", len(plan.Unplaceable))
+	}
+	total := 0.0
+	for _, c := range plan.Claims {
+		total += c.Options[0].Offering.PricePerHour
+	}
+	return total
+}
+
+// pinnedPod is a bare pod that may only run on node.
+func pinnedPod(name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "pinned"}},
+		Spec: func() corev1.PodSpec {
+			s := podSpec("10m", "16Mi")
+			s.NodeSelector = map[string]string{corev1.LabelHostname: node}
+			s.TerminationGracePeriodSeconds = ptr.To[int64](0)
+			return s
+		}(),
+	}
+}
+
+func describeNodes(e *env, pool string) string {
+	nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{LabelSelector: karpv1.NodePoolLabelKey + "=" + pool})
+	if err != nil {
+		return err.Error()
+	}
+	out := ""
+	for _, n := range nodes.Items {
+		out += fmt.Sprintf(" %s(%s)", n.Name, n.Labels[corev1.LabelInstanceTypeStable])
+	}
+	return out
+}
