@@ -31,7 +31,7 @@ type Gate interface {
 	Reopen(nodes []string)
 	Closed() []string
 	Adopt(claim string, pods []*corev1.Pod)
-	Ledger() (planned, assumed map[types.UID]string)
+	Ledger() provision.Ledger
 }
 
 // Options are what the disruption loop reads and writes.
@@ -211,7 +211,8 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	}
 	s := &State{Nodes: nodes, Pods: pods, Claims: c.opts.ClaimLister.List(), PDBs: pdbs, DaemonSets: provision.DaemonSetPods(dss),
 		Pools: map[string]*karpv1.NodePool{}, TypesByPool: map[string][]*cloud.InstanceType{}, Now: c.opts.Clock.Now()}
-	s.Planned, s.Assumed = c.opts.Gate.Ledger()
+	ledger := c.opts.Gate.Ledger()
+	s.Planned, s.Assumed, s.Awaited = ledger.Planned, ledger.Assumed, ledger.Awaited
 	for _, np := range c.opts.PoolLister.List() {
 		its, err := c.opts.Cloud.InstanceTypes(ctx, np)
 		if err != nil {

@@ -27,7 +27,10 @@ type State struct {
 	DaemonSets []*corev1.Pod
 	// Planned and Assumed are the provisioner's ledger (see provision.Cluster).
 	Planned, Assumed map[types.UID]string
-	Now              time.Time
+	// Awaited are NodeClaims that pods planned onto them are still on their way to: such a node
+	// looks empty, or emptier than it will be.
+	Awaited map[string]bool
+	Now     time.Time
 }
 
 // cluster is the state as the provisioner's planner reads it.

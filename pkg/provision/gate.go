@@ -57,13 +57,29 @@ func (p *Provisioner) Adopt(claim string, pods []*corev1.Pod) {
 	for _, pod := range pods {
 		p.planned[pod.UID] = claim
 	}
+	p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 }
 
-// Ledger returns copies of the pods planned onto NodeClaims in flight and of the pods the
-// scheduler has reserved onto a node but not yet bound: the part of the scheduler's view that the
-// informers do not show yet.
-func (p *Provisioner) Ledger() (planned, assumed map[types.UID]string) {
+// Ledger is the part of the scheduler's view that the informers do not show yet.
+type Ledger struct {
+	// Planned maps pods to the NodeClaim in flight a plan put them on.
+	Planned map[types.UID]string
+	// Assumed maps pods the scheduler has reserved onto a node, not yet bound, to that node.
+	Assumed map[types.UID]string
+	// Awaited are NodeClaims that planned pods are still on their way to (see NominationWindow).
+	Awaited map[string]bool
+}
+
+// Ledger returns a copy of the provisioner's ledger.
+func (p *Provisioner) Ledger() Ledger {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return maps.Clone(p.planned), maps.Clone(p.assumed)
+	now := p.opts.Clock.Now()
+	awaited := map[string]bool{}
+	for claim, until := range p.awaited {
+		if !now.After(until) {
+			awaited[claim] = true
+		}
+	}
+	return Ledger{Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed), Awaited: awaited}
 }

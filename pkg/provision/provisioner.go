@@ -68,7 +68,17 @@ type Provisioner struct {
 	waiters []chan error
 	// closed are nodes the disruption loop is removing: Reserve refuses them (see Close).
 	closed map[string]bool
+	// awaited maps NodeClaims that pods were planned onto to when that stops mattering: until
+	// NominationWindow after the plan, or after the claim initialized with pods still on their way
+	// (the scheduler binds them only once its backoff lets it look again). A node that is
+	// awaited looks empty, and must not be taken for empty.
+	awaited map[string]time.Time
 }
+
+// NominationWindow is how long after a plan, or after its claim initialized, a NodeClaim counts
+// as awaited by pods: longer than the scheduler's default maximum backoff (10 s), so the pods
+// have bound by then.
+const NominationWindow = 20 * time.Second
 
 // New returns a Provisioner; it plans once Run is called.
 func New(opts Options) *Provisioner {
@@ -79,6 +89,7 @@ func New(opts Options) *Provisioner {
 		planned:  map[types.UID]string{},
 		assumed:  map[types.UID]string{},
 		closed:   map[string]bool{},
+		awaited:  map[string]time.Time{},
 	}
 }
 
@@ -239,6 +250,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		for _, pod := range ps {
 			p.planned[pod.UID] = claim
 		}
+		p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 	}
 	p.mu.Unlock()
 	var errs []string
@@ -253,6 +265,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		for _, pod := range pc.Pods {
 			p.planned[pod.UID] = created.Name
 		}
+		p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
 		p.mu.Unlock()
 		logger.Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
 			"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
@@ -355,9 +368,19 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	now := p.opts.Clock.Now()
 	for uid, claim := range p.planned {
 		if !inFlight[claim] || !exists[uid] {
+			if exists[uid] && unbound[uid] {
+				// Initialized, and the pod is still on its way to it.
+				p.awaited[claim] = now.Add(NominationWindow)
+			}
 			delete(p.planned, uid)
+		}
+	}
+	for claim, until := range p.awaited {
+		if now.After(until) {
+			delete(p.awaited, claim)
 		}
 	}
 	for uid := range p.assumed {

@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/nodetaint"
+)
+
+// Changing a NodePool's requirements drifts all its nodes; under budgets [{nodes: "1"}] they are
+// replaced one at a time, each replacement running before its old node is drained.
+func TestRequirementsChangeRollsNodesOneAtATime(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	np := nodePool("default", karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: "In", Values: []string{karpv1.CapacityTypeOnDemand}})
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
+	e.createNodePool(np)
+	d := deploymentOf("web", 3, "100m", "128Mi")
+	d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := e.waitRunning("app=web", 3, 2*time.Minute)
+	old := map[string]bool{}
+	for _, p := range pods {
+		old[p.Spec.NodeName] = true
+	}
+	if len(old) != 3 {
+		t.Fatalf("want the 3 pods on 3 nodes, have %v", old)
+	}
+
+	budget := e.sample(50*time.Millisecond, func() string {
+		if n, names := e.disrupting("default"); n > 1 {
+			return fmt.Sprintf("%d nodes disrupting at once (budget 1):%s", n, names)
+		}
+		return ""
+	})
+	e.editNodePool("default", func(np *karpv1.NodePool) {
+		for i, r := range np.Spec.Template.Spec.Requirements {
+			if r.Key == karpv1.CapacityTypeLabelKey {
+				np.Spec.Template.Spec.Requirements[i].Values = []string{karpv1.CapacityTypeSpot}
+			}
+		}
+	})
+	e.waitFor("every node replaced by a spot node", 4*time.Minute, func() (bool, string) {
+		nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		left, spot := 0, 0
+		for _, n := range nodes.Items {
+			if old[n.Name] {
+				left++
+			} else if n.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot {
+				spot++
+			}
+		}
+		ready := e.readyPods("app=web")
+		return left == 0 && spot == 3 && ready == 3, fmt.Sprintf("%d old nodes left, %d spot nodes, %d ready pods", left, spot, ready)
+	})
+	budget.Stop(e, "the disruption budget")
+	if evs := e.eventsFor("Disrupting", "Node"); len(evs) < 3 {
+		t.Fatalf("want a Disrupting Event per drifted node, have %v", notes(evs))
+	}
+}
+
+// A budget window with nodes "0" blocks consolidation while it is open, and only then: moving
+// Tailor's clock past the window lets the empty node go.
+func TestBudgetWindowBlocksConsolidationInsideItOnly(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	hour := e.clock.Now().UTC().Hour()
+	e.createNodePool(consolidatingPool("default", karpv1.Budget{Nodes: "0", Schedule: ptr.To(fmt.Sprintf("0 %d * * *", hour)),
+		Duration: &metav1.Duration{Duration: 2 * time.Hour}}))
+	node := e.emptyNode("web")
+	claim := e.claimOfNode(node)
+	e.waitFor("the empty node to be Consolidatable", 30*time.Second, func() (bool, string) {
+		c, err := e.cluster.Tailor.NodeClaims.Get(e.ctx, claim.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return c.IsTrue(karpv1.ConditionTypeConsolidatable), fmt.Sprintf("%+v", c.GetCondition(karpv1.ConditionTypeConsolidatable))
+	})
+	// Several passes (the e2e poll is 1 s) inside the window: the node stays, untainted.
+	e.expectNodeKept(node.Name, 5*time.Second)
+
+	e.clock.Step(3 * time.Hour)
+	e.waitNodeGone(node.Name, time.Minute)
+}
+
+// A pod annotated karpenter.sh/do-not-disrupt keeps its node, which consolidation would otherwise
+// replace with a cheaper one; once the annotation is gone, it does.
+func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	e.createNodePool(consolidatingPool("default"))
+	// A big pod makes the node large; the small one joins it; then the big one leaves, and the
+	// node is far larger than the small pod needs.
+	big, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf("big", 1, "3", "1Gi"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := e.waitRunning("app=big", 1, 2*time.Minute)[0].Spec.NodeName
+	keep := deploymentOf("keep", 1, "100m", "128Mi")
+	keep.Spec.Template.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, keep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := e.waitRunning("app=keep", 1, time.Minute)[0]
+	if pod.Spec.NodeName != node {
+		t.Fatalf("the small pod went to %s, not beside the big one on %s", pod.Spec.NodeName, node)
+	}
+	e.scale(big, 0)
+	e.waitFor("the big pod to be gone", time.Minute, func() (bool, string) {
+		n := len(e.podNames("app=big"))
+		return n == 0, fmt.Sprintf("%d big pods", n)
+	})
+	e.expectNodeKept(node, 6*time.Second)
+
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, karpv1.DoNotDisruptAnnotationKey)
+	if _, err := e.cluster.Kube.CoreV1().Pods("default").Patch(e.ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitNodeGone(node, 2*time.Minute)
+	e.waitRunning("app=keep", 1, time.Minute)
+}
+
+// emptyNode launches a node for a one-pod Deployment, then scales it to zero, and returns the
+// now empty node.
+func (e *env) emptyNode(app string) *corev1.Node {
+	e.t.Helper()
+	d, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf(app, 1, "100m", "128Mi"), metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pod := e.waitRunning("app="+app, 1, 2*time.Minute)[0]
+	node, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.scale(d, 0)
+	e.waitFor("the pods of "+app+" to be gone", time.Minute, func() (bool, string) {
+		n := len(e.podNames("app=" + app))
+		return n == 0, fmt.Sprintf("%d pods", n)
+	})
+	return node
+}
+
+func (e *env) scale(d *appsv1.Deployment, replicas int32) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if _, err := e.cluster.Kube.AppsV1().Deployments(d.Namespace).Patch(e.ctx, d.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// expectNodeKept fails the test if the node is tainted, deleted or gone at any point within d.
+func (e *env) expectNodeKept(name string, d time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			e.t.Fatalf("node %s was removed", name)
+		}
+		if err == nil && (nodetaint.IsDisrupted(n) || n.DeletionTimestamp != nil) {
+			e.t.Fatalf("node %s is being disrupted: %v", name, n.Spec.Taints)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
