@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -80,6 +81,15 @@ func watchFleet(ctx context.Context, cluster *sandbox.Cluster) {
 		DeleteFunc: func(obj any) {
 			if n, ok := obj.(*corev1.Node); ok {
 				say("node %s deleted", n.Name)
+			}
+		},
+	})
+	// The disruption loop's decisions, with what they save, as it writes them on NodeClaims.
+	_, _ = factory.Events().V1().Events().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if ev, ok := obj.(*eventsv1.Event); ok && ev.Regarding.Kind == "NodeClaim" &&
+				(ev.Reason == "Disrupting" || ev.Reason == "DisruptionFailed") {
+				say("nodeclaim %s: %s", ev.Regarding.Name, ev.Note)
 			}
 		},
 	})

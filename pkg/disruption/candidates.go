@@ -143,8 +143,10 @@ type pdbIndex struct {
 func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) *pdbIndex {
 	idx := &pdbIndex{}
 	for _, pdb := range pdbs {
+		// As the Eviction API reads policy/v1 PDBs: an empty selector selects every pod of the
+		// namespace, a missing or invalid one none.
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || sel.Empty() {
+		if err != nil {
 			continue
 		}
 		idx.pdbs = append(idx.pdbs, pdb)

@@ -37,20 +37,28 @@ func TestCandidates(t *testing.T) {
 			setup:   func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("true")) },
 			blocked: "pod default/p1 is annotated karpenter.sh/do-not-disrupt=true"},
 		{name: "pod do-not-disrupt 10m, started 5m ago",
-			setup:   func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("10m"), startedAgo(5*time.Minute)) },
+			setup: func(c *cluster) {
+				c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("10m"), startedAgo(5*time.Minute))
+			},
 			blocked: "do-not-disrupt=10m"},
 		{name: "pod do-not-disrupt 10m, started 20m ago",
-			setup: func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("10m"), startedAgo(20*time.Minute)) },
-			pods:  1},
+			setup: func(c *cluster) {
+				c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("10m"), startedAgo(20*time.Minute))
+			},
+			pods: 1},
 		{name: "pod do-not-disrupt 10m, created 5m ago and not started",
-			setup:   func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("10m"), notStarted(5*time.Minute)) },
+			setup: func(c *cluster) {
+				c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("10m"), notStarted(5*time.Minute))
+			},
 			blocked: "do-not-disrupt=10m"},
 		{name: "pod do-not-disrupt with an invalid value is ignored",
 			setup: func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("soon")) }, pods: 1},
 		{name: "pod do-not-disrupt with a negative duration is ignored",
 			setup: func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("-10m")) }, pods: 1},
 		{name: "a finished pod's do-not-disrupt does not count",
-			setup: func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("true"), phase(corev1.PodSucceeded)) }},
+			setup: func(c *cluster) {
+				c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("true"), phase(corev1.PodSucceeded))
+			}},
 		{name: "a DaemonSet pod's do-not-disrupt counts",
 			setup:   func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", doNotDisruptPod("true"), ownedByDaemonSet()) },
 			blocked: "do-not-disrupt=true"},
@@ -110,6 +118,9 @@ func TestCandidates(t *testing.T) {
 			blocked: "nominated"},
 		{name: "a pod nominated to another node",
 			setup: func(c *cluster) { c.pod("p1", "", "100m", "128Mi", nominatedTo("n2")) }},
+		{name: "pods planned onto the node are on their way",
+			setup:   func(c *cluster) { c.Awaited = map[string]bool{"n1": true} },
+			blocked: "pods planned onto it are still on their way"},
 		{name: "an assumed pod is the node's pod",
 			setup: func(c *cluster) {
 				p := c.pod("p1", "", "100m", "128Mi")

@@ -109,11 +109,32 @@ func replacementPrice(rs []*provision.PlannedClaim) float64 {
 // and the replacement is offered the spotMin cheapest: always moving to the single cheapest spot
 // pool would chase the price into the pools most likely to be interrupted, and interruption
 // would then bring the node back up the price ladder, over and over.
+//
+// The NodeClaim lists instance types, zones and capacity types apart (provision.NewNodeClaim), so
+// the cloud may launch any combination of the kept ones: a type is kept only if none of its
+// offerings in those zones and capacity types costs as much as the nodes replaced.
 func cheaper(r *provision.PlannedClaim, than float64, spot bool, spotMin int) (*provision.PlannedClaim, bool) {
-	var kept []provision.Option
-	types := map[string]bool{}
+	var cheap []provision.Option
+	zones, capacityTypes := map[string]bool{}, map[string]bool{}
 	for _, o := range r.Options {
 		if o.Offering.PricePerHour >= than || (spot && o.Offering.CapacityType != karpv1.CapacityTypeSpot) {
+			continue
+		}
+		cheap = append(cheap, o)
+		zones[o.Offering.Zone], capacityTypes[o.Offering.CapacityType] = true, true
+	}
+	dear := map[string]bool{}
+	for _, o := range cheap {
+		for _, other := range o.InstanceType.Offerings {
+			if other.Available && zones[other.Zone] && capacityTypes[other.CapacityType] && other.PricePerHour >= than {
+				dear[o.InstanceType.Name] = true
+			}
+		}
+	}
+	var kept []provision.Option
+	types := map[string]bool{}
+	for _, o := range cheap {
+		if dear[o.InstanceType.Name] {
 			continue
 		}
 		if spot && !types[o.InstanceType.Name] && len(types) == spotMin {

@@ -93,6 +93,7 @@ func (c *Controller) Trigger() {
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("disruption")
 	ctx = klog.NewContext(ctx, logger)
+	c.recoverAbandoned(ctx)
 	for {
 		acted, err := c.pass(ctx)
 		if err != nil {

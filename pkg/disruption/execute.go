@@ -229,18 +229,15 @@ func (c *Controller) unmark(ctx context.Context, cmd *Command) {
 }
 
 func (c *Controller) setReason(ctx context.Context, name string, cmd *Command, on bool) error {
+	if !on {
+		return c.clearReason(ctx, name)
+	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		claim, err := c.opts.NodeClaims.Get(ctx, name)
 		if err != nil {
 			return err
 		}
-		changed := false
-		if on {
-			changed = claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, string(cmd.Reason), cmd.String(), c.opts.Clock.Now())
-		} else {
-			changed = claim.ClearCondition(karpv1.ConditionTypeDisruptionReason)
-		}
-		if !changed {
+		if !claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, string(cmd.Reason), cmd.String(), c.opts.Clock.Now()) {
 			return nil
 		}
 		_, err = c.opts.NodeClaims.UpdateStatus(ctx, claim)

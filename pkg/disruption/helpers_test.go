@@ -134,7 +134,6 @@ type offering struct {
 }
 
 var (
-	odLarge   = offering{"m6i.large", fake.ZoneA, karpv1.CapacityTypeOnDemand}
 	odXLarge  = offering{"m6i.xlarge", fake.ZoneA, karpv1.CapacityTypeOnDemand}
 	od2XLarge = offering{"m6i.2xlarge", fake.ZoneA, karpv1.CapacityTypeOnDemand}
 )
@@ -257,7 +256,9 @@ func podAnnotated(key, value string) podOpt {
 	return func(p *corev1.Pod) { metav1.SetMetaDataAnnotation(&p.ObjectMeta, key, value) }
 }
 
-func doNotDisruptPod(value string) podOpt { return podAnnotated(karpv1.DoNotDisruptAnnotationKey, value) }
+func doNotDisruptPod(value string) podOpt {
+	return podAnnotated(karpv1.DoNotDisruptAnnotationKey, value)
+}
 
 // startedAgo sets when the pod was created and started.
 func startedAgo(d time.Duration) podOpt {
@@ -291,7 +292,9 @@ func ownedByDaemonSet() podOpt {
 	}
 }
 
-func nominatedTo(node string) podOpt { return func(p *corev1.Pod) { p.Status.NominatedNodeName = node } }
+func nominatedTo(node string) podOpt {
+	return func(p *corev1.Pod) { p.Status.NominatedNodeName = node }
+}
 
 func toleratesDisrupted() podOpt {
 	return func(p *corev1.Pod) {

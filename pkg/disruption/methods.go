@@ -206,9 +206,11 @@ func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int
 		if claim.IsTrue(karpv1.ConditionTypeInstanceTerminating) {
 			continue
 		}
-		if claim.IsTrue(karpv1.ConditionTypeInitialized) || provision.IsLeaving(n, claim) {
-			total[pool]++
+		// Nodes still starting are not the pool's yet: they neither count nor use up the budget.
+		if !claim.IsTrue(karpv1.ConditionTypeInitialized) && !provision.IsLeaving(n, claim) {
+			continue
 		}
+		total[pool]++
 		if closed[n.Name] || provision.IsLeaving(n, claim) || !nodeReady(n) {
 			disrupting[pool]++
 		}

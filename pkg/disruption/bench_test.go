@@ -1,0 +1,114 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision"
+)
+
+const (
+	benchNodes       = 1000
+	benchPodsPerNode = 10
+)
+
+// benchCluster is 1,000 on-demand nodes of 8 vCPU and 32 GiB, four types across the three zones,
+// each holding 10 pods whose requests cycle through the sizes of Karpenter's scheduling benchmark
+// (as pkg/provision's mixedPods): 6.7 vCPU a node, about 85% of its allocatable, and 8 to 15 GiB
+// of memory. Every node is initialized and consolidatable; the pool keeps the default budget
+// (10%, so 100 nodes) and launches on demand only, so a replacement must win on the type, not by
+// turning to spot. Nothing is random: the same cluster every run.
+func benchCluster(tb testing.TB) *cluster {
+	c := newCluster(tb, newPool("default", onDemandOnly()))
+	types := []string{"m5.2xlarge", "m6i.2xlarge", "m6g.2xlarge", "m7i.2xlarge"}
+	cpus := []string{"100m", "250m", "500m", "1", "1500m"}
+	mems := []string{"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"}
+	zones := fake.Zones()
+	for i := range benchNodes {
+		node := fmt.Sprintf("node-%04d", i)
+		c.node(node, "default", offering{types[i%len(types)], zones[i%len(zones)], karpv1.CapacityTypeOnDemand})
+		for k := range benchPodsPerNode {
+			j := i*benchPodsPerNode + k
+			c.pod(fmt.Sprintf("pod-%05d", j), node, cpus[j%len(cpus)], mems[j%len(mems)])
+		}
+	}
+	return c
+}
+
+// BenchmarkDisruptionPass times one full pass of the disruption loop's decision (Decide: every
+// method in order, until one finds a command) over benchCluster, with its simulations counted.
+//
+// "decides" is the pass as it is: multi-node consolidation finds a command after a binary search.
+// "finds-nothing" is the worst pass: every simulation does its full work but is answered "no",
+// so multi-node consolidation searches all the way down and single-node consolidation then
+// simulates every candidate, until its deadline (3 minutes, as the controller sets it).
+func BenchmarkDisruptionPass(b *testing.B) {
+	ctx := context.Background()
+	c := benchCluster(b)
+	for _, bc := range []struct {
+		name    string
+		refuses bool
+	}{
+		{"decides", false},
+		{"finds-nothing", true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			pl := &countingPlanner{Planner: testPlanner(b)}
+			var planner Planner = pl
+			if bc.refuses {
+				planner = refusingPlanner{pl}
+			}
+			var cmd *Command
+			b.ResetTimer()
+			for range b.N {
+				cmd, _ = Decide(ctx, c.State, planner, nil, DecideOptions{SpotToSpotMin: 15, Deadline: time.Now().Add(singleNodeTimeout)})
+			}
+			b.StopTimer()
+			b.Logf("pass decided: %s", describe(cmd))
+			elapsed := b.Elapsed().Seconds()
+			b.ReportMetric(elapsed/float64(b.N), "s/pass")
+			b.ReportMetric(float64(pl.plans)/float64(b.N), "probes/pass")
+			if pl.plans > 0 {
+				b.ReportMetric(elapsed*1000/float64(pl.plans), "ms/probe")
+			}
+		})
+	}
+}
+
+// refusingPlanner makes the plan it is asked for, then reports a pod of it unplaceable: the
+// simulation's cost without its success.
+type refusingPlanner struct{ Planner }
+
+func (r refusingPlanner) Plan(ctx context.Context, in provision.Input) *provision.Plan {
+	plan := r.Planner.Plan(ctx, in)
+	plan.Unplaceable = append(plan.Unplaceable, provision.Unplaceable{Pod: in.Pending[0], Reasons: map[string]string{"": "the benchmark says no"}})
+	return plan
+}
+
+// BenchmarkConsolidationProbe times one simulation of removing a single node of benchCluster:
+// the unit of work single-node consolidation repeats per candidate.
+func BenchmarkConsolidationProbe(b *testing.B) {
+	ctx := context.Background()
+	c := benchCluster(b)
+	pl := testPlanner(b)
+	cands, _ := Candidates(c.State, nil)
+	if len(cands) != benchNodes {
+		b.Fatalf("%d candidates, want %d", len(cands), benchNodes)
+	}
+	removed := []*Candidate{cands[len(cands)/2]}
+	// One probe outside the timer, so that a single timed one (-benchtime 1x) is not the first.
+	out := simulate(ctx, pl, c.State, removed)
+	runtime.GC()
+	b.ResetTimer()
+	for range b.N {
+		out = simulate(ctx, pl, c.State, removed)
+	}
+	b.StopTimer()
+	b.Logf("removing %s: %d replacements, unplaceable %q", removed[0].Node.Name, len(out.Replacements), out.Unplaceable)
+	b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/probe")
+}

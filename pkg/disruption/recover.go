@@ -1,0 +1,57 @@
+package disruption
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/nodetaint"
+)
+
+// voluntaryReasons are the DisruptionReasons this loop writes.
+var voluntaryReasons = []string{string(karpv1.DisruptionReasonEmpty), string(karpv1.DisruptionReasonDrifted), string(karpv1.DisruptionReasonUnderutilized)}
+
+// recoverAbandoned undoes decisions a previous process left half done: a node the loop tainted
+// whose NodeClaim it never deleted (it stopped while waiting for a replacement, say) would
+// otherwise stay tainted, offering no room, forever. It runs once, when the loop starts, before
+// any decision of its own. Nodes tainted by the forceful path (no reason yet, or Interrupted or
+// Expired) are left alone: their notice or expiry comes round again and finishes the job.
+func (c *Controller) recoverAbandoned(ctx context.Context) {
+	s, err := c.readState(ctx)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Reading the cluster to undo abandoned disruptions")
+		return
+	}
+	byProvider := map[string]*karpv1.NodeClaim{}
+	for _, claim := range s.Claims {
+		byProvider[claim.Status.ProviderID] = claim
+	}
+	for _, n := range s.Nodes {
+		claim := byProvider[n.Spec.ProviderID]
+		if claim == nil || claim.DeletionTimestamp != nil || n.DeletionTimestamp != nil || !nodetaint.IsDisrupted(n) {
+			continue
+		}
+		reason := claim.GetCondition(karpv1.ConditionTypeDisruptionReason)
+		if reason == nil || !slices.Contains(voluntaryReasons, reason.Reason) {
+			continue
+		}
+		klog.FromContext(ctx).Info("Undoing a disruption a previous process left half done", "node", n.Name, "nodeClaim", claim.Name, "reason", reason.Reason)
+		cand := &Candidate{Claim: claim, Node: n}
+		c.unmark(ctx, &Command{Reason: karpv1.DisruptionReason(reason.Reason), Candidates: []*Candidate{cand}})
+	}
+}
+
+// clearReason removes the DisruptionReason condition from a NodeClaim.
+func (c *Controller) clearReason(ctx context.Context, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		claim, err := c.opts.NodeClaims.Get(ctx, name)
+		if err != nil || !claim.ClearCondition(karpv1.ConditionTypeDisruptionReason) {
+			return err
+		}
+		_, err = c.opts.NodeClaims.UpdateStatus(ctx, claim)
+		return err
+	})
+}

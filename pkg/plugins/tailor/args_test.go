@@ -1,0 +1,50 @@
+package tailor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestDecodeArgs(t *testing.T) {
+	cases := []struct {
+		name    string
+		raw     string
+		check   func(*Args) bool
+		wantErr string
+	}{
+		{name: "defaults", raw: `{}`, check: func(a *Args) bool {
+			return a.BatchIdleDuration.Duration == DefaultBatchIdleDuration && a.BatchMaxDuration.Duration == DefaultBatchMaxDuration &&
+				a.ConsolidationValidationPeriod.Duration == 15*time.Second && a.DisruptionPollInterval.Duration == 10*time.Second &&
+				*a.SpotToSpotMinInstanceTypes == 15
+		}},
+		{name: "set", raw: `{"consolidationValidationPeriod":"2s","disruptionPollInterval":"1s","spotToSpotMinInstanceTypes":5}`, check: func(a *Args) bool {
+			return a.ConsolidationValidationPeriod.Duration == 2*time.Second && a.DisruptionPollInterval.Duration == time.Second &&
+				*a.SpotToSpotMinInstanceTypes == 5
+		}},
+		{name: "negative validation period", raw: `{"consolidationValidationPeriod":"-1s"}`, wantErr: "consolidationValidationPeriod"},
+		{name: "negative poll", raw: `{"disruptionPollInterval":"-1s"}`, wantErr: "disruptionPollInterval"},
+		{name: "spot-to-spot minimum too small", raw: `{"spotToSpotMinInstanceTypes":0}`, wantErr: "spotToSpotMinInstanceTypes"},
+		{name: "spot-to-spot minimum above 60", raw: `{"spotToSpotMinInstanceTypes":61}`, wantErr: "spotToSpotMinInstanceTypes"},
+		{name: "max below idle", raw: `{"batchIdleDuration":"2s","batchMaxDuration":"1s"}`, wantErr: "batchMaxDuration"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := DecodeArgs(&runtime.Unknown{Raw: []byte(tc.raw), ContentType: runtime.ContentTypeJSON})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), "pluginConfig[Tailor].args."+tc.wantErr) {
+					t.Fatalf("error = %v, want one naming pluginConfig[Tailor].args.%s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(args) {
+				t.Fatalf("unexpected args: %+v", args)
+			}
+		})
+	}
+}
