@@ -112,21 +112,50 @@ func replacementPrice(rs []*provision.PlannedClaim) float64 {
 //
 // The NodeClaim lists instance types, zones and capacity types apart (provision.NewNodeClaim), so
 // the cloud may launch any combination of the kept ones: a type is kept only if none of its
-// offerings in those zones and capacity types costs as much as the nodes replaced.
+// offerings in those zones and capacity types costs as much as the nodes replaced. So that a
+// cheap on-demand option does not rule out every spot type by its on-demand price (or the other
+// way round), both capacity types together, spot alone and on-demand alone are each tried, and
+// the replacement takes the one with the cheapest option, then the most options.
 func cheaper(r *provision.PlannedClaim, than float64, spot bool, spotMin int) (*provision.PlannedClaim, bool) {
-	var cheap []provision.Option
-	zones, capacityTypes := map[string]bool{}, map[string]bool{}
-	for _, o := range r.Options {
-		if o.Offering.PricePerHour >= than || (spot && o.Offering.CapacityType != karpv1.CapacityTypeSpot) {
+	choices := [][]string{{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand}, {karpv1.CapacityTypeSpot}, {karpv1.CapacityTypeOnDemand}}
+	if spot {
+		choices = [][]string{{karpv1.CapacityTypeSpot}}
+	}
+	var best []provision.Option
+	for _, cts := range choices {
+		kept, types := cheaperAs(r.Options, cts, than, spot, spotMin)
+		if len(kept) == 0 || (spot && types < spotMin) {
 			continue
 		}
-		cheap = append(cheap, o)
-		zones[o.Offering.Zone], capacityTypes[o.Offering.CapacityType] = true, true
+		if best == nil || kept[0].Offering.PricePerHour < best[0].Offering.PricePerHour ||
+			(kept[0].Offering.PricePerHour == best[0].Offering.PricePerHour && len(kept) > len(best)) {
+			best = kept
+		}
+	}
+	if best == nil {
+		return nil, false
+	}
+	out := *r
+	out.Options = best
+	return &out, true
+}
+
+// cheaperAs keeps the options of the capacity types cts whose instance types cost less than than
+// in every zone and capacity type the kept options span, at most spotMin types when spot; and
+// counts the types.
+func cheaperAs(options []provision.Option, cts []string, than float64, spot bool, spotMin int) ([]provision.Option, int) {
+	var cheap []provision.Option
+	zones, capacityTypes := map[string]bool{}, map[string]bool{}
+	for _, o := range options {
+		if slices.Contains(cts, o.Offering.CapacityType) && o.Offering.PricePerHour < than {
+			cheap = append(cheap, o)
+			zones[o.Offering.Zone], capacityTypes[o.Offering.CapacityType] = true, true
+		}
 	}
 	dear := map[string]bool{}
 	for _, o := range cheap {
 		for _, other := range o.InstanceType.Offerings {
-			if other.Available && zones[other.Zone] && capacityTypes[other.CapacityType] && other.PricePerHour >= than {
+			if other.Available && capacityTypes[other.CapacityType] && zones[other.Zone] && other.PricePerHour >= than {
 				dear[o.InstanceType.Name] = true
 			}
 		}
@@ -134,19 +163,11 @@ func cheaper(r *provision.PlannedClaim, than float64, spot bool, spotMin int) (*
 	var kept []provision.Option
 	types := map[string]bool{}
 	for _, o := range cheap {
-		if dear[o.InstanceType.Name] {
-			continue
-		}
-		if spot && !types[o.InstanceType.Name] && len(types) == spotMin {
+		if dear[o.InstanceType.Name] || (spot && !types[o.InstanceType.Name] && len(types) == spotMin) {
 			continue
 		}
 		types[o.InstanceType.Name] = true
 		kept = append(kept, o)
 	}
-	if len(kept) == 0 || (spot && len(types) < spotMin) {
-		return nil, false
-	}
-	out := *r
-	out.Options = slices.Clone(kept)
-	return &out, true
+	return kept, len(types)
 }

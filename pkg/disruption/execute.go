@@ -80,7 +80,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 		if err := c.opts.NodeClaims.Delete(ctx, cand.Claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return true, fmt.Errorf("deleting NodeClaim %s: %w", cand.Claim.Name, err)
 		}
-		metrics.DisruptionDecisions.WithLabelValues(cmd.Decision(), string(cmd.Reason), cand.Pool.Name).Inc()
+		metrics.DisruptionDecisions.WithLabelValues(cmd.Decision(), cmd.Method, string(cmd.Reason), cand.Pool.Name).Inc()
 	}
 	metrics.DisruptionSavings.WithLabelValues(string(cmd.Reason)).Add(max(0, cmd.Savings))
 	return true, nil

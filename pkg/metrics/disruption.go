@@ -6,12 +6,13 @@ import "github.com/prometheus/client_golang/prometheus"
 // consolidation), so one dashboard shows why nodes went away, whichever controller removed them.
 var (
 	// DisruptionDecisions counts nodes a method decided to remove. decision is "delete" or
-	// "replace"; reason is the method's reason (Interrupted, Expired, Drifted, Empty,
-	// Underutilized).
+	// "replace"; method is interruption, expiration, emptiness, drift, or multi-node or
+	// single-node consolidation; reason is the disruption reason (Interrupted, Expired, Drifted,
+	// Empty, Underutilized).
 	DisruptionDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "disruption", Name: "decisions_total",
-		Help: "Nodes a disruption method decided to remove, by decision, reason and NodePool.",
-	}, []string{"decision", "reason", "nodepool"})
+		Help: "Nodes a disruption method decided to remove, by decision, method, reason and NodePool.",
+	}, []string{"decision", "method", "reason", "nodepool"})
 	// DisruptionEligibleNodes is how many nodes each reason could act on at the last pass.
 	DisruptionEligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Subsystem: "disruption", Name: "eligible_nodes",

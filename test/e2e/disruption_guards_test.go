@@ -2,17 +2,20 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 )
 
@@ -99,41 +102,83 @@ func TestBudgetWindowBlocksConsolidationInsideItOnly(t *testing.T) {
 	e.waitNodeGone(node.Name, time.Minute)
 }
 
-// A pod annotated karpenter.sh/do-not-disrupt keeps its node, which consolidation would otherwise
-// replace with a cheaper one; once the annotation is gone, it does.
-func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
+// A replacement that fails to launch leaves the old node untainted and kept, with a
+// DisruptionFailed Event; the next decision, with capacity back, replaces it.
+func TestFailedReplacementKeepsTheNode(t *testing.T) {
 	e := newEnv(t)
 	e.applyExample("ec2nodeclass.yaml")
-	e.createNodePool(consolidatingPool("default"))
-	// A big pod makes the node large; the small one joins it; then the big one leaves, and the
-	// node is far larger than the small pod needs.
+	e.createNodePool(onDemand(consolidatingPool("default")))
+	node := e.oversizedNode()
+	e.cloud.InjectFault(fake.StepCreate, fake.Fault{Err: fmt.Errorf("injected: the replacement does not launch")})
+	e.waitFor("a DisruptionFailed Event on node "+node, 2*time.Minute, func() (bool, string) {
+		evs := e.eventsFor("DisruptionFailed", "Node")
+		return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return ev.Regarding.Name == node }), fmt.Sprint(notes(evs))
+	})
+	e.waitFor("node "+node+" untainted", 30*time.Second, func() (bool, string) {
+		n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return !nodetaint.IsDisrupted(n) && n.DeletionTimestamp == nil, fmt.Sprintf("taints %v", n.Spec.Taints)
+	})
+	if pods := e.waitRunning("app=small", 1, time.Minute); pods[0].Spec.NodeName != node {
+		t.Fatalf("the pod left its node %s for %s though the replacement failed", node, pods[0].Spec.NodeName)
+	}
+	e.waitNodeGone(node, 2*time.Minute)
+	e.waitRunning("app=small", 1, time.Minute)
+}
+
+// onDemand limits the pool to on-demand capacity: replacing a spot node takes 15 cheaper spot
+// types (spotToSpotMinInstanceTypes), which a node this small does not have in the fake catalog.
+func onDemand(np *karpv1.NodePool) *karpv1.NodePool {
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+		Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}})
+	return np
+}
+
+// oversizedNode leaves one small pod (app=small) alone on a node sized for a big one, which
+// consolidation would replace with a cheaper node, and returns that node's name.
+func (e *env) oversizedNode(smallAnnotations ...string) string {
+	e.t.Helper()
 	big, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf("big", 1, "3", "1Gi"), metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	node := e.waitRunning("app=big", 1, 2*time.Minute)[0].Spec.NodeName
-	keep := deploymentOf("keep", 1, "100m", "128Mi")
-	keep.Spec.Template.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
-	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, keep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	small := deploymentOf("small", 1, "100m", "128Mi")
+	if len(smallAnnotations) == 2 {
+		small.Spec.Template.Annotations = map[string]string{smallAnnotations[0]: smallAnnotations[1]}
 	}
-	pod := e.waitRunning("app=keep", 1, time.Minute)[0]
-	if pod.Spec.NodeName != node {
-		t.Fatalf("the small pod went to %s, not beside the big one on %s", pod.Spec.NodeName, node)
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, small, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if pod := e.waitRunning("app=small", 1, time.Minute)[0]; pod.Spec.NodeName != node {
+		e.t.Fatalf("the small pod went to %s, not beside the big one on %s", pod.Spec.NodeName, node)
 	}
 	e.scale(big, 0)
 	e.waitFor("the big pod to be gone", time.Minute, func() (bool, string) {
 		n := len(e.podNames("app=big"))
 		return n == 0, fmt.Sprintf("%d big pods", n)
 	})
+	return node
+}
+
+// A pod annotated karpenter.sh/do-not-disrupt keeps its node, which consolidation would otherwise
+// replace with a cheaper one; once the annotation is gone, it does.
+func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
+	e := newEnv(t)
+	e.applyExample("ec2nodeclass.yaml")
+	e.createNodePool(onDemand(consolidatingPool("default")))
+	node := e.oversizedNode(karpv1.DoNotDisruptAnnotationKey, "true")
 	e.expectNodeKept(node, 6*time.Second)
 
+	pod := e.waitRunning("app=small", 1, time.Minute)[0]
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, karpv1.DoNotDisruptAnnotationKey)
 	if _, err := e.cluster.Kube.CoreV1().Pods("default").Patch(e.ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitNodeGone(node, 2*time.Minute)
-	e.waitRunning("app=keep", 1, time.Minute)
+	e.waitRunning("app=small", 1, time.Minute)
 }
 
 // emptyNode launches a node for a one-pod Deployment, then scales it to zero, and returns the

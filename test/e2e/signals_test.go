@@ -29,7 +29,7 @@ func TestInterruptionReplacesTheNodeBeforeItsDeadline(t *testing.T) {
 	old := e.claimOfNode(node)
 	before := e.podNames("app=web")
 	taintedFirst := e.watchTaintBeforeDeletion(node)
-	decisions := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "Interrupted", old.Labels[karpv1.NodePoolLabelKey]))
+	decisions := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "interruption", "Interrupted", old.Labels[karpv1.NodePoolLabelKey]))
 
 	sent := e.clock.Now()
 	deadline := sent.Add(2 * time.Minute)
@@ -84,7 +84,7 @@ func TestInterruptionReplacesTheNodeBeforeItsDeadline(t *testing.T) {
 			return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return strings.Contains(ev.Note, stamp) }), fmt.Sprint(notes(evs))
 		})
 	}
-	if got := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "Interrupted", old.Labels[karpv1.NodePoolLabelKey])); got != decisions+1 {
+	if got := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "interruption", "Interrupted", old.Labels[karpv1.NodePoolLabelKey])); got != decisions+1 {
 		t.Errorf("tailor_disruption_decisions_total{replace,Interrupted} went from %v to %v, want one more", decisions, got)
 	}
 }

@@ -112,7 +112,7 @@ func (d *Disrupter) Disrupt(ctx context.Context, claim *karpv1.NodeClaim, why Re
 		}
 		return fmt.Errorf("deleting NodeClaim %s: %w", claim.Name, err)
 	}
-	metrics.DisruptionDecisions.WithLabelValues(decision, why.Method, claim.Labels[karpv1.NodePoolLabelKey]).Inc()
+	metrics.DisruptionDecisions.WithLabelValues(decision, methodOf(why.Method), why.Method, claim.Labels[karpv1.NodePoolLabelKey]).Inc()
 	return nil
 }
 
@@ -171,4 +171,15 @@ func (d *Disrupter) event(regarding runtime.Object, why Reason) {
 	if d.opts.Recorder != nil {
 		d.opts.Recorder.Eventf(regarding, nil, corev1.EventTypeWarning, why.Event, "Disrupt", "%s", why.Message)
 	}
+}
+
+// methodOf names the method behind a forceful reason, for the decisions metric.
+func methodOf(reason string) string {
+	switch reason {
+	case "Interrupted":
+		return "interruption"
+	case "Expired":
+		return "expiration"
+	}
+	return "forceful"
 }

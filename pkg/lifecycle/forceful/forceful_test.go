@@ -106,7 +106,7 @@ func newDisrupter(t *testing.T, objs ...runtime.Object) (*Disrupter, *steps) {
 
 func TestDisruptTaintsThenPlansThenDeletes(t *testing.T) {
 	d, s := newDisrupter(t, node("n1"), pod("web", "n1"))
-	before := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "Expired", "pool"))
+	before := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "expiration", "Expired", "pool"))
 	if err := d.Disrupt(context.Background(), claim("c1", "n1"), Reason{Method: "Expired", Event: "Expired", Message: "old"}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestDisruptTaintsThenPlansThenDeletes(t *testing.T) {
 	if got := s.get(); !slices.Equal(got, want) {
 		t.Fatalf("steps %v, want %v", got, want)
 	}
-	if got := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "Expired", "pool")); got != before+1 {
+	if got := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "expiration", "Expired", "pool")); got != before+1 {
 		t.Fatalf("replace decisions %v, want %v", got, before+1)
 	}
 }
