@@ -204,6 +204,9 @@ func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int
 		}
 		pool := claim.Labels[karpv1.NodePoolLabelKey]
 		if claim.IsTrue(karpv1.ConditionTypeInstanceTerminating) {
+			// Going, and no longer part of the pool's size; but still disrupting until it is
+			// gone, so that the budget holds at every instant anyone looks.
+			disrupting[pool]++
 			continue
 		}
 		// Nodes still starting are not the pool's yet: they neither count nor use up the budget.

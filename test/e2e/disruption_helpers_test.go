@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 	"github.com/tailor-sh/tailor/pkg/provision"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -120,9 +121,8 @@ func (e *env) readyPods(selector string) int {
 	return n
 }
 
-// fleetPrice is the hourly price of the pool's nodes that are not being disrupted, from the
-// cloud's catalog, and how many there are.
-func (e *env) fleetPrice(pool string) (float64, int) {
+// poolTypes reads the NodePool and the instance types the cloud offers it.
+func (e *env) poolTypes(pool string) (*karpv1.NodePool, []*cloud.InstanceType) {
 	e.t.Helper()
 	np, err := e.cluster.Tailor.NodePools.Get(e.ctx, pool)
 	if err != nil {
@@ -132,6 +132,14 @@ func (e *env) fleetPrice(pool string) (float64, int) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return np, its
+}
+
+// fleetPrice is the hourly price of the pool's nodes, from the cloud's catalog, and how many
+// there are.
+func (e *env) fleetPrice(pool string) (float64, int) {
+	e.t.Helper()
+	_, its := e.poolTypes(pool)
 	nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{LabelSelector: karpv1.NodePoolLabelKey + "=" + pool})
 	if err != nil {
 		e.t.Fatal(err)
@@ -157,14 +165,7 @@ func (e *env) fleetPrice(pool string) (float64, int) {
 // nodes at all: the cheapest packing it knows.
 func (e *env) scratchPrice(pool, selector string) float64 {
 	e.t.Helper()
-	np, err := e.cluster.Tailor.NodePools.Get(e.ctx, pool)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	its, err := e.cloud.InstanceTypes(e.ctx, np)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	np, its := e.poolTypes(pool)
 	list, err := e.cluster.Kube.CoreV1().Pods("").List(e.ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		e.t.Fatal(err)
