@@ -143,12 +143,8 @@ func TestConstraintResourcesPerNode(t *testing.T) {
 	bestEffort := newPod("best-effort", "0", "0")
 	bestEffort.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
 	// NodeResourcesFit checks only what the incoming pod asks for: cpu and memory when it asks
-	// for them, an extended resource when it asks for it, the pod count always. The planner asks
-	// which of a claim's types hold its pods of the last pod alone (openClaim.holding), so a last
-	// pod that asks for less than the others keeps types that cannot hold them.
-	const lastPodOnly = "planner bug: a claim's options are the types on which its last pod passes NodeResourcesFit " +
-		"(openClaim.holding), which checks only the resources that pod requests; the claim keeps types too small " +
-		"for its other pods (t4g.large for a 3-cpu pod beside a BestEffort pod; c7g.4xlarge for GPU pods beside plain pods)"
+	// for them, an extended resource when it asks for it, the pod count always. A claim whose last
+	// pod asks for less than the others must still offer only types that hold them all (cover.go).
 	cases := []struct {
 		name    string
 		pending []*corev1.Pod
@@ -159,8 +155,8 @@ func TestConstraintResourcesPerNode(t *testing.T) {
 		{name: "ephemeral storage", pending: disk, claims: 3},
 		// Four GPUs at most per type (g5.12xlarge, g5.24xlarge): two claims at least.
 		{name: "GPUs", pending: gpu},
-		{name: "GPU pods beside plain pods", pending: append(append([]*corev1.Pod{}, gpu[:3]...), pods(6, "1", "2Gi")...), skip: lastPodOnly},
-		{name: "a BestEffort pod beside a big one", pending: []*corev1.Pod{newPod("big", "3", "6Gi"), bestEffort}, claims: 1, skip: lastPodOnly},
+		{name: "GPU pods beside plain pods", pending: append(append([]*corev1.Pod{}, gpu[:3]...), pods(6, "1", "2Gi")...)},
+		{name: "a BestEffort pod beside a big one", pending: []*corev1.Pod{newPod("big", "3", "6Gi"), bestEffort}, claims: 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,9 @@ type openClaim struct {
 	capacity corev1.ResourceList
 	// groups caches, per key signature, the classes alive falls into.
 	groups map[string][]classGroup
+	// cover and coverFit: see cover.go.
+	cover    map[corev1.ResourceName]*coverPod
+	coverFit map[coverKey]bool
 }
 
 // classGroup is one class of a claim's alive offerings: the placement plugins cannot tell its
@@ -88,8 +91,9 @@ func newOpenClaim(name string, ps *poolState, daemons []*corev1.Pod, alive []int
 
 // check is one pod weighed against a claim: what the claim's alive offerings would become.
 type check struct {
-	pod   *corev1.Pod
-	state fwk.CycleState
+	pod      *corev1.Pod
+	requests corev1.ResourceList
+	state    fwk.CycleState
 	// fits caches the capacity half per type: 1 passes, -1 fails.
 	fits map[int]int8
 }
@@ -101,7 +105,7 @@ func (pl *Planner) capacityFits(ctx context.Context, oc *openClaim, ck *check, t
 	}
 	view := *oc.info
 	view.Allocatable = oc.pool.types[t].alloc
-	ok := pl.sim.FilterCapacity(ctx, ck.state, ck.pod, &view).IsSuccess()
+	ok := pl.sim.FilterCapacity(ctx, ck.state, ck.pod, &view).IsSuccess() && pl.coverFits(ctx, oc, t, ck.requests)
 	ck.fits[t] = map[bool]int8{true: 1, false: -1}[ok]
 	return ok
 }
@@ -122,7 +126,7 @@ func (pl *Planner) anyCapacity(ctx context.Context, oc *openClaim, ck *check, al
 
 // weigh returns the offerings of oc the pod would leave alive, or nil when it fits none.
 func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, keys podKeys) []int {
-	ck := &check{pod: pod, state: state, fits: map[int]int8{}}
+	ck := &check{pod: pod, requests: pl.requestsOf(pod), state: state, fits: map[int]int8{}}
 	if oc.frontier == nil {
 		oc.frontier = oc.frontierOf(oc.alive)
 	}
@@ -191,7 +195,8 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 }
 
 // add puts the pod on the claim, which may now launch only as alive.
-func (oc *openClaim) add(pod *corev1.Pod, info fwk.PodInfo, state fwk.CycleState, alive []int) {
+func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk.PodInfo, state fwk.CycleState, alive []int) {
+	defer oc.noteCover(pod, requests, state)
 	oc.before = oc.info.Requested.Clone()
 	oc.lastPod, oc.lastState = pod, state
 	oc.pods = append(oc.pods, pod)
@@ -213,6 +218,7 @@ func (pl *Planner) holding(ctx context.Context, oc *openClaim) []int {
 	view.Pods = view.Pods[:len(view.Pods)-1]
 	view.Requested = oc.before
 	fits := map[int]bool{}
+	last := pl.requestsOf(oc.lastPod)
 	var out []int
 	for _, i := range oc.alive {
 		t := oc.pool.compatible[i].typ
@@ -220,7 +226,7 @@ func (pl *Planner) holding(ctx context.Context, oc *openClaim) []int {
 		if !asked {
 			typed := view
 			typed.Allocatable = oc.pool.types[t].alloc
-			ok = pl.sim.FilterCapacity(ctx, oc.lastState, oc.lastPod, &typed).IsSuccess()
+			ok = pl.sim.FilterCapacity(ctx, oc.lastState, oc.lastPod, &typed).IsSuccess() && pl.coverFits(ctx, oc, t, last)
 			fits[t] = ok
 		}
 		if ok {

@@ -217,7 +217,7 @@ func (ps *poolState) efficientOf(offerings []int) []int {
 // add puts the pod on the claim and, for a pool with limits, recounts the most the claim may
 // launch as.
 func (pl *Planner) add(ctx context.Context, oc *openClaim, pod *corev1.Pod, info fwk.PodInfo, state fwk.CycleState, alive []int) {
-	oc.add(pod, info, state, alive)
+	oc.add(pod, pl.requestsOf(pod), info, state, alive)
 	if len(oc.pool.NodePool.Spec.Limits) > 0 {
 		oc.capacity = oc.pool.maxCapacity(pl.holding(ctx, oc))
 	}

@@ -76,6 +76,16 @@ type Planner struct {
 	sim *simulation.Simulator
 	// daemons are the current plan's DaemonSet pods; a Planner runs one plan at a time.
 	daemons *daemons
+	// requests are the current plan's pending pods' requests, computed once.
+	requests map[*corev1.Pod]corev1.ResourceList
+}
+
+// requestsOf returns the pod's requests, from the current plan's cache when it is pending.
+func (pl *Planner) requestsOf(pod *corev1.Pod) corev1.ResourceList {
+	if r, ok := pl.requests[pod]; ok {
+		return r
+	}
+	return scheduling.PodRequests(pod)
 }
 
 // NewPlanner returns a planner over sim.
@@ -95,8 +105,10 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	nodeInfos, _ := snapshot.NodeInfos().List()
 
 	var cpu, mem, maxCPU, maxMem float64
+	pl.requests = make(map[*corev1.Pod]corev1.ResourceList, len(in.Pending))
 	for _, p := range in.Pending {
 		r := scheduling.PodRequests(p)
+		pl.requests[p] = r
 		c, m := float64(r.Cpu().MilliValue()), r.Memory().AsApproximateFloat64()
 		cpu, mem, maxCPU, maxMem = cpu+c, mem+m, max(maxCPU, c), max(maxMem, m)
 	}

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// BenchmarkBurst creates 1,000 pods at once on an empty cluster (the real API server, scheduler
+// and kwok, the fake cloud) and reports the seconds from the last pod created to the last
+// NodeClaim created, and to every pod Running. The pods are of Karpenter's benchmark sizes,
+// without constraints.
+func BenchmarkBurst(b *testing.B) {
+	const pods = 1000
+	for b.Loop() {
+		b.StopTimer()
+		toClaims, toRunning, claims := burstOnce(b, pods)
+		b.StartTimer()
+		b.ReportMetric(toClaims.Seconds(), "s-to-last-nodeclaim")
+		b.ReportMetric(toRunning.Seconds(), "s-to-all-running")
+		b.ReportMetric(float64(claims), "nodeclaims")
+	}
+}
+
+func burstOnce(b *testing.B, n int) (toClaims, toRunning time.Duration, claims int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx = klog.NewContext(ctx, klog.Background())
+	clk := &sandbox.OffsetClock{}
+	cluster, err := sandbox.Start(ctx, b, sandbox.Options{
+		Dir:   b.TempDir(),
+		Clock: clk,
+		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
+			return fake.New(fake.Options{Clock: clk, ClusterName: "bench", Joiner: &fake.KubeletJoiner{Client: kube}})
+		},
+	})
+	if err != nil {
+		b.Fatalf("starting the sandbox: %v", err)
+	}
+	defer cluster.Stop()
+	if err := sandbox.ApplyFiles(ctx, cluster.Config, []string{"../../examples/ec2nodeclass.yaml"}, nil); err != nil {
+		b.Fatal(err)
+	}
+	// No consolidation: bare pods that a consolidation evicted would never come back.
+	if _, err := cluster.Tailor.NodePools.Create(ctx, nodePool("default")); err != nil {
+		b.Fatal(err)
+	}
+	// Watch NodeClaims as they are created, stamping each with when it was seen.
+	w, err := cluster.Tailor.NodeClaims.Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lastClaim atomic.Int64
+	var count atomic.Int64
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Added {
+				lastClaim.Store(time.Now().UnixNano())
+				count.Add(1)
+			}
+		}
+	}()
+	defer w.Stop()
+
+	cpus := []string{"100m", "250m", "500m", "1", "1500m"}
+	mems := []string{"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"}
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	next := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%04d", i), Namespace: "default",
+					Labels: map[string]string{"app": "burst"}}, Spec: podSpec(cpus[i%len(cpus)], mems[i%len(mems)])}
+				if _, err := cluster.Kube.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					failed.Store(err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	created := time.Now()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatalf("creating pods: %v", err)
+	}
+	var running, bound int
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := cluster.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=burst"})
+		if err != nil {
+			return false, nil
+		}
+		running, bound = 0, 0
+		for _, p := range list.Items {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == n, nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for %d pods Running: %v; %d bound, %d running, %d NodeClaims", n, err, bound, running, count.Load())
+	}
+	toRunning = time.Since(created)
+	toClaims = max(0, time.Unix(0, lastClaim.Load()).Sub(created))
+	return toClaims, toRunning, int(count.Load())
+}
