@@ -19,6 +19,7 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -31,6 +32,9 @@ import (
 // ResyncInterval is how often the provisioner looks at pending pods without being asked, as
 // Karpenter's pod controller requeues them.
 const ResyncInterval = 10 * time.Second
+
+// createWorkers bounds the NodeClaim creates of one plan in flight at once.
+const createWorkers = 8
 
 // Options are what a Provisioner reads and writes.
 type Options struct {
@@ -259,26 +263,15 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	}
 	p.mu.Unlock()
 	var errs []string
-	for _, pc := range plan.Claims {
-		created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc))
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("creating a NodeClaim in NodePool %q for %d pods: %v", pc.NodePool.Name, len(pc.Pods), err))
-			continue
+	// The claims are created side by side: a burst plans many, and each create is a round trip.
+	var errMu sync.Mutex
+	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.Claims), func(i int) {
+		if err := p.create(ctx, plan.Claims[i]); err != nil {
+			errMu.Lock()
+			errs = append(errs, err.Error())
+			errMu.Unlock()
 		}
-		metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
-		p.mu.Lock()
-		for _, pod := range pc.Pods {
-			p.planned[pod.UID] = created.Name
-		}
-		p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
-		p.mu.Unlock()
-		logger.Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
-			"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
-		for _, pod := range pc.Pods {
-			p.opts.Recorder.Eventf(pod, client.ForEvents(created), corev1.EventTypeNormal, "Nominated", "Provisioning",
-				"Pod should schedule on NodeClaim %s", created.Name)
-		}
-	}
+	})
 	for _, u := range plan.Unplaceable {
 		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
 		p.explain(u)
@@ -287,6 +280,28 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		"fitExisting", len(plan.FitsExisting), "unplaceable", len(plan.Unplaceable), "duration", p.opts.Clock.Since(start))
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// create creates the NodeClaim for a planned claim and books its pods on it.
+func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) error {
+	created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc))
+	if err != nil {
+		return fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
+	}
+	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
+	p.mu.Lock()
+	for _, pod := range pc.Pods {
+		p.planned[pod.UID] = created.Name
+	}
+	p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
+	p.mu.Unlock()
+	klog.FromContext(ctx).Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
+		"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
+	for _, pod := range pc.Pods {
+		p.opts.Recorder.Eventf(pod, client.ForEvents(created), corev1.EventTypeNormal, "Nominated", "Provisioning",
+			"Pod should schedule on NodeClaim %s", created.Name)
 	}
 	return nil
 }
