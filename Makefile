@@ -27,6 +27,7 @@ run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in o
 
 bench: ## benchmarks; compare two runs with benchstat
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... | tee bench.txt
+	$(GO) test -run '^$$' -bench Burst -benchtime 1x -count 3 ./test/e2e/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok)' | tee -a bench.txt
 
 generate: ## deepcopy and CRDs from the API types
 	./hack/generate.sh

@@ -117,10 +117,7 @@ func TestConstraintVolumeTopology(t *testing.T) {
 			refused: map[string]string{"p": `persistentvolumeclaim "nowhere" not found`}},
 		// ReadWriteOncePod: the second pod may not use the claim the first was planned with.
 		{name: "ReadWriteOncePod claim for two pods", pending: []*corev1.Pod{newPod("p", "2", "2Gi", mounting("single-writer")), newPod("q", "1", "2Gi", mounting("single-writer"))},
-			keep: anyOffering, refused: map[string]string{"q": "ReadWriteOncePod"},
-			skip: "simulation bug: VolumeRestrictions counts the users of a ReadWriteOncePod claim in PreFilter with " +
-				"StorageInfos().IsPVCUsedByPods, and the simulator's StorageInfos are the snapshot's alone, without the " +
-				"planned claims' pods; both pods are planned onto one claim, and the scheduler refuses the second"},
+			keep: anyOffering, refused: map[string]string{"q": "ReadWriteOncePod"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -284,7 +284,27 @@ func (l *swappableLister) NodeInfos() fwk.NodeInfoLister {
 }
 
 func (l *swappableLister) StorageInfos() fwk.StorageInfoLister {
-	return l.current.Load().snapshot.StorageInfos()
+	v := l.current.Load()
+	return storageInfos{base: v.snapshot.StorageInfos(), planned: v.planned}
+}
+
+// storageInfos counts the PVCs of the planned nodes' pods as used, as the snapshot counts its
+// own: ReadWriteOncePod lets one pod use a claim, wherever that pod is planned.
+type storageInfos struct {
+	base    fwk.StorageInfoLister
+	planned []fwk.NodeInfo
+}
+
+func (s storageInfos) IsPVCUsedByPods(key string) bool {
+	if s.base.IsPVCUsedByPods(key) {
+		return true
+	}
+	for _, ni := range s.planned {
+		if ni.GetPVCRefCounts()[key] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *swappableLister) PodGroupStates() fwk.PodGroupStateLister {
