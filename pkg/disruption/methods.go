@@ -167,7 +167,8 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, method st
 	cmd := &Command{Reason: karpv1.DisruptionReasonUnderutilized, Method: method, Candidates: cands, Savings: price}
 	if len(out.Replacements) == 1 {
 		r, ok := cheaper(out.Replacements[0], price, spot, d.spotMin)
-		if !ok {
+		if !ok || provision.OptionsShort(r.NodePool, r.Options) != "" {
+			// Nothing cheaper, or not with as many values as the pool's minValues ask for.
 			return nil
 		}
 		cmd.Replacements = []*provision.PlannedClaim{r}

@@ -88,7 +88,9 @@ func (o *Operator) buildDisruption(ctx context.Context, h fwk.Handle, profile *c
 		return err
 	}
 	opts := o.voluntary.opts
-	opts.Planner = provision.NewPlanner(sim)
+	planner := provision.NewPlanner(sim)
+	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
+	opts.Planner = planner
 	loop := disruption.New(opts)
 	o.mu.Lock()
 	o.voluntary.loop = loop

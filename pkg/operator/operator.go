@@ -243,7 +243,9 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	go o.lifecycle.Run(ctx, 4)
 	go o.termination.Run(ctx, 4)
 	go o.gc.Run(ctx)
-	go o.provisioner.Run(ctx, provision.NewPlanner(sim))
+	planner := provision.NewPlanner(sim)
+	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
+	go o.provisioner.Run(ctx, planner)
 	o.startSignals(ctx)
 	o.runDisruption(ctx)
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run

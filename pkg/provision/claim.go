@@ -42,8 +42,10 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 
 	var types, zones, capacityTypes []string
 	seen := map[string]bool{}
+	// The planner keeps at most MaxInstanceTypes types, more only where a requirement's
+	// minValues needs them (see widen).
 	for _, o := range pc.Options {
-		if !seen["t/"+o.InstanceType.Name] && len(types) < MaxInstanceTypes {
+		if !seen["t/"+o.InstanceType.Name] {
 			seen["t/"+o.InstanceType.Name] = true
 			types = append(types, o.InstanceType.Name)
 		}
@@ -69,6 +71,11 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 		karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: zones},
 		karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: capacityTypes},
 	)
+	if pc.MinValuesShort != "" {
+		// BestEffort: launch with what there is, say so, and ask no more than that of the cloud.
+		annotations[MinValuesRelaxedAnnotationKey] = "true"
+		reqs = relaxMinValues(reqs, pc.Options)
+	}
 	requests := corev1.ResourceList{}
 	for _, p := range append(append([]*corev1.Pod{}, pc.Pods...), pc.Daemons...) {
 		requests = scheduling.Add(requests, scheduling.PodRequests(p))
@@ -97,4 +104,31 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
 		},
 	}
+}
+
+// relaxMinValues lowers each requirement's minValues to the number of values the options have.
+func relaxMinValues(reqs []karpv1.NodeSelectorRequirementWithMinValues, options []Option) []karpv1.NodeSelectorRequirementWithMinValues {
+	out := make([]karpv1.NodeSelectorRequirementWithMinValues, len(reqs))
+	for i, r := range reqs {
+		out[i] = r
+		if r.MinValues == nil {
+			continue
+		}
+		n := optionValues(options, r.Key)
+		if n < *r.MinValues {
+			n = max(1, n)
+			out[i].MinValues = &n
+		}
+	}
+	return out
+}
+
+func offeringValue(o Option, key string) string {
+	switch key {
+	case corev1.LabelTopologyZone:
+		return o.Offering.Zone
+	case karpv1.CapacityTypeLabelKey:
+		return o.Offering.CapacityType
+	}
+	return ""
 }

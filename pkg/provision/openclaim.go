@@ -44,6 +44,8 @@ type openClaim struct {
 	capacity corev1.ResourceList
 	// groups caches, per key signature, the classes alive falls into.
 	groups map[string][]classGroup
+	// refusal is why weigh last refused a pod for the pool's minValues, for explanations.
+	refusal string
 	// cover and coverFit: see cover.go.
 	cover    map[corev1.ResourceName]*coverPod
 	coverFit map[coverKey]bool
@@ -156,7 +158,14 @@ func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, st
 	if len(alive) != len(oc.alive) && !pl.anyCapacity(ctx, oc, ck, alive, nil) {
 		return nil
 	}
-	return pl.settle(ctx, oc, ck, alive, keys.topology)
+	alive = pl.settle(ctx, oc, ck, alive, keys.topology)
+	if alive != nil && pl.strictMinValues() {
+		if why := pl.minValuesAfter(ctx, oc, ck, alive); why != "" {
+			oc.refusal = why
+			return nil
+		}
+	}
+	return alive
 }
 
 // settle narrows alive to one domain of each topology key the pod is counted in: the domain of

@@ -102,6 +102,18 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 		}
 	}
 	// The pod fits no offering. Weigh each one on its own, once, for the plugins' reasons.
+	var short string
+	for g, group := range groups {
+		if len(allowed[g]) > 0 {
+			oc := newOpenClaim(name, ps, group.daemons, allowed[g])
+			if pl.weigh(ctx, oc, pod, state, keys) == nil && oc.refusal != "" {
+				short = oc.refusal
+			}
+		}
+	}
+	if short != "" {
+		return nil, "the instance types that would hold it fall short of minValues: " + short
+	}
 	options := make([]*option, 0, len(within))
 	for _, i := range within {
 		c := ps.compatible[i]
@@ -244,7 +256,8 @@ func (pl *Planner) planned(ctx context.Context, oc *openClaim) *PlannedClaim {
 	compatible := oc.pool.compatible
 	var kept []int
 	types := map[string]bool{}
-	for _, i := range pl.holding(ctx, oc) {
+	holding := pl.holding(ctx, oc)
+	for _, i := range holding {
 		name := compatible[i].it.Name
 		if !types[name] && len(types) == MaxInstanceTypes {
 			continue
@@ -252,8 +265,8 @@ func (pl *Planner) planned(ctx context.Context, oc *openClaim) *PlannedClaim {
 		types[name] = true
 		kept = append(kept, i)
 	}
-	kept = expressible(oc.pool, kept)
-	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons}
+	kept = expressible(oc.pool, oc.pool.widen(kept, holding))
+	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.minValuesShort(kept)}
 	for _, i := range kept {
 		pc.Options = append(pc.Options, Option{InstanceType: compatible[i].it, Offering: compatible[i].offering})
 	}

@@ -56,6 +56,8 @@ type PlannedClaim struct {
 	// Daemons are the DaemonSet pods that will run on the node beside Pods (on its cheapest
 	// option); their requests are part of what the node must hold.
 	Daemons []*corev1.Pod
+	// MinValuesShort says which requirements' minValues the options fall short of, or "".
+	MinValuesShort string
 }
 
 // Option is one offering a planned claim can launch as.
@@ -78,6 +80,8 @@ type Planner struct {
 	daemons *daemons
 	// requests are the current plan's pending pods' requests, computed once.
 	requests map[*corev1.Pod]corev1.ResourceList
+	// minValues is the policy for requirements with minValues (see minvalues.go).
+	minValues MinValuesPolicy
 }
 
 // requestsOf returns the pod's requests, from the current plan's cache when it is pending.
@@ -215,7 +219,15 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		}
 	}
 	for _, oc := range open {
-		plan.Claims = append(plan.Claims, pl.planned(ctx, oc))
+		pc := pl.planned(ctx, oc)
+		if pc.MinValuesShort != "" && pl.strictMinValues() {
+			why := fmt.Sprintf("the instance types that hold its claim fall short of minValues: %s", pc.MinValuesShort)
+			for _, pod := range pc.Pods {
+				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{oc.pool.NodePool.Name: why}})
+			}
+			continue
+		}
+		plan.Claims = append(plan.Claims, pc)
 	}
 	return plan
 }

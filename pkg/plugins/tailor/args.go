@@ -30,6 +30,11 @@ type Args struct {
 	// then offered only that many of the cheapest. Replacing spot with only the one cheapest type
 	// would chase the price down into the pools most likely to be interrupted. Default 15.
 	SpotToSpotMinInstanceTypes *int32 `json:"spotToSpotMinInstanceTypes,omitempty"`
+	// MinValuesPolicy is what happens when the instance types that hold a NodeClaim's pods cannot
+	// keep a NodePool requirement's minValues: Strict (default, as Karpenter's MIN_VALUES_POLICY)
+	// leaves the pods pending; BestEffort launches with fewer values and annotates the NodeClaim
+	// karpenter.sh/nodeclaim-min-values-relaxed.
+	MinValuesPolicy string `json:"minValuesPolicy,omitempty"`
 }
 
 // Defaults for Args. Karpenter's are 1s and 10s; Tailor sits in the scheduler and needs no polling.
@@ -72,6 +77,9 @@ func SetDefaults(a *Args) {
 	if a.DisruptionPollInterval.Duration == 0 {
 		a.DisruptionPollInterval.Duration = DefaultDisruptionPollInterval
 	}
+	if a.MinValuesPolicy == "" {
+		a.MinValuesPolicy = "Strict"
+	}
 	if a.SpotToSpotMinInstanceTypes == nil {
 		n := int32(DefaultSpotToSpotMinInstanceTypes)
 		a.SpotToSpotMinInstanceTypes = &n
@@ -92,6 +100,9 @@ func Validate(a *Args, path *field.Path) field.ErrorList {
 	}
 	if a.DisruptionPollInterval.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("disruptionPollInterval"), a.DisruptionPollInterval.String(), "must not be negative"))
+	}
+	if a.MinValuesPolicy != "Strict" && a.MinValuesPolicy != "BestEffort" {
+		errs = append(errs, field.NotSupported(path.Child("minValuesPolicy"), a.MinValuesPolicy, []string{"Strict", "BestEffort"}))
 	}
 	if n := a.SpotToSpotMinInstanceTypes; n != nil && (*n < 1 || *n > 60) {
 		errs = append(errs, field.Invalid(path.Child("spotToSpotMinInstanceTypes"), *n, "must be between 1 and 60, the most instance types a NodeClaim offers"))

@@ -18,7 +18,7 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "defaults", raw: `{}`, check: func(a *Args) bool {
 			return a.BatchIdleDuration.Duration == DefaultBatchIdleDuration && a.BatchMaxDuration.Duration == DefaultBatchMaxDuration &&
 				a.ConsolidationValidationPeriod.Duration == 15*time.Second && a.DisruptionPollInterval.Duration == 10*time.Second &&
-				*a.SpotToSpotMinInstanceTypes == 15
+				*a.SpotToSpotMinInstanceTypes == 15 && a.MinValuesPolicy == "Strict"
 		}},
 		{name: "set", raw: `{"consolidationValidationPeriod":"2s","disruptionPollInterval":"1s","spotToSpotMinInstanceTypes":5}`, check: func(a *Args) bool {
 			return a.ConsolidationValidationPeriod.Duration == 2*time.Second && a.DisruptionPollInterval.Duration == time.Second &&
@@ -28,6 +28,8 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "negative poll", raw: `{"disruptionPollInterval":"-1s"}`, wantErr: "disruptionPollInterval"},
 		{name: "spot-to-spot minimum too small", raw: `{"spotToSpotMinInstanceTypes":0}`, wantErr: "spotToSpotMinInstanceTypes"},
 		{name: "spot-to-spot minimum above 60", raw: `{"spotToSpotMinInstanceTypes":61}`, wantErr: "spotToSpotMinInstanceTypes"},
+		{name: "best-effort minValues", raw: `{"minValuesPolicy":"BestEffort"}`, check: func(a *Args) bool { return a.MinValuesPolicy == "BestEffort" }},
+		{name: "unknown minValues policy", raw: `{"minValuesPolicy":"Sometimes"}`, wantErr: "minValuesPolicy"},
 		{name: "max below idle", raw: `{"batchIdleDuration":"2s","batchMaxDuration":"1s"}`, wantErr: "batchMaxDuration"},
 	}
 	for _, tc := range cases {
