@@ -200,8 +200,6 @@ func TestConstraintNodeSelectorCustomLabels(t *testing.T) {
 // required while some NodePool can satisfy it, and drops it when none can.
 func TestConstraintPreferredNodeAffinity(t *testing.T) {
 	t.Run("honoured when a NodePool can", func(t *testing.T) {
-		knownBug(t, "missing feature: the planner runs Filter plugins only, never Score, and does not treat preferred node "+
-			"affinity as required; a pod preferring zone us-west-2b gets a claim over every zone, cheapest first")
 		pod := newPod("p", "1", "2Gi", preferNodes(match(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, fake.ZoneB)))
 		in := Input{Pending: []*corev1.Pod{pod}, Pools: []Pool{newPool("default")}}
 		plan := testPlanner(t).Plan(context.Background(), in)

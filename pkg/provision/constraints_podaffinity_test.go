@@ -149,8 +149,6 @@ func zonesMatch(zones, want []string) bool {
 // TestConstraintPreferredPodAffinity: Karpenter treats preferred (anti-)affinity as required
 // while it can be met, and drops it when it cannot; the pod is placed either way.
 func TestConstraintPreferredPodAffinity(t *testing.T) {
-	const notScored = "missing feature: the planner runs Filter plugins only, never Score, and does not treat preferred " +
-		"pod (anti-)affinity as required"
 	dbNode := zonedNode("db-node", fake.ZoneB, "1", "2Gi")
 	db := onNode(newPod("db", "1", "2Gi", labelled("db")), "db-node")
 	zone, host := corev1.LabelTopologyZone, corev1.LabelHostname
@@ -166,10 +164,9 @@ func TestConstraintPreferredPodAffinity(t *testing.T) {
 		skip    string
 	}{
 		{name: "anti-affinity by hostname honoured", pending: replicas(3, "web", "1", "1Gi", preferring(nil, []corev1.PodAffinityTerm{podTerm("web", host)})),
-			claims: 3, skip: notScored + "; three replicas preferring not to share a node share one claim"},
+			claims: 3},
 		{name: "affinity by zone to a running pod honoured", pending: replicas(1, "web", "1", "1Gi", preferring([]corev1.PodAffinityTerm{podTerm("db", zone)}, nil)),
-			nodes: []*corev1.Node{dbNode}, running: []*corev1.Pod{db}, claims: 1, perZone: map[string]int{fake.ZoneB: 1},
-			skip: notScored + "; a pod preferring the zone of a running pod gets a claim over every zone"},
+			nodes: []*corev1.Node{dbNode}, running: []*corev1.Pod{db}, claims: 1, perZone: map[string]int{fake.ZoneB: 1}},
 		{name: "affinity to a pod that runs nowhere relaxed", pending: replicas(2, "web", "1", "1Gi", preferring([]corev1.PodAffinityTerm{podTerm("db", zone)}, nil)),
 			claims: 1},
 		// Four replicas, three zones: at least one cannot have its preference; all are placed.

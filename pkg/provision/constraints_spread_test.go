@@ -106,8 +106,7 @@ func TestConstraintTopologySpread(t *testing.T) {
 			nodes: []*corev1.Node{taintedFull}, running: tolerant, key: zone, want: map[string]int{a: 1}},
 		// Karpenter treats ScheduleAnyway as required until it cannot be met (preferences.go).
 		{name: "ScheduleAnyway spreads when it can", pending: replicas(3, app, "500m", "512Mi", spread(app, zone, 1, corev1.ScheduleAnyway)), key: zone,
-			want: map[string]int{a: 1, b: 1, c: 1}, skip: "missing feature: the planner runs Filter plugins only and ignores ScheduleAnyway " +
-				"constraints; three replicas with a zone ScheduleAnyway constraint share one claim in one zone"},
+			want: map[string]int{a: 1, b: 1, c: 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -165,55 +165,74 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			}
 			continue
 		}
-		if spreads(pod, defaultKeys) && len(domains) > 0 {
-			pl.sim.Use(snapshot, append(planned, domains...)...)
-			if state, pre, status = pl.sim.PreFilter(ctx, pod); status != nil {
-				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
-				continue
-			}
-		}
 		info, err := framework.NewPodInfo(pod)
 		if err != nil {
 			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
 			continue
 		}
-		keys := rel.keys(pod)
+		// New capacity: in each shape of the ladder (preferences.go), strictest first, on the
+		// claims this plan opened and then on new claims. The claim books the pod itself.
+		var reasons map[string]string
 		placed := false
-		for _, oc := range open {
-			if memo.claimRejected(group, oc) {
-				continue
+		for _, as := range preferenceLadder(pod) {
+			asGroup := group
+			if as != pod {
+				asGroup = groupOf(as)
 			}
-			if allowedByPreFilter(pre, oc.name) {
-				if alive := pl.weigh(ctx, oc, pod, state, keys); alive != nil {
-					pl.add(ctx, oc, pod, info, state, alive)
+			state, pre := state, pre
+			if as != pod || (spreads(pod, defaultKeys) && len(domains) > 0) {
+				views := planned
+				if spreads(as, defaultKeys) && len(domains) > 0 {
+					views = append(planned, domains...)
+				}
+				pl.sim.Use(snapshot, views...)
+				var status *fwk.Status
+				if state, pre, status = pl.sim.PreFilter(ctx, as); status != nil {
+					reasons = map[string]string{"": status.Message()}
+					continue
+				}
+			}
+			keys := rel.keys(as)
+			for _, oc := range open {
+				if memo.claimRejected(asGroup, oc) {
+					continue
+				}
+				if allowedByPreFilter(pre, oc.name) {
+					if alive := pl.weigh(ctx, oc, as, state, keys); alive != nil {
+						pl.add(ctx, oc, pod, info, state, alive)
+						placed = true
+						break
+					}
+				}
+				memo.rejectClaim(asGroup, oc)
+			}
+			if placed {
+				break
+			}
+			reasons = map[string]string{}
+			for _, ps := range pools {
+				if why, ok := memo.poolRejected(asGroup, ps); ok {
+					reasons[ps.NodePool.Name] = why
+					continue
+				}
+				oc, why := pl.open(ctx, state, pre, as, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
+				if oc != nil {
+					oc.book(pod)
+					open = append(open, oc)
+					ps.open = append(ps.open, oc)
 					placed = true
 					break
 				}
-			}
-			memo.rejectClaim(group, oc)
-		}
-		if placed {
-			continue
-		}
-		reasons := map[string]string{}
-		for _, ps := range pools {
-			if why, ok := memo.poolRejected(group, ps); ok {
 				reasons[ps.NodePool.Name] = why
-				continue
+				memo.rejectPool(asGroup, ps, why)
 			}
-			oc, why := pl.open(ctx, state, pre, pod, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
-			if oc != nil {
-				open = append(open, oc)
-				ps.open = append(ps.open, oc)
-				placed = true
+			if placed {
 				break
 			}
-			reasons[ps.NodePool.Name] = why
-			memo.rejectPool(group, ps, why)
 		}
 		if !placed {
 			if len(pools) == 0 {
-				reasons[""] = "no NodePool is ready to launch capacity"
+				reasons = map[string]string{"": "no NodePool is ready to launch capacity"}
 			}
 			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: reasons})
 		}

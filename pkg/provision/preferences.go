@@ -1,0 +1,101 @@
+package provision
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// preferenceLadder returns the shapes in which the planner tries to place a pod on new capacity,
+// strictest first, the pod itself last. As Karpenter does, a pod's preferences are honoured
+// where new capacity can honour them: each shape but the last turns some of them into
+// requirements (the heaviest preferred node-affinity term, preferred pod affinity and
+// anti-affinity terms, ScheduleAnyway spread), and each next shape relaxes one more kind. A shape
+// is stricter than the pod, so wherever the Filter plugins accept it they accept the pod; the
+// plan books the pod itself, never the shape. A pod without preferences has one shape: itself.
+func preferenceLadder(pod *corev1.Pod) []*corev1.Pod {
+	kinds := []func(*corev1.Pod) bool{requireSpread, requirePodAffinity, requirePodAntiAffinity, requireNodeAffinity}
+	var ladder []*corev1.Pod
+	for drop := 0; drop < len(kinds); drop++ {
+		shape := pod.DeepCopy()
+		changed := false
+		for _, require := range kinds[drop:] {
+			changed = require(shape) || changed
+		}
+		if changed {
+			ladder = append(ladder, shape)
+		}
+	}
+	return append(ladder, pod)
+}
+
+// requireSpread makes ScheduleAnyway spread constraints DoNotSchedule.
+func requireSpread(p *corev1.Pod) bool {
+	changed := false
+	for i := range p.Spec.TopologySpreadConstraints {
+		if c := &p.Spec.TopologySpreadConstraints[i]; c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			c.WhenUnsatisfiable = corev1.DoNotSchedule
+			changed = true
+		}
+	}
+	return changed
+}
+
+// requirePodAffinity makes preferred pod affinity terms required.
+func requirePodAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil || a.PodAffinity == nil || len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return false
+	}
+	for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, w.PodAffinityTerm)
+	}
+	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+	return true
+}
+
+// requirePodAntiAffinity makes preferred pod anti-affinity terms required.
+func requirePodAntiAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return false
+	}
+	for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, w.PodAffinityTerm)
+	}
+	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+	return true
+}
+
+// requireNodeAffinity adds the heaviest preferred node-affinity term to every required term (to
+// a required term of its own when there is none).
+func requireNodeAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return false
+	}
+	heaviest := a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0]
+	for _, w := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[1:] {
+		if w.Weight > heaviest.Weight {
+			heaviest = w
+		}
+	}
+	a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+	req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if req == nil || len(req.NodeSelectorTerms) == 0 {
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{heaviest.Preference}}
+		return true
+	}
+	for i := range req.NodeSelectorTerms {
+		t := &req.NodeSelectorTerms[i]
+		t.MatchExpressions = append(t.MatchExpressions, heaviest.Preference.MatchExpressions...)
+		t.MatchFields = append(t.MatchFields, heaviest.Preference.MatchFields...)
+	}
+	return true
+}
+
+// book makes the claim hold pod where it was opened for a stricter shape of it.
+func (oc *openClaim) book(pod *corev1.Pod) {
+	if n := len(oc.pods); n > 0 && oc.pods[n-1].UID == pod.UID {
+		oc.pods[n-1] = pod
+		oc.lastPod = pod
+	}
+}
