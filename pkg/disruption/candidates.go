@@ -90,7 +90,7 @@ func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.
 		return "it is already being disrupted"
 	case nominated[n.Name]:
 		return "pods are nominated to it"
-	case s.Awaited[claim.Name]:
+	case s.Awaited[claim.Name] || s.AwaitedNodes[n.Name]:
 		return "pods planned onto it are still on their way"
 	case n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || claim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true":
 		return fmt.Sprintf("it is annotated %s", karpv1.DoNotDisruptAnnotationKey)

@@ -194,6 +194,9 @@ func Decide(ctx context.Context, s *State, pl Planner, closed map[string]bool, o
 
 // readState reads the cluster from the informers and the provisioner's ledger.
 func (c *Controller) readState(ctx context.Context) (*State, error) {
+	// The ledger first: once the provisioner forgets a pod it assumed, the pod is bound in the
+	// informers, so a listing after the ledger sees it in one place or the other.
+	ledger := c.opts.Gate.Ledger()
 	nodes, err := c.opts.Nodes.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -212,8 +215,7 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	}
 	s := &State{Nodes: nodes, Pods: pods, Claims: c.opts.ClaimLister.List(), PDBs: pdbs, DaemonSets: provision.DaemonSetPods(dss),
 		Pools: map[string]*karpv1.NodePool{}, TypesByPool: map[string][]*cloud.InstanceType{}, Now: c.opts.Clock.Now()}
-	ledger := c.opts.Gate.Ledger()
-	s.Planned, s.Assumed, s.Awaited = ledger.Planned, ledger.Assumed, ledger.Awaited
+	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
 	for _, np := range c.opts.PoolLister.List() {
 		its, err := c.opts.Cloud.InstanceTypes(ctx, np)
 		if err != nil {

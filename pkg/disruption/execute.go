@@ -60,30 +60,58 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 	logger.Info(cmd.String(), "decision", cmd.Decision())
 	created, err := c.launch(ctx, cmd)
 	if err != nil {
+		c.withdraw(ctx, created)
 		return false, err
 	}
-	if err := c.mark(ctx, cmd, true); err != nil {
-		c.unmark(ctx, cmd)
+	if err := c.mark(ctx, cmd); err != nil {
+		c.unmark(ctx, cmd.Candidates)
+		c.withdraw(ctx, created)
 		return false, err
 	}
 	if err := c.waitInitialized(ctx, created); err != nil {
 		logger.Info("Replacement failed; keeping the nodes", "err", err.Error())
-		c.unmark(ctx, cmd)
+		c.unmark(ctx, cmd.Candidates)
+		c.withdraw(ctx, created)
 		for _, cand := range cmd.Candidates {
 			c.event(cand, corev1.EventTypeWarning, "DisruptionFailed", fmt.Sprintf("Keeping the node: %v", err))
 		}
 		return false, nil
 	}
 	keep = false // the nodes stay closed until they are gone (reopenVanished)
+	var failed []*Candidate
+	var errs []error
 	for _, cand := range cmd.Candidates {
-		c.event(cand, corev1.EventTypeNormal, "Disrupting", cmd.String())
 		if err := c.opts.NodeClaims.Delete(ctx, cand.Claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return true, fmt.Errorf("deleting NodeClaim %s: %w", cand.Claim.Name, err)
+			failed = append(failed, cand)
+			errs = append(errs, fmt.Errorf("deleting NodeClaim %s: %w", cand.Claim.Name, err))
+			continue
 		}
+		c.event(cand, corev1.EventTypeNormal, "Disrupting", cmd.String())
 		metrics.DisruptionDecisions.WithLabelValues(cmd.Decision(), cmd.Method, string(cmd.Reason), cand.Pool.Name).Inc()
 	}
-	metrics.DisruptionSavings.WithLabelValues(string(cmd.Reason)).Add(max(0, cmd.Savings))
-	return true, nil
+	if len(failed) > 0 {
+		// Those stay: untainted, open, and free to be decided on again.
+		c.unmark(ctx, failed)
+		reopen := make([]string, len(failed))
+		for i, cand := range failed {
+			reopen[i] = cand.Node.Name
+		}
+		c.opts.Gate.Reopen(reopen)
+	}
+	if len(failed) < len(cmd.Candidates) {
+		metrics.DisruptionSavings.WithLabelValues(string(cmd.Reason)).Add(max(0, cmd.Savings))
+	}
+	return len(failed) < len(cmd.Candidates), errors.Join(errs...)
+}
+
+// withdraw deletes replacements of a command that is abandoned, so they do not launch for
+// nothing; one that cannot be deleted now comes up empty and is removed as such.
+func (c *Controller) withdraw(ctx context.Context, claims []string) {
+	for _, name := range claims {
+		if err := c.opts.NodeClaims.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "Withdrawing the replacement of an abandoned disruption", "nodeClaim", name)
+		}
+	}
 }
 
 // validate re-derives the command from the state as it is now, with its nodes closed: each must
@@ -199,39 +227,51 @@ func (c *Controller) waitInitialized(ctx context.Context, names []string) error 
 
 // mark records the reason on each claim and taints each node, waiting until the informers show
 // the taint: the provisioner then counts the nodes' pods on their replacements.
-func (c *Controller) mark(ctx context.Context, cmd *Command, on bool) error {
+func (c *Controller) mark(ctx context.Context, cmd *Command) error {
 	for _, cand := range cmd.Candidates {
-		if err := c.setReason(ctx, cand.Claim.Name, cmd, on); err != nil {
+		if err := c.setReason(ctx, cand.Claim.Name, cmd); err != nil {
 			return fmt.Errorf("recording the disruption reason of NodeClaim %s: %w", cand.Claim.Name, err)
 		}
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			node, err := c.opts.Kube.CoreV1().Nodes().Get(ctx, cand.Node.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			_, err = nodetaint.SetDisrupted(ctx, c.opts.Kube, node, on)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("setting %s on node %s to %v: %w", karpv1.DisruptedTaintKey, cand.Node.Name, on, err)
+		if err := c.setTaint(ctx, cand.Node.Name, true); err != nil {
+			return fmt.Errorf("tainting node %s %s: %w", cand.Node.Name, karpv1.DisruptedTaintKey, err)
 		}
-		nodetaint.WaitVisible(ctx, c.opts.Nodes, cand.Node.Name, on)
 	}
 	return nil
 }
 
-// unmark undoes mark, logging what it could not undo: the next pass sees any node left tainted
-// as disrupting, and its claim as not a candidate, until a person looks.
-func (c *Controller) unmark(ctx context.Context, cmd *Command) {
-	if err := c.mark(ctx, cmd, false); err != nil {
-		klog.FromContext(ctx).Error(err, "Could not undo an abandoned disruption")
+// unmark undoes mark for each candidate, whatever fails for another: the taint first, then the
+// reason, so that a node is never left tainted without the reason that says whose taint it is.
+// What it cannot undo it logs; recoverAbandoned undoes it at the next start.
+func (c *Controller) unmark(ctx context.Context, cands []*Candidate) {
+	for _, cand := range cands {
+		if err := c.setTaint(ctx, cand.Node.Name, false); err != nil && !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "Could not untaint the node of an abandoned disruption", "node", cand.Node.Name)
+			continue
+		}
+		if err := c.clearReason(ctx, cand.Claim.Name); err != nil && !apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).Error(err, "Could not clear the disruption reason of an abandoned disruption", "nodeClaim", cand.Claim.Name)
+		}
 	}
 }
 
-func (c *Controller) setReason(ctx context.Context, name string, cmd *Command, on bool) error {
-	if !on {
-		return c.clearReason(ctx, name)
+// setTaint puts karpenter.sh/disrupted on the node or takes it off, from a fresh read, and waits
+// until the informers show it.
+func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := c.opts.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		_, err = nodetaint.SetDisrupted(ctx, c.opts.Kube, node, on)
+		return err
+	})
+	if err == nil {
+		nodetaint.WaitVisible(ctx, c.opts.Nodes, name, on)
 	}
+	return err
+}
+
+func (c *Controller) setReason(ctx context.Context, name string, cmd *Command) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		claim, err := c.opts.NodeClaims.Get(ctx, name)
 		if err != nil {

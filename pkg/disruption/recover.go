@@ -39,17 +39,21 @@ func (c *Controller) recoverAbandoned(ctx context.Context) {
 			continue
 		}
 		klog.FromContext(ctx).Info("Undoing a disruption a previous process left half done", "node", n.Name, "nodeClaim", claim.Name, "reason", reason.Reason)
-		cand := &Candidate{Claim: claim, Node: n}
-		c.unmark(ctx, &Command{Reason: karpv1.DisruptionReason(reason.Reason), Candidates: []*Candidate{cand}})
+		c.unmark(ctx, []*Candidate{{Claim: claim, Node: n}})
 	}
 }
 
-// clearReason removes the DisruptionReason condition from a NodeClaim.
+// clearReason removes the DisruptionReason condition from a NodeClaim, if it is one of this
+// loop's: a reason the forceful path wrote in the meantime stays.
 func (c *Controller) clearReason(ctx context.Context, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		claim, err := c.opts.NodeClaims.Get(ctx, name)
-		if err != nil || !claim.ClearCondition(karpv1.ConditionTypeDisruptionReason) {
+		if err != nil {
 			return err
+		}
+		if cond := claim.GetCondition(karpv1.ConditionTypeDisruptionReason); cond == nil || !slices.Contains(voluntaryReasons, cond.Reason) ||
+			!claim.ClearCondition(karpv1.ConditionTypeDisruptionReason) {
+			return nil
 		}
 		_, err = c.opts.NodeClaims.UpdateStatus(ctx, claim)
 		return err

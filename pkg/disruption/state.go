@@ -30,7 +30,9 @@ type State struct {
 	// Awaited are NodeClaims that pods planned onto them are still on their way to: such a node
 	// looks empty, or emptier than it will be.
 	Awaited map[string]bool
-	Now     time.Time
+	// AwaitedNodes are nodes a plan left pending pods to: they fit there and are about to bind.
+	AwaitedNodes map[string]bool
+	Now          time.Time
 }
 
 // cluster is the state as the provisioner's planner reads it.

@@ -107,6 +107,11 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 			switch {
 			case present[p.Spec.NodeName]:
 				v.Pods = append(v.Pods, p)
+				if claim := c.Planned[p.UID]; claim != "" && present[claimNode[claim]] && claimNode[claim] != p.Spec.NodeName {
+					// Adopted by a replacement while its node is not yet tainted: its room there
+					// is taken too, or the replacement would look empty to the next plan.
+					v.Pods = append(v.Pods, onNode(p, claimNode[claim]))
+				}
 			case !leaving[p.Spec.NodeName] || !scheduling.NeedsEviction(p) || scheduling.IsDaemonSetPod(p):
 			case c.Planned[p.UID] != "" && countOn(p, claimNode[c.Planned[p.UID]]):
 			default:

@@ -28,12 +28,22 @@ func (p *Provisioner) Close(nodes []string) map[types.UID]string {
 	return out
 }
 
-// Reopen undoes Close, e.g. when a disruption is abandoned or the node is gone.
+// Reopen undoes Close, e.g. when a disruption is abandoned or the node is gone, and sends the pods
+// Reserve refused meanwhile back to the scheduler's active queue: nothing else may happen in the
+// cluster that would requeue them before the scheduler's periodic flush, minutes later.
 func (p *Provisioner) Reopen(nodes []string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	activate := map[string]*corev1.Pod{}
 	for _, n := range nodes {
 		delete(p.closed, n)
+		for key, pod := range p.refused[n] {
+			activate[key] = pod
+		}
+		delete(p.refused, n)
+	}
+	p.mu.Unlock()
+	if len(activate) > 0 && p.opts.Activate != nil {
+		p.opts.Activate(activate)
 	}
 }
 
@@ -56,6 +66,7 @@ func (p *Provisioner) Adopt(claim string, pods []*corev1.Pod) {
 	defer p.mu.Unlock()
 	for _, pod := range pods {
 		p.planned[pod.UID] = claim
+		p.wrote(pod.UID)
 	}
 	p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 }
@@ -66,8 +77,10 @@ type Ledger struct {
 	Planned map[types.UID]string
 	// Assumed maps pods the scheduler has reserved onto a node, not yet bound, to that node.
 	Assumed map[types.UID]string
-	// Awaited are NodeClaims that planned pods are still on their way to (see NominationWindow).
-	Awaited map[string]bool
+	// Awaited are NodeClaims that planned pods are still on their way to (see NominationWindow),
+	// and AwaitedNodes existing nodes that a plan left pending pods to.
+	Awaited      map[string]bool
+	AwaitedNodes map[string]bool
 }
 
 // Ledger returns a copy of the provisioner's ledger.
@@ -81,5 +94,15 @@ func (p *Provisioner) Ledger() Ledger {
 			awaited[claim] = true
 		}
 	}
-	return Ledger{Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed), Awaited: awaited}
+	nodes := map[string]bool{}
+	for node, until := range p.awaitedNodes {
+		if !now.After(until) {
+			nodes[node] = true
+		}
+	}
+	// A claim with pods still planned onto it is awaited whatever the window says.
+	for _, claim := range p.planned {
+		awaited[claim] = true
+	}
+	return Ledger{Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed), Awaited: awaited, AwaitedNodes: nodes}
 }

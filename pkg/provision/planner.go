@@ -42,7 +42,9 @@ type Plan struct {
 	// InFlight maps NodeClaim names to the pending pods that will go to them.
 	InFlight map[string][]*corev1.Pod
 	// FitsExisting are pods that fit a node that is ready now; the scheduler will place them.
-	FitsExisting []*corev1.Pod
+	// FitsExistingOn says which node the plan counted each of them on.
+	FitsExisting   []*corev1.Pod
+	FitsExistingOn map[types.UID]string
 	// Unplaceable are pods no NodePool can hold, with the reason per NodePool.
 	Unplaceable []Unplaceable
 }
@@ -122,7 +124,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		ps.rateEfficiency(cpu, mem, maxCPU, maxMem)
 		pools = append(pools, ps)
 	}
-	plan := &Plan{InFlight: map[string][]*corev1.Pod{}}
+	plan := &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}
 	pl.sim.Use(snapshot)
 	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
 	pl.reserveDaemonsInFlight(ctx, nodeInfos, in.InFlight)
@@ -162,6 +164,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				plan.InFlight[claim] = append(plan.InFlight[claim], pod)
 			} else {
 				plan.FitsExisting = append(plan.FitsExisting, pod)
+				plan.FitsExistingOn[pod.UID] = ni.Node().Name
 			}
 			continue
 		}

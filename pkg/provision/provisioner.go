@@ -51,6 +51,9 @@ type Options struct {
 	Clock         clock.WithTicker
 	BatchIdle     time.Duration
 	BatchMax      time.Duration
+	// Activate moves pods back to the scheduler's active queue (the framework handle's
+	// Activate); may be nil.
+	Activate func(pods map[string]*corev1.Pod)
 }
 
 // Provisioner owns the pending pods handed over by the scheduler and the plans made for them.
@@ -70,8 +73,17 @@ type Provisioner struct {
 	assumed map[types.UID]string
 	// waiters are PlanNow calls waiting for the next planning pass to finish.
 	waiters []chan error
-	// closed are nodes the disruption loop is removing: Reserve refuses them (see Close).
-	closed map[string]bool
+	// closed are nodes the disruption loop is removing: Reserve refuses them (see Close);
+	// refused are the pods it refused, by node, to be activated when the node reopens.
+	closed  map[string]bool
+	refused map[string]map[string]*corev1.Pod
+	// written numbers each write to planned and assumed, and seq is the last number given: an
+	// entry written after the informers were listed is not forgotten for missing from the list.
+	written map[types.UID]uint64
+	seq     uint64
+	// awaitedNodes maps existing nodes a plan left pending pods to (they fit there, and the
+	// scheduler will bind them) to when that stops mattering, as awaited does for claims.
+	awaitedNodes map[string]time.Time
 	// awaited maps NodeClaims that pods were planned onto to when that stops mattering: until
 	// NominationWindow after the plan, or after the claim initialized with pods still on their way
 	// (the scheduler binds them only once its backoff lets it look again). A node that is
@@ -93,8 +105,25 @@ func New(opts Options) *Provisioner {
 		planned:  map[types.UID]string{},
 		assumed:  map[types.UID]string{},
 		closed:   map[string]bool{},
+		refused:  map[string]map[string]*corev1.Pod{},
 		awaited:  map[string]time.Time{},
+		written:  map[types.UID]uint64{},
+
+		awaitedNodes: map[string]time.Time{},
 	}
+}
+
+// wrote numbers a write to planned or assumed; call it with p.mu held.
+func (p *Provisioner) wrote(uid types.UID) {
+	p.seq++
+	p.written[uid] = p.seq
+}
+
+// listed returns the number of the last write before a listing of the informers.
+func (p *Provisioner) listed() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seq
 }
 
 // Enqueue hands over a pod that fits no node.
@@ -132,11 +161,16 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed[node] {
+		if p.refused[node] == nil {
+			p.refused[node] = map[string]*corev1.Pod{}
+		}
+		p.refused[node][pod.Namespace+"/"+pod.Name] = pod
 		return false
 	}
 	delete(p.enqueued, pod.UID)
 	delete(p.planned, pod.UID)
 	p.assumed[pod.UID] = node
+	p.wrote(pod.UID)
 	return true
 }
 
@@ -198,6 +232,7 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner) {
 func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	logger := klog.FromContext(ctx)
 	start := p.opts.Clock.Now()
+	listed := p.listed()
 	nodes, err := p.opts.Nodes.List(labels.Everything())
 	if err != nil {
 		return err
@@ -216,7 +251,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		pools[i].Used = usage[pools[i].NodePool.Name]
 	}
 
-	cluster, enqueued := p.forgetStale(nodes, pods, claims)
+	cluster, enqueued := p.forgetStale(nodes, pods, claims, listed)
 	p.nominate(ctx, nodes, pods, claims)
 	view := cluster.View(typesByPool)
 	nodeNames := make(map[string]bool, len(nodes))
@@ -258,8 +293,12 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	for claim, ps := range plan.InFlight {
 		for _, pod := range ps {
 			p.planned[pod.UID] = claim
+			p.wrote(pod.UID)
 		}
 		p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
+	}
+	for _, node := range plan.FitsExistingOn {
+		p.awaitedNodes[node] = p.opts.Clock.Now().Add(NominationWindow)
 	}
 	p.mu.Unlock()
 	var errs []string
@@ -294,6 +333,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) error {
 	p.mu.Lock()
 	for _, pod := range pc.Pods {
 		p.planned[pod.UID] = created.Name
+		p.wrote(pod.UID)
 	}
 	p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
 	p.mu.Unlock()
@@ -369,43 +409,56 @@ func (p *Provisioner) explain(u Unplaceable) {
 // forgetStale drops what memory no longer needs to hold: plans whose NodeClaim is gone or
 // initialized (the scheduler sees that node itself now), and assumptions and hand-overs of pods
 // that are bound or gone. It returns the cluster to plan from and the pods handed over.
-func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim) (*Cluster, map[types.UID]bool) {
+func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim, listed uint64) (*Cluster, map[types.UID]bool) {
 	inFlight := map[string]bool{}
+	claimNode := map[string]string{}
 	for _, c := range claims {
 		if c.DeletionTimestamp == nil && !c.IsTrue(karpv1.ConditionTypeInitialized) {
 			inFlight[c.Name] = true
 		}
+		claimNode[c.Name] = c.Status.NodeName
 	}
 	unbound := map[types.UID]bool{}
+	boundTo := map[types.UID]string{}
 	for _, pod := range pods {
 		if pod.Spec.NodeName == "" {
 			unbound[pod.UID] = true
 		}
-	}
-	exists := map[types.UID]bool{}
-	for _, pod := range pods {
-		exists[pod.UID] = true
+		boundTo[pod.UID] = pod.Spec.NodeName
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.opts.Clock.Now()
+	// An entry written after the listing may name a pod or claim the listing does not show yet.
+	stale := func(uid types.UID) bool { return p.written[uid] <= listed }
 	for uid, claim := range p.planned {
-		if !inFlight[claim] || !exists[uid] {
-			if exists[uid] && unbound[uid] {
-				// Initialized, and the pod is still on its way to it.
-				p.awaited[claim] = now.Add(NominationWindow)
-			}
-			delete(p.planned, uid)
+		node, exists := boundTo[uid]
+		if (inFlight[claim] && exists) || !stale(uid) {
+			continue
 		}
+		if exists && node != claimNode[claim] {
+			// Initialized, and the pod is still on its way to it (unbound, or still on the node
+			// it is replacing): the claim's node is awaited, not empty.
+			p.awaited[claim] = now.Add(NominationWindow)
+		}
+		delete(p.planned, uid)
+		delete(p.written, uid)
 	}
 	for claim, until := range p.awaited {
 		if now.After(until) {
 			delete(p.awaited, claim)
 		}
 	}
+	for node, until := range p.awaitedNodes {
+		if now.After(until) {
+			delete(p.awaitedNodes, node)
+		}
+	}
 	for uid := range p.assumed {
-		if !unbound[uid] {
+		_, exists := boundTo[uid]
+		if (exists && !unbound[uid]) || (!exists && stale(uid)) {
 			delete(p.assumed, uid)
+			delete(p.written, uid)
 		}
 	}
 	for uid := range p.enqueued {
