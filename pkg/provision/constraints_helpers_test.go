@@ -205,7 +205,8 @@ func sampleOptions(pc *PlannedClaim) []int {
 	return out
 }
 
-// filterLastOn is filterLast (exact_test.go) on the simulator s.
+// filterLastOn runs PreFilter and Filter for p on simulator s against the cluster without it, on
+// the node it was planned for, and returns why it fails, or "".
 func filterLastOn(t *testing.T, s *simulation.Simulator, nodes []*corev1.Node, pods []*corev1.Pod, p *corev1.Pod) string {
 	t.Helper()
 	var others []*corev1.Pod

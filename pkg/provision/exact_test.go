@@ -7,8 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
@@ -168,27 +166,5 @@ func materialise(plan *Plan, which, o int) ([]*corev1.Node, []*corev1.Pod) {
 // planned for, and returns why it fails, or "".
 func filterLast(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, p *corev1.Pod) string {
 	t.Helper()
-	var others []*corev1.Pod
-	node := ""
-	for _, q := range pods {
-		if q.UID == p.UID {
-			node = q.Spec.NodeName
-			continue
-		}
-		others = append(others, q)
-	}
-	snapshot := schedcache.NewSnapshot(others, nodes)
-	sim.Use(snapshot)
-	state, _, status := sim.PreFilter(context.Background(), p)
-	if status != nil {
-		return "PreFilter: " + status.Message()
-	}
-	ni, err := snapshot.NodeInfos().Get(node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := sim.Filter(context.Background(), state, p, ni.(*framework.NodeInfo)); !s.IsSuccess() {
-		return s.Message()
-	}
-	return ""
+	return filterLastOn(t, sim, nodes, pods, p)
 }
