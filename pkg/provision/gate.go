@@ -1,8 +1,6 @@
 package provision
 
 import (
-	"maps"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -69,40 +67,4 @@ func (p *Provisioner) Adopt(claim string, pods []*corev1.Pod) {
 		p.wrote(pod.UID)
 	}
 	p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
-}
-
-// Ledger is the part of the scheduler's view that the informers do not show yet.
-type Ledger struct {
-	// Planned maps pods to the NodeClaim in flight a plan put them on.
-	Planned map[types.UID]string
-	// Assumed maps pods the scheduler has reserved onto a node, not yet bound, to that node.
-	Assumed map[types.UID]string
-	// Awaited are NodeClaims that planned pods are still on their way to (see NominationWindow),
-	// and AwaitedNodes existing nodes that a plan left pending pods to.
-	Awaited      map[string]bool
-	AwaitedNodes map[string]bool
-}
-
-// Ledger returns a copy of the provisioner's ledger.
-func (p *Provisioner) Ledger() Ledger {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.opts.Clock.Now()
-	awaited := map[string]bool{}
-	for claim, until := range p.awaited {
-		if !now.After(until) {
-			awaited[claim] = true
-		}
-	}
-	nodes := map[string]bool{}
-	for node, until := range p.awaitedNodes {
-		if !now.After(until) {
-			nodes[node] = true
-		}
-	}
-	// A claim with pods still planned onto it is awaited whatever the window says.
-	for _, claim := range p.planned {
-		awaited[claim] = true
-	}
-	return Ledger{Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed), Awaited: awaited, AwaitedNodes: nodes}
 }

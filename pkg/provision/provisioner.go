@@ -5,7 +5,6 @@ package provision
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -111,19 +110,6 @@ func New(opts Options) *Provisioner {
 
 		awaitedNodes: map[string]time.Time{},
 	}
-}
-
-// wrote numbers a write to planned or assumed; call it with p.mu held.
-func (p *Provisioner) wrote(uid types.UID) {
-	p.seq++
-	p.written[uid] = p.seq
-}
-
-// listed returns the number of the last write before a listing of the informers.
-func (p *Provisioner) listed() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.seq
 }
 
 // Enqueue hands over a pod that fits no node.
@@ -404,68 +390,4 @@ func (p *Provisioner) explain(u Unplaceable) {
 		}
 		p.opts.Recorder.Eventf(u.Pod, related, corev1.EventTypeWarning, "FailedProvisioning", "Provisioning", "%s", msg)
 	}
-}
-
-// forgetStale drops what memory no longer needs to hold: plans whose NodeClaim is gone or
-// initialized (the scheduler sees that node itself now), and assumptions and hand-overs of pods
-// that are bound or gone. It returns the cluster to plan from and the pods handed over.
-func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim, listed uint64) (*Cluster, map[types.UID]bool) {
-	inFlight := map[string]bool{}
-	claimNode := map[string]string{}
-	for _, c := range claims {
-		if c.DeletionTimestamp == nil && !c.IsTrue(karpv1.ConditionTypeInitialized) {
-			inFlight[c.Name] = true
-		}
-		claimNode[c.Name] = c.Status.NodeName
-	}
-	unbound := map[types.UID]bool{}
-	boundTo := map[types.UID]string{}
-	for _, pod := range pods {
-		if pod.Spec.NodeName == "" {
-			unbound[pod.UID] = true
-		}
-		boundTo[pod.UID] = pod.Spec.NodeName
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.opts.Clock.Now()
-	// An entry written after the listing may name a pod or claim the listing does not show yet.
-	stale := func(uid types.UID) bool { return p.written[uid] <= listed }
-	for uid, claim := range p.planned {
-		node, exists := boundTo[uid]
-		if (inFlight[claim] && exists) || !stale(uid) {
-			continue
-		}
-		if exists && node != claimNode[claim] {
-			// Initialized, and the pod is still on its way to it (unbound, or still on the node
-			// it is replacing): the claim's node is awaited, not empty.
-			p.awaited[claim] = now.Add(NominationWindow)
-		}
-		delete(p.planned, uid)
-		delete(p.written, uid)
-	}
-	for claim, until := range p.awaited {
-		if now.After(until) {
-			delete(p.awaited, claim)
-		}
-	}
-	for node, until := range p.awaitedNodes {
-		if now.After(until) {
-			delete(p.awaitedNodes, node)
-		}
-	}
-	for uid := range p.assumed {
-		_, exists := boundTo[uid]
-		if (exists && !unbound[uid]) || (!exists && stale(uid)) {
-			delete(p.assumed, uid)
-			delete(p.written, uid)
-		}
-	}
-	for uid := range p.enqueued {
-		if !unbound[uid] {
-			delete(p.enqueued, uid)
-		}
-	}
-	return &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
-		maps.Clone(p.enqueued)
 }

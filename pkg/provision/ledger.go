@@ -1,0 +1,123 @@
+package provision
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+)
+
+// Ledger is the part of the scheduler's view that the informers do not show yet.
+type Ledger struct {
+	// Planned maps pods to the NodeClaim in flight a plan put them on.
+	Planned map[types.UID]string
+	// Assumed maps pods the scheduler has reserved onto a node, not yet bound, to that node.
+	Assumed map[types.UID]string
+	// Awaited are NodeClaims that planned pods are still on their way to (see NominationWindow),
+	// and AwaitedNodes existing nodes that a plan left pending pods to.
+	Awaited      map[string]bool
+	AwaitedNodes map[string]bool
+}
+
+// Ledger returns a copy of the provisioner's ledger.
+func (p *Provisioner) Ledger() Ledger {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.opts.Clock.Now()
+	awaited := map[string]bool{}
+	for claim, until := range p.awaited {
+		if !now.After(until) {
+			awaited[claim] = true
+		}
+	}
+	nodes := map[string]bool{}
+	for node, until := range p.awaitedNodes {
+		if !now.After(until) {
+			nodes[node] = true
+		}
+	}
+	// A claim with pods still planned onto it is awaited whatever the window says.
+	for _, claim := range p.planned {
+		awaited[claim] = true
+	}
+	return Ledger{Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed), Awaited: awaited, AwaitedNodes: nodes}
+}
+
+// wrote numbers a write to planned or assumed; call it with p.mu held.
+func (p *Provisioner) wrote(uid types.UID) {
+	p.seq++
+	p.written[uid] = p.seq
+}
+
+// listed returns the number of the last write before a listing of the informers.
+func (p *Provisioner) listed() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seq
+}
+
+// forgetStale drops what memory no longer needs to hold: plans whose NodeClaim is gone or
+// initialized (the scheduler sees that node itself now), and assumptions and hand-overs of pods
+// that are bound or gone. It returns the cluster to plan from and the pods handed over.
+func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim, listed uint64) (*Cluster, map[types.UID]bool) {
+	inFlight := map[string]bool{}
+	claimNode := map[string]string{}
+	for _, c := range claims {
+		if c.DeletionTimestamp == nil && !c.IsTrue(karpv1.ConditionTypeInitialized) {
+			inFlight[c.Name] = true
+		}
+		claimNode[c.Name] = c.Status.NodeName
+	}
+	unbound := map[types.UID]bool{}
+	boundTo := map[types.UID]string{}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" {
+			unbound[pod.UID] = true
+		}
+		boundTo[pod.UID] = pod.Spec.NodeName
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.opts.Clock.Now()
+	// An entry written after the listing may name a pod or claim the listing does not show yet.
+	stale := func(uid types.UID) bool { return p.written[uid] <= listed }
+	for uid, claim := range p.planned {
+		node, exists := boundTo[uid]
+		if (inFlight[claim] && exists) || !stale(uid) {
+			continue
+		}
+		if exists && node != claimNode[claim] {
+			// Initialized, and the pod is still on its way to it (unbound, or still on the node
+			// it is replacing): the claim's node is awaited, not empty.
+			p.awaited[claim] = now.Add(NominationWindow)
+		}
+		delete(p.planned, uid)
+		delete(p.written, uid)
+	}
+	for claim, until := range p.awaited {
+		if now.After(until) {
+			delete(p.awaited, claim)
+		}
+	}
+	for node, until := range p.awaitedNodes {
+		if now.After(until) {
+			delete(p.awaitedNodes, node)
+		}
+	}
+	for uid := range p.assumed {
+		_, exists := boundTo[uid]
+		if (exists && !unbound[uid]) || (!exists && stale(uid)) {
+			delete(p.assumed, uid)
+			delete(p.written, uid)
+		}
+	}
+	for uid := range p.enqueued {
+		if !unbound[uid] {
+			delete(p.enqueued, uid)
+		}
+	}
+	return &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
+		maps.Clone(p.enqueued)
+}
