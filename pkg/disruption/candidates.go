@@ -47,18 +47,12 @@ func (c *Candidate) Drifted() bool { return c.Claim.IsTrue(karpv1.ConditionTypeD
 // PodDisruptionBudget now. The disruption loop's own nodes in flight (closed) are left out.
 func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map[string]string) {
 	blocked = map[string]string{}
-	claimByProvider := map[string]*karpv1.NodeClaim{}
-	for _, c := range s.Claims {
-		if c.Status.ProviderID != "" {
-			claimByProvider[c.Status.ProviderID] = c
-		}
-	}
 	pods := s.podsByNode()
 	nominated := s.nominated()
 	pdbs := newPDBIndex(s.PDBs)
 	for _, n := range s.Nodes {
-		claim, ok := claimByProvider[n.Spec.ProviderID]
-		if !ok || n.Spec.ProviderID == "" {
+		claim, ok := s.claimOf(n)
+		if !ok {
 			continue
 		}
 		pool := s.Pools[claim.Labels[karpv1.NodePoolLabelKey]]

@@ -49,6 +49,15 @@ type Consolidatable struct {
 func NewConsolidatable(opts ConsolidatableOptions) (*Consolidatable, error) {
 	c := &Consolidatable{opts: opts, lastEvent: map[string]time.Time{}}
 	c.queue = controller.NewQueue("consolidatable", opts.Clock, c.reconcile)
+	// Pod events name a node; finding its claim must not scan every claim, once per pod event.
+	if err := opts.ClaimInform.AddIndexers(cache.Indexers{byNodeName: func(obj any) ([]string, error) {
+		if claim, ok := obj.(*karpv1.NodeClaim); ok && claim.Status.NodeName != "" {
+			return []string{claim.Status.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, err
+	}
 	if _, err := opts.ClaimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueueClaim(obj) },
 		UpdateFunc: func(_, obj any) { c.enqueueClaim(obj) },
@@ -109,13 +118,14 @@ func (c *Consolidatable) podEvent(node string) {
 	c.mu.Lock()
 	c.lastEvent[node] = c.opts.Clock.Now()
 	c.mu.Unlock()
-	for _, claim := range c.opts.ClaimLister.List() {
-		if claim.Status.NodeName == node {
-			c.queue.Add(claim.Name)
-			return
-		}
+	claims, _ := c.opts.ClaimInform.GetIndexer().ByIndex(byNodeName, node)
+	for _, obj := range claims {
+		c.enqueueClaim(obj)
 	}
 }
+
+// byNodeName indexes NodeClaims by status.nodeName.
+const byNodeName = "tailor.sh/nodeName"
 
 func (c *Consolidatable) reconcile(ctx context.Context, name string) (time.Duration, error) {
 	claim, ok := c.opts.ClaimLister.Get(name)

@@ -168,10 +168,7 @@ type poolReason struct {
 func Decide(ctx context.Context, s *State, pl Planner, closed map[string]bool, opts DecideOptions) (*Command, Report) {
 	cands, _ := Candidates(s, closed)
 	b, allowed, errs := poolBudgets(s, closed)
-	report := Report{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: map[poolReason]int{}, BudgetErrors: errs}
-	for key, n := range allowed {
-		report.Allowed[key] = n
-	}
+	report := Report{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: allowed, BudgetErrors: errs}
 	for _, cand := range cands {
 		switch {
 		case cand.Drifted():

@@ -192,15 +192,9 @@ func (b *budgets) left(pool string, reason karpv1.DisruptionReason) int {
 func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int, []error) {
 	total := map[string]int{}
 	disrupting := map[string]int{}
-	claimByProvider := map[string]*karpv1.NodeClaim{}
-	for _, c := range s.Claims {
-		if c.Status.ProviderID != "" {
-			claimByProvider[c.Status.ProviderID] = c
-		}
-	}
 	for _, n := range s.Nodes {
-		claim, ok := claimByProvider[n.Spec.ProviderID]
-		if !ok || n.Spec.ProviderID == "" {
+		claim, ok := s.claimOf(n)
+		if !ok {
 			continue
 		}
 		pool := claim.Labels[karpv1.NodePoolLabelKey]

@@ -25,13 +25,9 @@ func (c *Controller) recoverAbandoned(ctx context.Context) {
 		klog.FromContext(ctx).Error(err, "Reading the cluster to undo abandoned disruptions")
 		return
 	}
-	byProvider := map[string]*karpv1.NodeClaim{}
-	for _, claim := range s.Claims {
-		byProvider[claim.Status.ProviderID] = claim
-	}
 	for _, n := range s.Nodes {
-		claim := byProvider[n.Spec.ProviderID]
-		if claim == nil || claim.DeletionTimestamp != nil || n.DeletionTimestamp != nil || !nodetaint.IsDisrupted(n) {
+		claim, ok := s.claimOf(n)
+		if !ok || claim.DeletionTimestamp != nil || n.DeletionTimestamp != nil || !nodetaint.IsDisrupted(n) {
 			continue
 		}
 		reason := claim.GetCondition(karpv1.ConditionTypeDisruptionReason)

@@ -59,10 +59,7 @@ func simulate(ctx context.Context, pl Planner, s *State, removed []*Candidate) *
 	}
 	for _, c := range removed {
 		for _, p := range c.Pods {
-			u := p.DeepCopy()
-			u.Spec.NodeName = ""
-			u.Status.NominatedNodeName = ""
-			pending = append(pending, u)
+			pending = append(pending, provision.Unbound(p))
 		}
 	}
 	// Pods of nodes that are already leaving need room too; a plan that took it from them would

@@ -33,6 +33,27 @@ type State struct {
 	// AwaitedNodes are nodes a plan left pending pods to: they fit there and are about to bind.
 	AwaitedNodes map[string]bool
 	Now          time.Time
+
+	// byProvider indexes Claims by provider ID; see claimOf.
+	byProvider map[string]*karpv1.NodeClaim
+}
+
+// claimOf returns the NodeClaim whose instance the node is, matched by provider ID; a node
+// without one (not launched by Tailor) has none.
+func (s *State) claimOf(n *corev1.Node) (*karpv1.NodeClaim, bool) {
+	if n.Spec.ProviderID == "" {
+		return nil, false
+	}
+	if s.byProvider == nil {
+		s.byProvider = make(map[string]*karpv1.NodeClaim, len(s.Claims))
+		for _, c := range s.Claims {
+			if c.Status.ProviderID != "" {
+				s.byProvider[c.Status.ProviderID] = c
+			}
+		}
+	}
+	claim, ok := s.byProvider[n.Spec.ProviderID]
+	return claim, ok
 }
 
 // cluster is the state as the provisioner's planner reads it.

@@ -117,7 +117,7 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 			default:
 				// Planned as the pod it will be once evicted: unbound (its replacement is a new pod
 				// of the same shape, which then finds this capacity in flight).
-				v.Reschedulable = append(v.Reschedulable, unbound(p))
+				v.Reschedulable = append(v.Reschedulable, Unbound(p))
 			}
 		case c.Assumed[p.UID] != "" && countOn(p, c.Assumed[p.UID]):
 		case c.Planned[p.UID] != "" && countOn(p, claimNode[c.Planned[p.UID]]):
@@ -201,7 +201,8 @@ func smallestOption(claim *karpv1.NodeClaim, reqs []corev1.NodeSelectorRequireme
 	return best.Allocatable(), best.Capacity
 }
 
-func unbound(p *corev1.Pod) *corev1.Pod {
+// Unbound is the pod as it will be once evicted and made again: on no node, nominated nowhere.
+func Unbound(p *corev1.Pod) *corev1.Pod {
 	out := p.DeepCopy()
 	out.Spec.NodeName = ""
 	out.Status.NominatedNodeName = ""

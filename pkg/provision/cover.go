@@ -2,6 +2,8 @@ package provision
 
 import (
 	"context"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -97,16 +99,12 @@ type coverKey struct {
 }
 
 func requestedNames(requests corev1.ResourceList) string {
-	out := ""
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
-		if q, ok := requests[name]; ok && !q.IsZero() {
-			out += string(name) + ","
-		}
-	}
+	var names []string
 	for name, q := range requests {
-		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage && !q.IsZero() {
-			out += string(name) + ","
+		if !q.IsZero() {
+			names = append(names, string(name))
 		}
 	}
-	return out
+	sort.Strings(names)
+	return strings.Join(names, ",")
 }
