@@ -59,6 +59,8 @@ type poolState struct {
 	bySize []int
 	// classes caches, per key signature, the class of every compatible offering.
 	classes map[string][]int32
+	// varying caches varyingKeys.
+	varying []string
 	// groups caches daemonGroups.
 	groups []daemonGroup
 	// efficient marks the compatible offerings a new claim tries first, and ratio is the memory
@@ -150,6 +152,42 @@ func (ps *poolState) classesFor(keys podKeys) []int32 {
 	}
 	ps.classes[sig] = out
 	return out
+}
+
+// varyingKeys returns the label keys on which the pool's offerings differ, a key some of them
+// lack included.
+func (ps *poolState) varyingKeys() []string {
+	if ps.varying != nil || len(ps.compatible) == 0 {
+		return ps.varying
+	}
+	ps.varying = []string{}
+	first := ps.compatible[0].labels
+	seen := map[string]bool{}
+	for _, c := range ps.compatible {
+		for k, v := range c.labels {
+			if w, ok := first[k]; !seen[k] && (!ok || w != v) {
+				seen[k] = true
+				ps.varying = append(ps.varying, k)
+			}
+		}
+	}
+	for k := range first {
+		if !seen[k] {
+			for _, c := range ps.compatible {
+				if _, ok := c.labels[k]; !ok {
+					ps.varying = append(ps.varying, k)
+					break
+				}
+			}
+		}
+	}
+	sort.Strings(ps.varying)
+	return ps.varying
+}
+
+// domainsOf numbers the domains of the topology keys: offerings in one domain share a number.
+func (ps *poolState) domainsOf(topology []string) []int32 {
+	return ps.classesFor(podKeys{topology: topology})
 }
 
 // dominates reports whether a has at least as much of every resource as b: a pod that passes

@@ -14,12 +14,20 @@ import (
 )
 
 func requirementValues(claim *karpv1.NodeClaim, key string) ([]string, bool) {
+	var values []string
+	found := false
 	for _, r := range claim.Spec.Requirements {
-		if r.Key == key && r.Operator == corev1.NodeSelectorOpIn {
-			return r.Values, true
+		if r.Key != key || r.Operator != corev1.NodeSelectorOpIn {
+			continue
 		}
+		if !found {
+			values, found = r.Values, true
+			continue
+		}
+		// Requirements on one key all hold: the values are those every one of them allows.
+		values = slices.DeleteFunc(slices.Clone(values), func(v string) bool { return !slices.Contains(r.Values, v) })
 	}
-	return nil, false
+	return values, found
 }
 
 func TestNewNodeClaim(t *testing.T) {

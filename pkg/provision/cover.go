@@ -78,9 +78,10 @@ func (pl *Planner) coverFits(ctx context.Context, oc *openClaim, t int, requests
 			}
 			cp.without = without
 		}
-		view := *cp.without
+		view := &pl.scratch.cover
+		*view = *cp.without
 		view.Allocatable = oc.pool.types[t].alloc
-		if !pl.sim.FilterCapacity(ctx, cp.state, cp.pod, &view).IsSuccess() {
+		if !pl.sim.FilterCapacity(ctx, cp.state, cp.pod, view).IsSuccess() {
 			ok = false
 			break
 		}

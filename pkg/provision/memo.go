@@ -23,18 +23,23 @@ func newRejections() *rejections {
 	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]bool{}, pools: map[string]map[*poolState]string{}}
 }
 
-// groupOf returns the key identical pods share, or "" for a pod whose rejections may not last.
-func groupOf(p *corev1.Pod) string {
-	for _, c := range p.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-			return ""
-		}
+// groupOf returns spec, the key the pod shares with identical pods (specKey), or "" for a pod
+// whose rejections may not last: one that spreads, with its own constraints or the profile's
+// DoNotSchedule defaults (defaultKeys), or that requires pod affinity.
+func groupOf(p *corev1.Pod, spec string, defaultKeys []string) string {
+	if spreads(p, defaultKeys) {
+		return ""
 	}
 	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
 		return ""
 	}
-	// Everything a Filter can read of the pod: its spec, and its labels and namespace, which other
-	// pods' affinity terms select on.
+	return spec
+}
+
+// specKey returns what identical pods share: everything a plugin can read of a pod before it is
+// placed, that is its spec, and its labels and namespace, which other pods' affinity terms and
+// spread selectors select on. "" when the pod cannot be keyed.
+func specKey(p *corev1.Pod) string {
 	data, err := json.Marshal(struct {
 		Namespace string            `json:"n"`
 		Labels    map[string]string `json:"l"`

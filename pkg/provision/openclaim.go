@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,10 +106,14 @@ func (pl *Planner) capacityFits(ctx context.Context, oc *openClaim, ck *check, t
 	if v, ok := ck.fits[t]; ok {
 		return v > 0
 	}
-	view := *oc.info
+	view := &pl.scratch.capacity
+	*view = *oc.info
 	view.Allocatable = oc.pool.types[t].alloc
-	ok := pl.sim.FilterCapacity(ctx, ck.state, ck.pod, &view).IsSuccess() && pl.coverFits(ctx, oc, t, ck.requests)
-	ck.fits[t] = map[bool]int8{true: 1, false: -1}[ok]
+	ok := pl.sim.FilterCapacity(ctx, ck.state, ck.pod, view).IsSuccess() && pl.coverFits(ctx, oc, t, ck.requests)
+	ck.fits[t] = -1
+	if ok {
+		ck.fits[t] = 1
+	}
 	return ok
 }
 
@@ -139,7 +144,7 @@ func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, st
 	groups, classes := oc.classGroups(keys)
 	failed := map[int32]bool{}
 	for _, g := range groups {
-		if !pl.sim.FilterPlacement(ctx, state, pod, oc.placementView(g.first)).IsSuccess() {
+		if !pl.sim.FilterPlacement(ctx, state, pod, oc.placementView(g.first, &pl.scratch.placement)).IsSuccess() {
 			failed[g.class] = true
 		}
 	}
@@ -176,10 +181,10 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 		return alive
 	}
 	compatible := oc.pool.compatible
-	first := compatible[alive[0]].labels
+	domains := oc.pool.domainsOf(topology)
 	agree := true
 	for _, i := range alive[1:] {
-		if classKey(compatible[i].labels, topology) != classKey(first, topology) {
+		if domains[i] != domains[alive[0]] {
 			agree = false
 			break
 		}
@@ -191,10 +196,9 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 		if !pl.capacityFits(ctx, oc, ck, compatible[i].typ) {
 			continue
 		}
-		domain := classKey(compatible[i].labels, topology)
 		out := alive[:0:0]
 		for _, j := range alive {
-			if classKey(compatible[j].labels, topology) == domain {
+			if domains[j] == domains[i] {
 				out = append(out, j)
 			}
 		}
@@ -203,40 +207,54 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 	return nil
 }
 
-// add puts the pod on the claim, which may now launch only as alive.
-func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk.PodInfo, state fwk.CycleState, alive []int) {
+// add puts the pod on the claim, which may now launch only as alive, and reports whether that
+// changed the labels of the node the claim will become.
+func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk.PodInfo, state fwk.CycleState, alive []int) bool {
 	defer oc.noteCover(pod, requests, state)
 	oc.before = oc.info.Requested.Clone()
 	oc.lastPod, oc.lastState = pod, state
 	oc.pods = append(oc.pods, pod)
+	relabelled := false
 	if len(alive) != len(oc.alive) {
 		oc.alive = alive
 		oc.frontier = nil
 		oc.groups = nil
-		oc.info.SetNode(oc.plannedNode())
+		node := oc.plannedNode()
+		relabelled = !maps.Equal(node.Labels, oc.info.Node().Labels)
+		oc.info.SetNode(node)
 	}
 	oc.info.AddPodInfo(info)
+	return relabelled
 }
 
-// holding returns the alive offerings whose type holds every pod of the claim.
-func (pl *Planner) holding(ctx context.Context, oc *openClaim) []int {
+// holding returns the alive offerings whose type holds every pod of the claim, cheapest first.
+// With maxTypes > 0 it asks about no more types once that many hold: alive is in price order, so
+// those are the cheapest that hold, and only their offerings are returned.
+func (pl *Planner) holding(ctx context.Context, oc *openClaim, maxTypes int) []int {
 	if oc.lastPod == nil {
 		return oc.alive
 	}
+	// One view for every type: only its allocatable changes between questions.
 	view := *oc.info
 	view.Pods = view.Pods[:len(view.Pods)-1]
 	view.Requested = oc.before
 	fits := map[int]bool{}
+	held := 0
 	last := pl.requestsOf(oc.lastPod)
 	var out []int
 	for _, i := range oc.alive {
 		t := oc.pool.compatible[i].typ
 		ok, asked := fits[t]
 		if !asked {
-			typed := view
-			typed.Allocatable = oc.pool.types[t].alloc
-			ok = pl.sim.FilterCapacity(ctx, oc.lastState, oc.lastPod, &typed).IsSuccess() && pl.coverFits(ctx, oc, t, last)
+			if maxTypes > 0 && held == maxTypes {
+				continue
+			}
+			view.Allocatable = oc.pool.types[t].alloc
+			ok = pl.sim.FilterCapacity(ctx, oc.lastState, oc.lastPod, &view).IsSuccess() && pl.coverFits(ctx, oc, t, last)
 			fits[t] = ok
+			if ok {
+				held++
+			}
 		}
 		if ok {
 			out = append(out, i)
@@ -245,23 +263,23 @@ func (pl *Planner) holding(ctx context.Context, oc *openClaim) []int {
 	return out
 }
 
-// placementView is the claim as offering i, with its pods: what the placement plugins read.
-// SetNode, which parses the node's allocatable, runs once per offering and claim; each view then
-// takes the claim's pods as they are now.
-func (oc *openClaim) placementView(i int) *framework.NodeInfo {
+// placementView is the claim as offering i, with its pods: what the placement plugins read. It is
+// written into view. SetNode, which parses the node's allocatable, runs once per offering and
+// claim; each view then takes the claim's pods as they are now.
+func (oc *openClaim) placementView(i int, view *framework.NodeInfo) *framework.NodeInfo {
 	shell, ok := oc.shells[i]
 	if !ok {
 		shell = framework.NewNodeInfo()
 		shell.SetNode(oc.pool.compatible[i].templateNode(oc.name))
 		oc.shells[i] = shell
 	}
-	view := *shell
+	*view = *shell
 	from := oc.info
 	view.Pods, view.PodsWithAffinity, view.PodsWithRequiredAntiAffinity = from.Pods, from.PodsWithAffinity, from.PodsWithRequiredAntiAffinity
 	view.UsedPorts, view.Requested, view.NonZeroRequested = from.UsedPorts, from.Requested, from.NonZeroRequested
 	view.ImageStates, view.PVCRefCounts, view.NodeAllocatableDRAClaimStates = from.ImageStates, from.PVCRefCounts, from.NodeAllocatableDRAClaimStates
 	view.Generation = from.Generation
-	return &view
+	return view
 }
 
 // plannedNode is the node the claim will become, as far as every alive offering agrees: its name
@@ -271,18 +289,17 @@ func (oc *openClaim) placementView(i int) *framework.NodeInfo {
 func (oc *openClaim) plannedNode() *corev1.Node {
 	compatible := oc.pool.compatible
 	first := compatible[oc.alive[0]].templateNode(oc.name)
-	labels := make(map[string]string, len(first.Labels))
-	for k, v := range first.Labels {
-		labels[k] = v
-	}
-	for _, i := range oc.alive[1:] {
-		other := compatible[i].labels
-		for k, v := range labels {
-			if k == corev1.LabelHostname {
-				continue
-			}
-			if w, ok := other[k]; !ok || w != v {
+	labels := first.Labels
+	// Only the keys on which the pool's offerings differ can differ among alive.
+	for _, k := range oc.pool.varyingKeys() {
+		v, ok := labels[k]
+		if !ok || k == corev1.LabelHostname {
+			continue
+		}
+		for _, i := range oc.alive[1:] {
+			if w, ok := compatible[i].labels[k]; !ok || w != v {
 				delete(labels, k)
+				break
 			}
 		}
 	}

@@ -227,12 +227,13 @@ func (ps *poolState) efficientOf(offerings []int) []int {
 }
 
 // add puts the pod on the claim and, for a pool with limits, recounts the most the claim may
-// launch as.
-func (pl *Planner) add(ctx context.Context, oc *openClaim, pod *corev1.Pod, info fwk.PodInfo, state fwk.CycleState, alive []int) {
-	oc.add(pod, pl.requestsOf(pod), info, state, alive)
+// launch as. It reports whether the claim's node labels changed (see openClaim.add).
+func (pl *Planner) add(ctx context.Context, oc *openClaim, pod *corev1.Pod, info fwk.PodInfo, state fwk.CycleState, alive []int) bool {
+	relabelled := oc.add(pod, pl.requestsOf(pod), info, state, alive)
 	if len(oc.pool.NodePool.Spec.Limits) > 0 {
-		oc.capacity = oc.pool.maxCapacity(pl.holding(ctx, oc))
+		oc.capacity = oc.pool.maxCapacity(pl.holding(ctx, oc, 0))
 	}
+	return relabelled
 }
 
 // maxCapacity is the most a claim with these offerings can end up launching, counted against
@@ -256,8 +257,7 @@ func (pl *Planner) planned(ctx context.Context, oc *openClaim) *PlannedClaim {
 	compatible := oc.pool.compatible
 	var kept []int
 	types := map[string]bool{}
-	holding := pl.holding(ctx, oc)
-	for _, i := range holding {
+	for _, i := range pl.holding(ctx, oc, MaxInstanceTypes) {
 		name := compatible[i].it.Name
 		if !types[name] && len(types) == MaxInstanceTypes {
 			continue
@@ -265,7 +265,11 @@ func (pl *Planner) planned(ctx context.Context, oc *openClaim) *PlannedClaim {
 		types[name] = true
 		kept = append(kept, i)
 	}
-	kept = expressible(oc.pool, oc.pool.widen(kept, holding))
+	if oc.pool.minValuesShort(kept) != "" {
+		// Only a claim short of minValues looks past the cheapest types (see widen).
+		kept = oc.pool.widen(kept, pl.holding(ctx, oc, 0))
+	}
+	kept = expressible(oc.pool, kept)
 	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.minValuesShort(kept)}
 	for _, i := range kept {
 		pc.Options = append(pc.Options, Option{InstanceType: compatible[i].it, Offering: compatible[i].offering})

@@ -84,6 +84,13 @@ type Planner struct {
 	requests map[*corev1.Pod]corev1.ResourceList
 	// minValues is the policy for requirements with minValues (see minvalues.go).
 	minValues MinValuesPolicy
+	// scratch are the nodes the planner writes a view of a claim into before each Filter
+	// question, one per kind of question, so that the questions allocate no node. Filter plugins
+	// do not keep the nodes they are shown.
+	scratch struct{ capacity, placement, cover framework.NodeInfo }
+	// fresh runs PreFilter afresh for every pod instead of keeping states (see preFilters); tests
+	// compare the two.
+	fresh bool
 }
 
 // requestsOf returns the pod's requests, from the current plan's cache when it is pending.
@@ -138,8 +145,15 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	if len(pools) > 0 {
 		ratio = pools[0].ratio
 	}
+	pf := newPreFilters(pl.sim, pl.fresh)
 	for _, pod := range sortedForPacking(in.Pending, ratio) {
-		group := groupOf(pod)
+		spec := specKey(pod)
+		group := groupOf(pod, spec, defaultKeys)
+		info, err := framework.NewPodInfo(pod)
+		if err != nil {
+			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
+			continue
+		}
 		// PreFilter must see the pods placed on claims opened by this plan, or inter-pod
 		// (anti-)affinity and topology spread judge each pod as if it were alone: pods that
 		// must not share a node were packed onto one claim, and pods that must join another
@@ -148,11 +162,18 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		for _, oc := range open {
 			planned = append(planned, oc.info)
 		}
-		pl.sim.Use(snapshot, planned...)
-		state, pre, status := pl.sim.PreFilter(ctx, pod)
-		if status != nil {
-			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
-			continue
+		// A pod that spreads is weighed for new capacity against the empty domains too (below);
+		// the view without them is for the nodes that exist, when there are any.
+		withDomains := spreads(pod, defaultKeys) && len(domains) > 0
+		var state fwk.CycleState
+		var pre *fwk.PreFilterResult
+		if len(nodeInfos) > 0 || !withDomains {
+			pl.sim.Use(snapshot, planned...)
+			var status *fwk.Status
+			if state, pre, status = pf.run(ctx, pod, spec, false); status != nil {
+				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
+				continue
+			}
 		}
 		if ni := pl.firstFit(ctx, state, pre, pod, nodeInfos, group, memo); ni != nil {
 			// Count the pod on the node whether it is ready or in flight: the room it takes is
@@ -160,6 +181,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			// of pods could "fit" the last free slot of a ready node and no capacity was planned
 			// for all but one of them.)
 			addPod(ni, pod)
+			pf.add(info, ni)
 			if claim, ok := in.InFlight[ni.Node().Name]; ok {
 				plan.InFlight[claim] = append(plan.InFlight[claim], pod)
 			} else {
@@ -168,29 +190,26 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			}
 			continue
 		}
-		info, err := framework.NewPodInfo(pod)
-		if err != nil {
-			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
-			continue
-		}
 		// New capacity: in each shape of the ladder (preferences.go), strictest first, on the
 		// claims this plan opened and then on new claims. The claim books the pod itself.
 		var reasons map[string]string
 		placed := false
 		for _, as := range preferenceLadder(pod) {
-			asGroup := group
+			asGroup, asSpec := group, spec
 			if as != pod {
-				asGroup = groupOf(as)
+				asSpec = specKey(as)
+				asGroup = groupOf(as, asSpec, defaultKeys)
 			}
 			state, pre := state, pre
-			if as != pod || (spreads(pod, defaultKeys) && len(domains) > 0) {
+			if as != pod || withDomains {
 				views := planned
-				if spreads(as, defaultKeys) && len(domains) > 0 {
+				asDomains := spreads(as, defaultKeys) && len(domains) > 0
+				if asDomains {
 					views = append(planned, domains...)
 				}
 				pl.sim.Use(snapshot, views...)
 				var status *fwk.Status
-				if state, pre, status = pl.sim.PreFilter(ctx, as); status != nil {
+				if state, pre, status = pf.run(ctx, as, asSpec, asDomains); status != nil {
 					reasons = map[string]string{"": status.Message()}
 					continue
 				}
@@ -202,7 +221,10 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				}
 				if allowedByPreFilter(pre, oc.name) {
 					if alive := pl.weigh(ctx, oc, as, state, keys); alive != nil {
-						pl.add(ctx, oc, pod, info, state, alive)
+						if pl.add(ctx, oc, pod, info, state, alive) {
+							pf.relabelled()
+						}
+						pf.add(info, oc.info)
 						placed = true
 						break
 					}
@@ -221,6 +243,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				oc, why := pl.open(ctx, state, pre, as, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
 				if oc != nil {
 					oc.book(pod)
+					pf.opened(oc.info)
 					open = append(open, oc)
 					ps.open = append(ps.open, oc)
 					placed = true

@@ -308,9 +308,10 @@ func TestPlanReservesDaemonSetOverhead(t *testing.T) {
 // Identical pods skip the places that turned the first of them away, without changing the plan:
 // the memo only applies where a rejection lasts.
 func TestGroupOfLeavesOutPodsWhoseRejectionMayNotLast(t *testing.T) {
+	group := func(p *corev1.Pod) string { return groupOf(p, specKey(p), nil) }
 	plain := newPod("a", "1", "1Gi")
 	twin := newPod("b", "1", "1Gi")
-	if groupOf(plain) == "" || groupOf(plain) != groupOf(twin) {
+	if group(plain) == "" || group(plain) != group(twin) {
 		t.Fatal("identical pods must share a group")
 	}
 	spread := newPod("c", "1", "1Gi")
@@ -318,12 +319,15 @@ func TestGroupOfLeavesOutPodsWhoseRejectionMayNotLast(t *testing.T) {
 	affine := newPod("d", "1", "1Gi")
 	affine.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelTopologyZone}}}}
 	for _, p := range []*corev1.Pod{spread, affine} {
-		if groupOf(p) != "" {
+		if group(p) != "" {
 			t.Errorf("pod %s may fit a place later in the plan; it must not be memoised", p.Name)
 		}
 	}
+	if groupOf(plain, specKey(plain), []string{corev1.LabelHostname}) != "" {
+		t.Error("a pod that the profile's DoNotSchedule default constraints spread must not be memoised")
+	}
 	other := newPod("e", "2", "1Gi")
-	if groupOf(other) == groupOf(plain) {
+	if group(other) == group(plain) {
 		t.Error("pods of different shapes share a group")
 	}
 }

@@ -12,6 +12,9 @@ import (
 // is stricter than the pod, so wherever the Filter plugins accept it they accept the pod; the
 // plan books the pod itself, never the shape. A pod without preferences has one shape: itself.
 func preferenceLadder(pod *corev1.Pod) []*corev1.Pod {
+	if !hasPreferences(pod) {
+		return []*corev1.Pod{pod}
+	}
 	kinds := []func(*corev1.Pod) bool{requireSpread, requirePodAffinity, requirePodAntiAffinity, requireNodeAffinity}
 	var ladder []*corev1.Pod
 	for drop := 0; drop < len(kinds); drop++ {
@@ -25,6 +28,20 @@ func preferenceLadder(pod *corev1.Pod) []*corev1.Pod {
 		}
 	}
 	return append(ladder, pod)
+}
+
+// hasPreferences reports whether some step of the ladder would change the pod, without the copy
+// each step makes.
+func hasPreferences(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			return true
+		}
+	}
+	a := pod.Spec.Affinity
+	return a != nil && (a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
+		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
+		a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
 }
 
 // requireSpread makes ScheduleAnyway spread constraints DoNotSchedule.

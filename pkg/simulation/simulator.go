@@ -7,6 +7,7 @@ package simulation
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -272,6 +273,23 @@ type swappableLister struct {
 type view struct {
 	snapshot *schedcache.Snapshot
 	planned  []fwk.NodeInfo
+	// all lists the snapshot's nodes and then the planned ones, built on first use: a PreFilter
+	// pass asks for it more than once.
+	once sync.Once
+	all  []fwk.NodeInfo
+	err  error
+}
+
+func (v *view) list() ([]fwk.NodeInfo, error) {
+	v.once.Do(func() {
+		base, err := v.snapshot.NodeInfos().List()
+		if err != nil || len(v.planned) == 0 {
+			v.all, v.err = base, err
+			return
+		}
+		v.all = append(append(make([]fwk.NodeInfo, 0, len(base)+len(v.planned)), base...), v.planned...)
+	})
+	return v.all, v.err
 }
 
 func (l *swappableLister) Set(s *schedcache.Snapshot, planned []fwk.NodeInfo) {
@@ -280,7 +298,7 @@ func (l *swappableLister) Set(s *schedcache.Snapshot, planned []fwk.NodeInfo) {
 
 func (l *swappableLister) NodeInfos() fwk.NodeInfoLister {
 	v := l.current.Load()
-	return nodeInfos{base: v.snapshot.NodeInfos(), planned: v.planned}
+	return nodeInfos{base: v.snapshot.NodeInfos(), view: v}
 }
 
 func (l *swappableLister) StorageInfos() fwk.StorageInfoLister {
@@ -315,17 +333,11 @@ func (l *swappableLister) PodGroupStates() fwk.PodGroupStateLister {
 // affinity pods are derived from the NodeInfos as they are now, not as the snapshot indexed them
 // when it was built: callers add pods to its NodeInfos while they plan.
 type nodeInfos struct {
-	base    fwk.NodeInfoLister
-	planned []fwk.NodeInfo
+	base fwk.NodeInfoLister
+	view *view
 }
 
-func (n nodeInfos) List() ([]fwk.NodeInfo, error) {
-	base, err := n.base.List()
-	if err != nil || len(n.planned) == 0 {
-		return base, err
-	}
-	return append(append(make([]fwk.NodeInfo, 0, len(base)+len(n.planned)), base...), n.planned...), nil
-}
+func (n nodeInfos) List() ([]fwk.NodeInfo, error) { return n.view.list() }
 
 func (n nodeInfos) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
 	return n.having(func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithAffinity()) > 0 })
@@ -350,7 +362,7 @@ func (n nodeInfos) having(keep func(fwk.NodeInfo) bool) ([]fwk.NodeInfo, error) 
 }
 
 func (n nodeInfos) Get(name string) (fwk.NodeInfo, error) {
-	for _, ni := range n.planned {
+	for _, ni := range n.view.planned {
 		if ni.Node() != nil && ni.Node().Name == name {
 			return ni, nil
 		}

@@ -1,0 +1,141 @@
+package provision
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// preFilters keeps the PreFilter state of the plan's pods by spec, so that the next identical pod
+// starts from it instead of from scratch. PreFilter counts over every pod placed so far (pod
+// affinity, spread), so a plan that ran it afresh per pod grew with the square of its size.
+//
+// A kept state is brought up to date with the framework's AddPod extension, once per pod placed
+// since, as preemption does for nominated pods. That is exact where the plugins' AddPod is:
+//   - InterPodAffinity and VolumeRestrictions keep counts that AddPod updates as PreFilter would
+//     have counted them, and neither reads the set of nodes, only the pods on them and their
+//     labels. A new claim is the pods on it added to nodes. A node whose labels changed (a claim
+//     that settled into a zone) calls for a fresh state, though a claim settles before the first
+//     pod that anyone counts in that zone joins it (see relevance), so nothing counted moves.
+//   - InterPodAffinity skips a pod that no placed pod repels and that has no terms of its own. A
+//     placed pod with anti-affinity terms can end that, and the framework does not run AddPod for
+//     a skipped plugin, so such a placement calls for a fresh state too.
+//   - PodTopologySpread is not: its state keeps the two emptiest domains only, which increments
+//     can leave stale, and it counts domains (nodes) with no pods. A pod it does not skip reuses a
+//     state only while nothing was placed since.
+//
+// Pods with volumes or resource claims are not kept: VolumeBinding and DynamicResources write
+// per-node results into the state during Filter, and two pods of one spec may still have claims
+// of their own.
+type preFilters struct {
+	sim *simulation.Simulator
+	// kept is nil when nothing is kept (Planner.fresh).
+	kept map[preFilterKey]*keptState
+	// placed are the pods this plan put on nodes, in order, each with the node.
+	placed []placement
+	// nodes and relabels count the claims this plan opened and the node labels it changed.
+	nodes, relabels int
+}
+
+type placement struct {
+	pod  fwk.PodInfo
+	node fwk.NodeInfo
+}
+
+// preFilterKey is a pod's spec (specKey) and the view: with or without the empty domains.
+type preFilterKey struct {
+	spec    string
+	domains bool
+}
+
+type keptState struct {
+	state fwk.CycleState
+	pre   *fwk.PreFilterResult
+	// at, nodes and relabels are what the plan had done when state was last brought up to date.
+	at, nodes, relabels            int
+	spreadSkipped, affinitySkipped bool
+}
+
+func newPreFilters(sim *simulation.Simulator, fresh bool) *preFilters {
+	p := &preFilters{sim: sim}
+	if !fresh {
+		p.kept = map[preFilterKey]*keptState{}
+	}
+	return p
+}
+
+// run returns the PreFilter state of pod, whose spec is spec, against the view the simulator was
+// last given (Use). States are shared between pods of a spec: callers read them (Filter) and keep
+// them only for NodeResourcesFit, whose state is the pod's requests, the same for every pod of
+// the spec and never touched by AddPod.
+func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, domains bool) (fwk.CycleState, *fwk.PreFilterResult, *fwk.Status) {
+	key := preFilterKey{spec: spec, domains: domains}
+	if k := p.kept[key]; k != nil && p.current(ctx, pod, k) {
+		return k.state, k.pre, nil
+	}
+	state, pre, status := p.sim.PreFilter(ctx, pod)
+	if status == nil && spec != "" && p.kept != nil && keepable(pod) {
+		skipped := state.GetSkipFilterPlugins()
+		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed), nodes: p.nodes, relabels: p.relabels,
+			spreadSkipped: skipped.Has(names.PodTopologySpread), affinitySkipped: skipped.Has(names.InterPodAffinity)}
+	}
+	return state, pre, status
+}
+
+// current brings k up to date for pod and reports whether it could.
+func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState) bool {
+	since := p.placed[k.at:]
+	if k.relabels != p.relabels {
+		return false
+	}
+	if !k.spreadSkipped && (len(since) > 0 || k.nodes != p.nodes) {
+		return false
+	}
+	if k.affinitySkipped {
+		for _, pl := range since {
+			if len(pl.pod.GetRequiredAntiAffinityTerms()) > 0 {
+				return false
+			}
+		}
+	}
+	for _, pl := range since {
+		if !p.sim.AddPod(ctx, k.state, pod, pl.pod, pl.node).IsSuccess() {
+			return false
+		}
+	}
+	k.at, k.nodes = len(p.placed), p.nodes
+	return true
+}
+
+// keepable reports whether pod's state may be kept: see preFilters.
+func keepable(pod *corev1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return false
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// add records that pod now runs on node.
+func (p *preFilters) add(pod fwk.PodInfo, node fwk.NodeInfo) {
+	p.placed = append(p.placed, placement{pod: pod, node: node})
+}
+
+// opened records a new claim, with the pods on it (its daemons and its first pod).
+func (p *preFilters) opened(node fwk.NodeInfo) {
+	p.nodes++
+	for _, pod := range node.GetPods() {
+		p.add(pod, node)
+	}
+}
+
+// relabelled records that a node's labels changed.
+func (p *preFilters) relabelled() { p.relabels++ }

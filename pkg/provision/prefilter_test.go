@@ -1,0 +1,171 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+)
+
+// TestKeptPreFilterStatesPlanAsFreshOnes: the planner brings a kept PreFilter state up to date
+// with AddPod instead of running PreFilter again for each pod of a spec. The plans must be the
+// very plans that fresh states give, and pass the real Filter, on workloads where a kept state
+// would go stale if it were reused where it must not be.
+func TestKeptPreFilterStatesPlanAsFreshOnes(t *testing.T) {
+	cases := []struct {
+		name string
+		in   func() Input
+	}{
+		{"Karpenter's five classes", func() Input {
+			return Input{Pending: benchPods(150, benchClasses...), Pools: []Pool{newPool("default")}}
+		}},
+		{"a pod repels pods whose InterPodAffinity was skipped", func() Input {
+			// web pods have no terms and nothing repels them at first, so InterPodAffinity skips
+			// them; a loner placed after one of them repels the next from its node. Nodes hold
+			// two pods, so the loners' node has room that a stale state would give a web pod.
+			var pending []*corev1.Pod
+			for i := range 12 {
+				opts := []podOpt{labelled("web")}
+				if i%3 == 1 {
+					opts = []podOpt{labelled("loner"), awayFrom("web")}
+				}
+				pending = append(pending, newPod(fmt.Sprintf("p%02d", i), "900m", "1Gi", opts...))
+			}
+			pool := newPool("default", requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"))
+			return Input{Pending: pending, Pools: []Pool{pool}}
+		}},
+		{"a claim settles into a zone between two pods that count it there", func() Input {
+			// z pods need an app=a pod in their zone. The a pod's claim has no zone until the
+			// spreading pod settles it; the second z pod must then see the a pod there.
+			zonal := func(p *corev1.Pod) {
+				p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+					{LabelSelector: selecting("a"), TopologyKey: corev1.LabelTopologyZone}}}}
+			}
+			spread := func(p *corev1.Pod) {
+				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selecting("s")}}
+			}
+			pending := []*corev1.Pod{
+				newPod("p0", "500m", "1Gi", labelled("a")),
+				newPod("p1", "500m", "1Gi", labelled("z"), zonal),
+				newPod("p2", "500m", "1Gi", labelled("s"), spread),
+				newPod("p3", "500m", "1Gi", labelled("z"), zonal),
+			}
+			return Input{Pending: pending, Pools: []Pool{newPool("default")}}
+		}},
+		{"existing nodes, spread and preferences", func() Input {
+			nodes := []*corev1.Node{zonedNode("n1", fake.ZoneA, "4", "8Gi"), zonedNode("n2", fake.ZoneB, "4", "8Gi")}
+			bound := newPod("bound", "1", "1Gi", labelled("web"))
+			bound.Spec.NodeName = "n1"
+			var pending []*corev1.Pod
+			for i := range 24 {
+				p := newPod(fmt.Sprintf("p%02d", i), "500m", "1Gi", labelled("web"))
+				switch i % 3 {
+				case 1:
+					p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+						WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: selecting("web")}}
+				case 2:
+					p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+						{Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: selecting("web"), TopologyKey: corev1.LabelHostname}}}}}
+				}
+				pending = append(pending, p)
+			}
+			return Input{Pending: pending, Nodes: nodes, Pods: []*corev1.Pod{bound}, Pools: []Pool{newPool("default")}}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kept := testPlanner(t).Plan(context.Background(), tc.in())
+			fresh := testPlanner(t)
+			fresh.fresh = true
+			want := fresh.Plan(context.Background(), tc.in())
+			if got, want := planShape(kept), planShape(want); got != want {
+				t.Fatalf("plan with kept states differs from the plan with fresh ones:\n kept: %s\nfresh: %s", got, want)
+			}
+			verifyPlan(t, sim, tc.in(), kept)
+		})
+	}
+}
+
+// planShape writes down everything a plan decided: claims with their pods and options, pods on
+// existing nodes, and pods left out with why.
+func planShape(plan *Plan) string {
+	var b strings.Builder
+	for _, c := range plan.Claims {
+		names := make([]string, len(c.Pods))
+		for i, p := range c.Pods {
+			names[i] = p.Name
+		}
+		slices.Sort(names)
+		fmt.Fprintf(&b, "%s[%s](", c.NodePool.Name, strings.Join(names, ","))
+		for _, o := range c.Options {
+			fmt.Fprintf(&b, "%s ", optionKey(o.InstanceType, o.Offering))
+		}
+		b.WriteString(") ")
+	}
+	for _, p := range plan.FitsExisting {
+		fmt.Fprintf(&b, "%s@%s ", p.Name, plan.FitsExistingOn[p.UID])
+	}
+	for _, u := range plan.Unplaceable {
+		fmt.Fprintf(&b, "%s!%v ", u.Pod.Name, u.Reasons)
+	}
+	return b.String()
+}
+
+// TestKeptPreFilterStatesOnMixedBatches compares kept and fresh states on random batches of pods
+// that select each other across kinds.
+func TestKeptPreFilterStatesOnMixedBatches(t *testing.T) {
+	for seed := range 30 {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			kept := testPlanner(t).Plan(context.Background(), mixedInput(seed))
+			fresh := testPlanner(t)
+			fresh.fresh = true
+			if got, want := planShape(kept), planShape(fresh.Plan(context.Background(), mixedInput(seed))); got != want {
+				t.Fatalf("plan with kept states differs from the plan with fresh ones:\n kept: %s\nfresh: %s", got, want)
+			}
+			verifyPlan(t, sim, mixedInput(seed), kept)
+		})
+	}
+}
+
+// mixedKinds require to join pods of an app or avoid them, or spread over zones and hosts. Pods
+// that spread select only their own kind: a pod of another kind placed later may land anywhere,
+// and the plan is checked as the scheduler would check each pod if it were bound last.
+var mixedKinds = []func(p *corev1.Pod, app string){
+	func(p *corev1.Pod, app string) {},
+	func(p *corev1.Pod, app string) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+			{LabelSelector: selecting(app), TopologyKey: corev1.LabelTopologyZone}}}}
+	},
+	func(p *corev1.Pod, app string) { awayFrom(app)(p) },
+	func(p *corev1.Pod, app string) {
+		labelled("zone-spread")(p)
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selecting("zone-spread")}}
+	},
+	func(p *corev1.Pod, app string) {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+			WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: selecting(app)}}
+	},
+}
+
+// mixedInput is a batch of 40 pods of random kinds, apps and sizes, the same for the same seed.
+func mixedInput(seed int) Input {
+	apps := []string{"a", "b"}
+	cpus := []string{"250m", "500m", "1"}
+	r := rand.New(rand.NewPCG(uint64(seed), 2))
+	var pending []*corev1.Pod
+	for i := range 40 {
+		p := newPod(fmt.Sprintf("p%02d", i), cpus[r.IntN(len(cpus))], "1Gi", labelled(apps[r.IntN(len(apps))]))
+		mixedKinds[r.IntN(len(mixedKinds))](p, apps[r.IntN(len(apps))])
+		pending = append(pending, p)
+	}
+	return Input{Pending: pending, Pools: []Pool{newPool("default", requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn,
+		"m5.large", "m5.xlarge", "c5.large", "c5.xlarge"))}}
+}
