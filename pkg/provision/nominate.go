@@ -7,11 +7,47 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
+
+// nominateWorkers bounds the nomination patches in flight at once.
+const nominateWorkers = 8
+
+// nominateSoon runs nominate in the background, one pass at a time: a burst has a nomination to
+// write per pod, a round trip each, and planning must not wait for them. A call that comes while
+// a pass runs asks for one more pass after it, over the cluster as it is then.
+func (p *Provisioner) nominateSoon(ctx context.Context) {
+	p.mu.Lock()
+	if p.nominating {
+		p.nominateAgain = true
+		p.mu.Unlock()
+		return
+	}
+	p.nominating = true
+	p.mu.Unlock()
+	go func() {
+		for {
+			nodes, err := p.opts.Nodes.List(labels.Everything())
+			pods, err2 := p.opts.Pods.List(labels.Everything())
+			if err == nil && err2 == nil {
+				p.nominate(ctx, nodes, pods, p.opts.ClaimLister.List())
+			}
+			p.mu.Lock()
+			again := p.nominateAgain && ctx.Err() == nil
+			p.nominateAgain = false
+			p.nominating = again
+			p.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
+}
 
 // nominate keeps status.nominatedNodeName (KEP-5278) in step with the plans: a pod planned onto a
 // launching NodeClaim whose node name is known is nominated to that node, so the scheduler keeps
@@ -39,18 +75,28 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 		planned[uid] = claim
 	}
 	p.mu.Unlock()
+	type change struct {
+		pod  *corev1.Pod
+		node string
+	}
+	var changes []change
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
 			continue
 		}
 		want := target[planned[pod.UID]]
 		switch {
-		case want != "" && pod.Status.NominatedNodeName == "":
-			p.setNomination(ctx, pod, want)
+		case want != "" && pod.Status.NominatedNodeName != want:
+			// A pod is planned only when no nomination of the scheduler's holds it (see
+			// reconcile), so a nomination it has is ours, to a node it no longer goes to.
+			changes = append(changes, change{pod, want})
 		case want == "" && pod.Status.NominatedNodeName != "" && !futureNodes[pod.Status.NominatedNodeName]:
-			p.setNomination(ctx, pod, "")
+			changes = append(changes, change{pod, ""})
 		}
 	}
+	workqueue.ParallelizeUntil(ctx, nominateWorkers, len(changes), func(i int) {
+		p.setNomination(ctx, changes[i].pod, changes[i].node)
+	})
 }
 
 func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node string) {
@@ -60,13 +106,40 @@ func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node s
 	}
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"nominatedNodeName": value}})
 	_, err := p.opts.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err == nil {
+		p.mu.Lock()
+		if node != "" {
+			p.nominations[pod.UID] = node
+		} else {
+			delete(p.nominations, pod.UID)
+		}
+		p.mu.Unlock()
+	}
 	logger := klog.FromContext(ctx)
 	switch {
 	case err == nil && node != "":
 		logger.V(2).Info("Nominated pod to a launching node", "pod", klog.KObj(pod), "node", node)
 	case err == nil:
 		logger.V(2).Info("Cleared a nomination to a node that will not come", "pod", klog.KObj(pod), "node", pod.Status.NominatedNodeName)
-	case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err):
+		// Gone, or bound since the informers were read: the API server refuses a nomination
+		// on a bound pod. Nothing to do either way.
+	default:
 		logger.Error(err, "Updating the pod's nominated node", "pod", klog.KObj(pod), "node", node)
 	}
+}
+
+// scheduledByNomination reports whether the scheduler will place pod by its nomination: it is
+// nominated to an existing node, by the scheduler's preemption and not by a plan of ours, and the
+// scheduler has not handed it over since (enqueued): a pod that PostFilter hands over fits no
+// node even with its nomination, whoever made it.
+func (p *Provisioner) scheduledByNomination(pod *corev1.Pod, nodes map[string]bool, inFlight map[string]string, enqueued bool) bool {
+	nominated := pod.Status.NominatedNodeName
+	if nominated == "" || inFlight[nominated] != "" || !nodes[nominated] || enqueued {
+		return false
+	}
+	p.mu.Lock()
+	ours := p.nominations[pod.UID] == nominated
+	p.mu.Unlock()
+	return !ours
 }

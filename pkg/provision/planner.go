@@ -3,7 +3,9 @@ package provision
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,7 +117,10 @@ type option struct {
 // this plan, then on new claims from the pools in order.
 func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	snapshot := schedcache.NewSnapshot(in.Pods, in.Nodes)
-	nodeInfos, _ := snapshot.NodeInfos().List()
+	listed, _ := snapshot.NodeInfos().List()
+	// The snapshot lists nodes in no set order; first fit goes by name, so that a plan is the
+	// same for the same input.
+	nodeInfos := slices.SortedFunc(slices.Values(listed), func(a, b fwk.NodeInfo) int { return strings.Compare(a.Node().Name, b.Node().Name) })
 
 	var cpu, mem, maxCPU, maxMem float64
 	pl.requests = make(map[*corev1.Pod]corev1.ResourceList, len(in.Pending))

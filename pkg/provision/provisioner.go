@@ -88,6 +88,11 @@ type Provisioner struct {
 	// (the scheduler binds them only once its backoff lets it look again). A node that is
 	// awaited looks empty, and must not be taken for empty.
 	awaited map[string]time.Time
+	// nominations are the nominations this process wrote, by pod; nominating and nominateAgain
+	// run them one pass at a time (see nominateSoon).
+	nominations   map[types.UID]string
+	nominating    bool
+	nominateAgain bool
 }
 
 // NominationWindow is how long after a plan, or after its claim initialized, a NodeClaim counts
@@ -107,6 +112,8 @@ func New(opts Options) *Provisioner {
 		refused:  map[string]map[string]*corev1.Pod{},
 		awaited:  map[string]time.Time{},
 		written:  map[types.UID]uint64{},
+
+		nominations: map[types.UID]string{},
 
 		awaitedNodes: map[string]time.Time{},
 	}
@@ -238,7 +245,6 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	}
 
 	cluster, enqueued := p.forgetStale(nodes, pods, claims, listed)
-	p.nominate(ctx, nodes, pods, claims)
 	view := cluster.View(typesByPool)
 	nodeNames := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
@@ -249,7 +255,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		if view.Counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
 			continue
 		}
-		if nominated := pod.Status.NominatedNodeName; nominated != "" && view.InFlight[nominated] == "" && nodeNames[nominated] {
+		if p.scheduledByNomination(pod, nodeNames, view.InFlight, enqueued[pod.UID]) {
 			// The scheduler preempted pods on an existing node for it, and will place it there.
 			continue
 		}
@@ -263,6 +269,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 	}
 	if len(pending) == 0 {
+		p.nominateSoon(ctx)
 		return nil
 	}
 	planStart := p.opts.Clock.Now()
@@ -272,7 +279,8 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	}
 	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Pools: pools,
 		DaemonSets: DaemonSetPods(dss)})
-	metrics.PlanDuration.Observe(p.opts.Clock.Since(planStart).Seconds())
+	planned := p.opts.Clock.Since(planStart)
+	metrics.PlanDuration.Observe(planned.Seconds())
 	metrics.PodsPerPlan.Observe(float64(len(pending)))
 
 	p.mu.Lock()
@@ -287,6 +295,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		p.awaitedNodes[node] = p.opts.Clock.Now().Add(NominationWindow)
 	}
 	p.mu.Unlock()
+	createStart := p.opts.Clock.Now()
 	var errs []string
 	// The claims are created side by side: a burst plans many, and each create is a round trip.
 	var errMu sync.Mutex
@@ -297,12 +306,14 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			errMu.Unlock()
 		}
 	})
+	p.nominateSoon(ctx)
 	for _, u := range plan.Unplaceable {
 		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
 		p.explain(u)
 	}
 	logger.V(2).Info("Planned", "pending", len(pending), "newClaims", len(plan.Claims), "toInFlight", len(plan.InFlight),
-		"fitExisting", len(plan.FitsExisting), "unplaceable", len(plan.Unplaceable), "duration", p.opts.Clock.Since(start))
+		"fitExisting", len(plan.FitsExisting), "unplaceable", len(plan.Unplaceable), "duration", p.opts.Clock.Since(start),
+		"planning", planned, "creating", p.opts.Clock.Since(createStart))
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
