@@ -63,6 +63,8 @@ type poolState struct {
 	varying []string
 	// groups caches daemonGroups.
 	groups []daemonGroup
+	// free are the custom label keys whose value each claim settles (see customlabels.go).
+	free []freeKey
 	// efficient marks the compatible offerings a new claim tries first, and ratio is the memory
 	// bytes per millicpu of the most efficient; see rateEfficiency.
 	efficient []bool
@@ -80,13 +82,19 @@ func newPoolState(p Pool) *poolState {
 		// it offers nothing rather than everything.
 		return ps
 	}
+	pinned, free, ok := customKeys(p.NodePool, ps.reqs, p.InstanceTypes)
+	if !ok {
+		// The requirements on a custom key allow no value: no node of the pool could carry one.
+		return ps
+	}
+	ps.free = free
 	for _, it := range p.InstanceTypes {
 		alloc := it.Allocatable()
 		for _, o := range it.Offerings {
 			if !o.Available {
 				continue
 			}
-			labels := candidateLabels(p.NodePool, it, o, ps.reqs)
+			labels := candidateLabels(p.NodePool, pinned, it, o)
 			if !sel.MatchesDefined(labels, isWellKnownLabel) {
 				continue
 			}
@@ -210,19 +218,16 @@ func isWellKnownLabel(key string) bool {
 }
 
 // candidateLabels are the labels a node launched from this offering registers with: the
-// NodePool's template labels, the instance type's, zone and capacity type, and custom labels the
-// pool's requirements pin to a value.
-func candidateLabels(pool *karpv1.NodePool, it *cloud.InstanceType, o cloud.Offering, reqs []corev1.NodeSelectorRequirement) map[string]string {
-	labels := make(map[string]string, len(it.Labels)+len(pool.Spec.Template.Labels)+4)
+// NodePool's template labels, the instance type's, zone and capacity type, and the custom labels
+// the pool's requirements pin to one value (pinned, from customKeys). Custom keys they leave open
+// are the claim's to settle, and not among them.
+func candidateLabels(pool *karpv1.NodePool, pinned map[string]string, it *cloud.InstanceType, o cloud.Offering) map[string]string {
+	labels := make(map[string]string, len(it.Labels)+len(pool.Spec.Template.Labels)+len(pinned)+4)
 	for k, v := range pool.Spec.Template.Labels {
 		labels[k] = v
 	}
-	for _, r := range reqs {
-		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) > 0 && !isWellKnownLabel(r.Key) {
-			if _, set := labels[r.Key]; !set {
-				labels[r.Key] = r.Values[0]
-			}
-		}
+	for k, v := range pinned {
+		labels[k] = v
 	}
 	for k, v := range it.Labels {
 		labels[k] = v
@@ -233,13 +238,18 @@ func candidateLabels(pool *karpv1.NodePool, it *cloud.InstanceType, o cloud.Offe
 	return labels
 }
 
-// templateNode is the Node the candidate would register as, named name. Startup taints and
-// karpenter.sh/unregistered are left out: they go away on their own, and pods need not
-// tolerate them.
-func (c *candidate) templateNode(name string) *corev1.Node {
+// templateNode is the Node the candidate would register as, named name, with the custom labels a
+// claim settled (see customlabels.go). Startup taints and karpenter.sh/unregistered are left
+// out: they go away on their own, and pods need not tolerate them.
+func (c *candidate) templateNode(name string, custom ...labelChoice) *corev1.Node {
 	labels := make(map[string]string, len(c.labels)+1)
 	for k, v := range c.labels {
 		labels[k] = v
+	}
+	for _, choice := range custom {
+		for _, kv := range choice {
+			labels[kv.key] = kv.value
+		}
 	}
 	labels[corev1.LabelHostname] = name
 	return &corev1.Node{

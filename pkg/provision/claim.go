@@ -1,12 +1,15 @@
 package provision
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
@@ -24,12 +27,34 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 	for k, v := range tmpl.Labels {
 		labels[k] = v
 	}
+	var custom []karpv1.NodeSelectorRequirementWithMinValues
 	if len(pc.Options) > 0 {
-		// Custom labels pinned by the pool's requirements are part of the claim's identity.
-		for k, v := range candidateLabels(pool, pc.Options[0].InstanceType, pc.Options[0].Offering, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements)) {
-			if _, inTemplate := tmpl.Labels[k]; !inTemplate && !isWellKnownLabel(k) && pc.Options[0].InstanceType.Labels[k] == "" {
+		// Custom labels the pool's requirements pin to one value are part of the claim's
+		// identity; an instance type's own label for the key is the cloud's to set.
+		types := make([]*cloud.InstanceType, len(pc.Options))
+		for i, o := range pc.Options {
+			types[i] = o.InstanceType
+		}
+		pinned, free, _ := customKeys(pool, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements), types)
+		for k, v := range pinned {
+			if pc.Options[0].InstanceType.Labels[k] == "" {
 				labels[k] = v
 			}
+		}
+		// A key the requirements leave open gets the value the plan chose, or the first the pool
+		// lists, as a label and as a requirement: the claim then says which value its node has.
+		chosen := maps.Clone(pc.Labels)
+		for _, f := range free {
+			if _, ok := chosen[f.key]; !ok && len(f.values) > 0 {
+				if chosen == nil {
+					chosen = map[string]string{}
+				}
+				chosen[f.key] = f.values[0]
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(chosen)) {
+			labels[k] = chosen[k]
+			custom = append(custom, karpv1.NodeSelectorRequirementWithMinValues{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{chosen[k]}})
 		}
 	}
 	labels[karpv1.NodePoolLabelKey] = pool.Name
@@ -66,6 +91,7 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 	sort.Strings(zones)
 	sort.Strings(capacityTypes)
 	reqs := append([]karpv1.NodeSelectorRequirementWithMinValues{}, tmpl.Spec.Requirements...)
+	reqs = append(reqs, custom...)
 	reqs = append(reqs,
 		karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: types},
 		karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: zones},

@@ -14,9 +14,9 @@ import (
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
-	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -74,8 +74,9 @@ func onlyClaim(t *testing.T, plan *Plan, pending ...*corev1.Pod) *PlannedClaim {
 // valuesOf returns the distinct values, sorted, that the claim's options give key on the node.
 func valuesOf(pc *PlannedClaim, key string) []string {
 	seen := map[string]bool{}
+	claim := NewNodeClaim(pc).Labels
 	for _, o := range pc.Options {
-		seen[optionLabels(pc, o)[key]] = true
+		seen[nodeLabels(claim, o)[key]] = true
 	}
 	out := make([]string, 0, len(seen))
 	for v := range seen {
@@ -85,8 +86,24 @@ func valuesOf(pc *PlannedClaim, key string) []string {
 	return out
 }
 
+// optionLabels are the labels the claim's node registers with when launched as o.
 func optionLabels(pc *PlannedClaim, o Option) map[string]string {
-	return candidateLabels(pc.NodePool, o.InstanceType, o.Offering, scheduling.NodeSelectorRequirements(pc.NodePool.Spec.Template.Spec.Requirements))
+	return nodeLabels(NewNodeClaim(pc).Labels, o)
+}
+
+// nodeLabels are the labels of a node launched as o for a NodeClaim labelled claim: the claim's,
+// then the instance type's, zone and capacity type, as the cloud sets them.
+func nodeLabels(claim map[string]string, o Option) map[string]string {
+	labels := make(map[string]string, len(claim)+len(o.InstanceType.Labels)+2)
+	for k, v := range claim {
+		labels[k] = v
+	}
+	for k, v := range o.InstanceType.Labels {
+		labels[k] = v
+	}
+	labels[corev1.LabelTopologyZone] = o.Offering.Zone
+	labels[karpv1.CapacityTypeLabelKey] = o.Offering.CapacityType
+	return labels
 }
 
 // settledOn returns the one value of key that every option of the claim agrees on, failing the

@@ -137,65 +137,6 @@ func TestConstraintNodeAffinity(t *testing.T) {
 	}
 }
 
-// TestConstraintNodeSelectorCustomLabels: a pod that selects a label that is not an instance
-// type's goes to a NodePool whose nodes will carry it, and the NodeClaim carries it too.
-func TestConstraintNodeSelectorCustomLabels(t *testing.T) {
-	const team = "example.com/team"
-	labelled := newPool("labelled")
-	labelled.NodePool.Spec.Template.Labels = map[string]string{team: "payments"}
-	// Karpenter labels a node with the value the pod asks for when the NodePool's requirement on
-	// a custom key allows several values or any (its scheduling docs, "Exists operator").
-	const podValue = "missing feature: the planner labels a node with the first value of a NodePool's In requirement " +
-		"on a custom key (candidateLabels), and not at all for Exists; Karpenter labels it with the value the pod selects"
-	cases := []struct {
-		name    string
-		pools   []Pool
-		pool    string // the NodePool the claim must come from, "" when unplaceable
-		value   string // what the pod selects
-		refused string
-		skip    string
-	}{
-		{name: "template label", pools: []Pool{newPool("plain", weighted(50)), labelled}, pool: "labelled", value: "payments"},
-		{name: "requirement with one value", pools: []Pool{newPool("plain", weighted(50)), newPool("pinned", requirement(team, corev1.NodeSelectorOpIn, "payments"))},
-			pool: "pinned", value: "payments"},
-		{name: "requirement with several values", pools: []Pool{newPool("teams", requirement(team, corev1.NodeSelectorOpIn, "payments", "search"))},
-			pool: "teams", value: "search", skip: podValue},
-		{name: "requirement Exists", pools: []Pool{newPool("teams", requirement(team, corev1.NodeSelectorOpExists))},
-			pool: "teams", value: "search", skip: podValue},
-		{name: "no NodePool carries the label", pools: []Pool{newPool("plain"), labelled}, value: "search",
-			refused: "requirement keys with no compatible offering: " + team + " In [search]"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			knownBug(t, tc.skip)
-			pod := newPod("p", "1", "2Gi", nodeSelector(team, tc.value))
-			in := Input{Pending: []*corev1.Pod{pod}, Pools: tc.pools}
-			plan := testPlanner(t).Plan(context.Background(), in)
-			if tc.refused != "" {
-				if len(plan.Claims) != 0 {
-					t.Fatalf("want the pod unplaceable; got %s", summary(plan))
-				}
-				for _, p := range tc.pools {
-					if reasonsOf(t, plan, pod)[p.NodePool.Name] == "" {
-						t.Errorf("no reason given for NodePool %s", p.NodePool.Name)
-					}
-				}
-				reasonContains(t, plan, pod, tc.refused)
-				return
-			}
-			pc := onlyClaim(t, plan, pod)
-			if pc.NodePool.Name != tc.pool {
-				t.Fatalf("claim from NodePool %s, want %s", pc.NodePool.Name, tc.pool)
-			}
-			if got := NewNodeClaim(pc).Labels[team]; got != tc.value {
-				t.Errorf("NodeClaim labels %s=%q, want %q", team, got, tc.value)
-			}
-			sameOptions(t, pc, []*corev1.Pod{pod}, anyOffering)
-			verifyPlan(t, sim, in, plan)
-		})
-	}
-}
-
 // TestConstraintPreferredNodeAffinity: Karpenter treats a preferred node affinity term as
 // required while some NodePool can satisfy it, and drops it when none can.
 func TestConstraintPreferredNodeAffinity(t *testing.T) {

@@ -74,12 +74,25 @@ func (pl *Planner) daemonsOn(ctx context.Context, c *candidate, d *daemons) []*c
 	ni := framework.NewNodeInfo()
 	ni.SetNode(c.templateNode("daemonset-probe"))
 	for i, p := range d.pods {
-		if pl.sim.FilterPlacement(ctx, d.states[i], p, ni).IsSuccess() {
+		if pl.sim.FilterPlacement(ctx, d.states[i], p, ni).IsSuccess() || pl.daemonRunsOnSome(ctx, c, ni, d.states[i], p) {
 			ni.AddPod(p)
 			c.daemons = append(c.daemons, p)
 		}
 	}
 	return c.daemons
+}
+
+// daemonRunsOnSome reports whether the DaemonSet pod would run on the probe ni labelled with some
+// value of the pool's free custom keys that it names (see daemonChoices).
+func (pl *Planner) daemonRunsOnSome(ctx context.Context, c *candidate, ni *framework.NodeInfo, state fwk.CycleState, p *corev1.Pod) bool {
+	for _, choice := range c.pool.daemonChoices(p) {
+		view := *ni
+		view.SetNode(c.templateNode("daemonset-probe", choice))
+		if pl.sim.FilterPlacement(ctx, state, p, &view).IsSuccess() {
+			return true
+		}
+	}
+	return false
 }
 
 // reserveDaemonsInFlight puts on every node in flight the DaemonSet pods that will run there and

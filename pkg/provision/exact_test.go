@@ -10,7 +10,6 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
-	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // TestPlanIsExact checks plans against the whole Filter, with none of the planner's shortcuts
@@ -148,7 +147,7 @@ func materialise(plan *Plan, which, o int) ([]*corev1.Node, []*corev1.Pod) {
 			opt = pc.Options[o]
 		}
 		name := fmt.Sprintf("claim-%d", i)
-		labels := candidateLabels(pc.NodePool, opt.InstanceType, opt.Offering, scheduling.NodeSelectorRequirements(pc.NodePool.Spec.Template.Spec.Requirements))
+		labels := optionLabels(pc, opt)
 		labels[corev1.LabelHostname] = name
 		nodes = append(nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},

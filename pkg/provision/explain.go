@@ -2,6 +2,7 @@ package provision
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -91,7 +92,7 @@ func conflictingKeys(pod *corev1.Pod, options []*option) []string {
 		}
 		matched := false
 		for _, o := range options {
-			if sel.Matches(o.c.labels) {
+			if sel.Matches(o.info.Node().Labels) {
 				matched = true
 				break
 			}
@@ -107,7 +108,7 @@ func conflictingKeys(pod *corev1.Pod, options []*option) []string {
 func describeRequirement(r corev1.NodeSelectorRequirement, options []*option) string {
 	offered := map[string]bool{}
 	for _, o := range options {
-		if v, ok := o.c.labels[r.Key]; ok {
+		if v, ok := o.info.Node().Labels[r.Key]; ok {
 			offered[v] = true
 		}
 	}
@@ -116,6 +117,15 @@ func describeRequirement(r corev1.NodeSelectorRequirement, options []*option) st
 		vals = append(vals, v)
 	}
 	sort.Strings(vals)
+	if len(options) > 0 {
+		// A custom key the claim settles: the pool offers the values its requirements allow.
+		if f, ok := options[0].c.pool.freeKey(r.Key); ok {
+			if f.values == nil {
+				return fmt.Sprintf("%s %s %v (NodePool allows %s)", r.Key, r.Operator, r.Values, describeAllowed(options[0].c.pool.NodePool, r.Key))
+			}
+			vals = slices.Clone(f.values)
+		}
+	}
 	if len(vals) > 8 {
 		vals = append(vals[:8], "...")
 	}

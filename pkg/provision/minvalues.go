@@ -55,8 +55,14 @@ func (ps *poolState) minValuesShort(offerings []int) string {
 				values[v] = true
 			}
 		}
-		if len(values) < *r.MinValues {
-			short = append(short, fmt.Sprintf("%s has %d of the %d values minValues asks for", r.Key, len(values), *r.MinValues))
+		n := len(values)
+		if _, free := ps.freeKey(r.Key); free {
+			// No offering carries the key: the claim's node carries the one value its pods chose
+			// (customlabels.go).
+			n = 1
+		}
+		if n < *r.MinValues {
+			short = append(short, fmt.Sprintf("%s has %d of the %d values minValues asks for", r.Key, n, *r.MinValues))
 		}
 	}
 	sort.Strings(short)

@@ -3,9 +3,9 @@ package provision
 import (
 	"context"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -39,8 +39,13 @@ type openClaim struct {
 	// claim grows no bigger than the types that are cheap for the batch, while every alive
 	// offering that holds its pods in the end is still an option the cloud may fall back on.
 	thrifty bool
-	// shells caches, per offering, a NodeInfo of its template node named after the claim.
+	// chosen are the values the claim's pods settled for the pool's free custom keys; a key not
+	// here is still open (see customlabels.go).
+	chosen labelChoice
+	// shells caches, per offering, a NodeInfo of its template node named after the claim, with
+	// the chosen labels; trials caches those with values a pod tries on top of them.
 	shells map[int]*framework.NodeInfo
+	trials map[trialShell]*framework.NodeInfo
 	// capacity is the most the claim may launch as, counted against its pool's limits.
 	capacity corev1.ResourceList
 	// groups caches, per key signature, the classes alive falls into.
@@ -131,20 +136,31 @@ func (pl *Planner) anyCapacity(ctx context.Context, oc *openClaim, ck *check, al
 	return false
 }
 
-// weigh returns the offerings of oc the pod would leave alive, or nil when it fits none.
-func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, keys podKeys) []int {
+// weigh returns the offerings of oc the pod would leave alive, and the values it settles for
+// open custom keys, the first of its choices it fits with; nil when it fits none.
+func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, keys podKeys) ([]int, labelChoice) {
 	ck := &check{pod: pod, requests: pl.requestsOf(pod), state: state, fits: map[int]int8{}}
 	if oc.frontier == nil {
 		oc.frontier = oc.frontierOf(oc.alive)
 	}
 	// Capacity first: it is the cheap question, and a full claim is the common refusal.
 	if !pl.anyCapacity(ctx, oc, ck, oc.alive, oc.frontier) {
-		return nil
+		return nil, nil
 	}
+	for _, choice := range oc.pool.choices(pod, keys, oc.chosen) {
+		if alive := pl.weighWith(ctx, oc, ck, keys, choice); alive != nil {
+			return alive, choice
+		}
+	}
+	return nil, nil
+}
+
+// weighWith is weigh for the claim labelled with choice on top of its chosen labels.
+func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys podKeys, choice labelChoice) []int {
 	groups, classes := oc.classGroups(keys)
 	failed := map[int32]bool{}
 	for _, g := range groups {
-		if !pl.sim.FilterPlacement(ctx, state, pod, oc.placementView(g.first, &pl.scratch.placement)).IsSuccess() {
+		if !pl.sim.FilterPlacement(ctx, ck.state, ck.pod, oc.placementView(g.first, choice, &pl.scratch.placement)).IsSuccess() {
 			failed[g.class] = true
 		}
 	}
@@ -207,18 +223,25 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 	return nil
 }
 
-// add puts the pod on the claim, which may now launch only as alive, and reports whether that
-// changed the labels of the node the claim will become.
-func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk.PodInfo, state fwk.CycleState, alive []int) bool {
+// add puts the pod on the claim, which may now launch only as alive, labelled with choice, and
+// reports whether that changed the labels of the node the claim will become.
+func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk.PodInfo, state fwk.CycleState, alive []int, choice labelChoice) bool {
 	defer oc.noteCover(pod, requests, state)
 	oc.before = oc.info.Requested.Clone()
 	oc.lastPod, oc.lastState = pod, state
 	oc.pods = append(oc.pods, pod)
-	relabelled := false
-	if len(alive) != len(oc.alive) {
+	if len(choice) > 0 {
+		oc.chosen = append(slices.Clip(oc.chosen), choice...)
+		oc.shells, oc.trials = map[int]*framework.NodeInfo{}, nil
+	}
+	narrowed := len(alive) != len(oc.alive)
+	if narrowed {
 		oc.alive = alive
 		oc.frontier = nil
 		oc.groups = nil
+	}
+	relabelled := false
+	if narrowed || len(choice) > 0 {
 		node := oc.plannedNode()
 		relabelled = !maps.Equal(node.Labels, oc.info.Node().Labels)
 		oc.info.SetNode(node)
@@ -261,49 +284,6 @@ func (pl *Planner) holding(ctx context.Context, oc *openClaim, maxTypes int) []i
 		}
 	}
 	return out
-}
-
-// placementView is the claim as offering i, with its pods: what the placement plugins read. It is
-// written into view. SetNode, which parses the node's allocatable, runs once per offering and
-// claim; each view then takes the claim's pods as they are now.
-func (oc *openClaim) placementView(i int, view *framework.NodeInfo) *framework.NodeInfo {
-	shell, ok := oc.shells[i]
-	if !ok {
-		shell = framework.NewNodeInfo()
-		shell.SetNode(oc.pool.compatible[i].templateNode(oc.name))
-		oc.shells[i] = shell
-	}
-	*view = *shell
-	from := oc.info
-	view.Pods, view.PodsWithAffinity, view.PodsWithRequiredAntiAffinity = from.Pods, from.PodsWithAffinity, from.PodsWithRequiredAntiAffinity
-	view.UsedPorts, view.Requested, view.NonZeroRequested = from.UsedPorts, from.Requested, from.NonZeroRequested
-	view.ImageStates, view.PVCRefCounts, view.NodeAllocatableDRAClaimStates = from.ImageStates, from.PVCRefCounts, from.NodeAllocatableDRAClaimStates
-	view.Generation = from.Generation
-	return view
-}
-
-// plannedNode is the node the claim will become, as far as every alive offering agrees: its name
-// and hostname, and the labels all of them share. A domain they do not agree on is left out
-// rather than guessed, so plugins count the claim's pods in it for no one; pods that are counted
-// per domain settle the claim into one first (see settle).
-func (oc *openClaim) plannedNode() *corev1.Node {
-	compatible := oc.pool.compatible
-	first := compatible[oc.alive[0]].templateNode(oc.name)
-	labels := first.Labels
-	// Only the keys on which the pool's offerings differ can differ among alive.
-	for _, k := range oc.pool.varyingKeys() {
-		v, ok := labels[k]
-		if !ok || k == corev1.LabelHostname {
-			continue
-		}
-		for _, i := range oc.alive[1:] {
-			if w, ok := compatible[i].labels[k]; !ok || w != v {
-				delete(labels, k)
-				break
-			}
-		}
-	}
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: oc.name, Labels: labels}, Spec: first.Spec}
 }
 
 // frontierOf is the pool's frontier of alive, or of its efficient offerings when the claim is

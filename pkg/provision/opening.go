@@ -3,14 +3,11 @@ package provision
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-
-	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
 // daemonGroup are the pool's offerings that run the same DaemonSet pods. A claim stays within
@@ -82,6 +79,9 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	if !allowedByPreFilter(pre, name) {
 		return nil, "the pod's PreFilter result excludes new nodes"
 	}
+	if why := ps.unlabelledReason(pod); why != "" {
+		return nil, why
+	}
 	// A claim grows only as big as the offerings that are cheap for this batch's mix of cpu and
 	// memory; a pod that none of them holds (it needs more memory, a GPU) gets a claim that may
 	// grow into any.
@@ -95,8 +95,8 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 			}
 			oc := newOpenClaim(name, ps, group.daemons, allowed[g])
 			oc.thrifty = thrifty && ps.efficient != nil
-			if alive := pl.weigh(ctx, oc, pod, state, keys); alive != nil {
-				pl.add(ctx, oc, pod, info, state, alive)
+			if alive, choice := pl.weigh(ctx, oc, pod, state, keys); alive != nil {
+				pl.add(ctx, oc, pod, info, state, alive, choice)
 				return oc, ""
 			}
 		}
@@ -106,7 +106,7 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	for g, group := range groups {
 		if len(allowed[g]) > 0 {
 			oc := newOpenClaim(name, ps, group.daemons, allowed[g])
-			if pl.weigh(ctx, oc, pod, state, keys) == nil && oc.refusal != "" {
+			if alive, _ := pl.weigh(ctx, oc, pod, state, keys); alive == nil && oc.refusal != "" {
 				short = oc.refusal
 			}
 		}
@@ -114,122 +114,24 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	if short != "" {
 		return nil, "the instance types that would hold it fall short of minValues: " + short
 	}
+	// Label the templates with the pod's first choice of custom values, if it has one, so that the
+	// plugins speak of what else turns it away.
+	var choice labelChoice
+	if choices := ps.choices(pod, keys, nil); len(choices) > 0 {
+		choice = choices[0]
+	}
 	options := make([]*option, 0, len(within))
 	for _, i := range within {
 		c := ps.compatible[i]
-		options = append(options, &option{c: c, info: pl.templateInfo(ctx, c, name)})
+		options = append(options, &option{c: c, info: pl.templateInfo(ctx, c, name, choice)})
 	}
 	return nil, explain(pod, options, pl.filterOptions(ctx, state, pod, options))
 }
 
-// Efficiency is what an offering costs per share of the batch it could hold, counting cpu and
-// memory in the proportion the batch asks for them. A claim grows while one of its offerings
-// holds its pods, so one that may grow into the biggest type of a family dear for this batch (a
-// memory-optimised type for pods that ask for little memory) packs full nodes of that family.
-// Claims are thrifty: they grow only within the offerings within efficiencySlack of the most
-// efficient. Sizes of one family cost alike per unit, so the last claim still launches small.
-const efficiencySlack = 0.05
-
-// minEfficientTypes is how many instance types the efficient offerings span at least.
-const minEfficientTypes = 10
-
-// thriftyNodes is how many of the biggest efficient nodes a batch must fill for claims to be
-// thrifty.
-const thriftyNodes = 4
-
-// rateEfficiency marks the pool's offerings that are efficient for a batch asking for cpu
-// millicores and mem bytes in all, and at most maxCPU and maxMem for one pod. An offering too small
-// for the biggest pods is not rated: claims would stay too small to take them beside others.
-func (ps *poolState) rateEfficiency(cpu, mem, maxCPU, maxMem float64) {
-	ps.efficient = make([]bool, len(ps.compatible))
-	eff, shares := make([]float64, len(ps.compatible)), make([]float64, len(ps.compatible))
-	best := -1.0
-	for i, c := range ps.compatible {
-		if c.allocatable.Cpu().AsApproximateFloat64()*1000 < maxCPU || c.allocatable.Memory().AsApproximateFloat64() < maxMem {
-			eff[i] = -1
-			continue
-		}
-		share := -1.0
-		if cpu > 0 {
-			share = c.allocatable.Cpu().AsApproximateFloat64() * 1000 / cpu
-		}
-		if mem > 0 {
-			if m := c.allocatable.Memory().AsApproximateFloat64() / mem; share < 0 || m < share {
-				share = m
-			}
-		}
-		if share <= 0 {
-			eff[i] = -1
-			continue
-		}
-		shares[i] = share
-		// An offering that holds the whole batch costs its price, however much room it has left:
-		// for a small batch the cheapest offering that holds it is the efficient one.
-		share = min(share, 1)
-		eff[i] = c.offering.PricePerHour / share
-		if best < 0 || eff[i] < best {
-			best = eff[i]
-			ps.ratio = c.allocatable.Memory().AsApproximateFloat64() / (c.allocatable.Cpu().AsApproximateFloat64() * 1000)
-		}
-	}
-	if best < 0 {
-		ps.efficient = nil
-		return
-	}
-	// Widen the slack until the claims can fall back on enough instance types when the cloud is
-	// short of the cheapest: a claim that may launch as one type only is one ICE away from a replan.
-	limit := best * (1 + efficiencySlack)
-	order := make([]int, 0, len(ps.compatible))
-	for i := range ps.compatible {
-		if eff[i] >= 0 {
-			order = append(order, i)
-		}
-	}
-	sort.Slice(order, func(a, b int) bool { return eff[order[a]] < eff[order[b]] })
-	types := map[*cloud.InstanceType]bool{}
-	for _, i := range order {
-		if eff[i] > limit && len(types) >= minEfficientTypes {
-			break
-		}
-		types[ps.compatible[i].it] = true
-		if eff[i] > limit {
-			limit = eff[i]
-		}
-	}
-	biggest := 0.0
-	for i := range ps.compatible {
-		ps.efficient[i] = eff[i] >= 0 && eff[i] <= limit
-		if ps.efficient[i] {
-			biggest = max(biggest, shares[i])
-		}
-	}
-	// Thrift pays on batches of many nodes. A batch that a few efficient nodes hold is cheapest
-	// on the one offering that holds most of it, and a thrifty claim would only leave a remainder
-	// for a second node.
-	if biggest*thriftyNodes > 1 {
-		ps.efficient, ps.ratio = nil, 0
-	}
-}
-
-// efficientOf returns the efficient offerings among offerings (all of them when the batch gives
-// no measure of efficiency).
-func (ps *poolState) efficientOf(offerings []int) []int {
-	if ps.efficient == nil {
-		return offerings
-	}
-	out := make([]int, 0, len(offerings))
-	for _, i := range offerings {
-		if ps.efficient[i] {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // add puts the pod on the claim and, for a pool with limits, recounts the most the claim may
 // launch as. It reports whether the claim's node labels changed (see openClaim.add).
-func (pl *Planner) add(ctx context.Context, oc *openClaim, pod *corev1.Pod, info fwk.PodInfo, state fwk.CycleState, alive []int) bool {
-	relabelled := oc.add(pod, pl.requestsOf(pod), info, state, alive)
+func (pl *Planner) add(ctx context.Context, oc *openClaim, pod *corev1.Pod, info fwk.PodInfo, state fwk.CycleState, alive []int, choice labelChoice) bool {
+	relabelled := oc.add(pod, pl.requestsOf(pod), info, state, alive, choice)
 	if len(oc.pool.NodePool.Spec.Limits) > 0 {
 		oc.capacity = oc.pool.maxCapacity(pl.holding(ctx, oc, 0))
 	}
@@ -270,7 +172,7 @@ func (pl *Planner) planned(ctx context.Context, oc *openClaim) *PlannedClaim {
 		kept = oc.pool.widen(kept, pl.holding(ctx, oc, 0))
 	}
 	kept = expressible(oc.pool, kept)
-	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.minValuesShort(kept)}
+	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.minValuesShort(kept), Labels: oc.customLabels()}
 	for _, i := range kept {
 		pc.Options = append(pc.Options, Option{InstanceType: compatible[i].it, Offering: compatible[i].offering})
 	}

@@ -62,6 +62,10 @@ type PlannedClaim struct {
 	Daemons []*corev1.Pod
 	// MinValuesShort says which requirements' minValues the options fall short of, or "".
 	MinValuesShort string
+	// Labels are the values the plan chose for custom label keys that the NodePool's requirements
+	// leave open (several values, or any): the NodeClaim carries each as a label and as a
+	// single-value requirement, so the node registers with the value its pods were placed for.
+	Labels map[string]string
 }
 
 // Option is one offering a planned claim can launch as.
@@ -225,8 +229,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 					continue
 				}
 				if allowedByPreFilter(pre, oc.name) {
-					if alive := pl.weigh(ctx, oc, as, state, keys); alive != nil {
-						if pl.add(ctx, oc, pod, info, state, alive) {
+					if alive, choice := pl.weigh(ctx, oc, as, state, keys); alive != nil {
+						if pl.add(ctx, oc, pod, info, state, alive, choice) {
 							pf.relabelled()
 						}
 						pf.add(info, oc.info)
@@ -297,11 +301,11 @@ func (pl *Planner) firstFit(ctx context.Context, state fwk.CycleState, pre *fwk.
 	return nil
 }
 
-// templateInfo is the node the candidate would register as, named name, with the DaemonSet pods
-// it would run already on it.
-func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string) *framework.NodeInfo {
+// templateInfo is the node the candidate would register as, named name and labelled with choice,
+// with the DaemonSet pods it would run already on it.
+func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string, choice labelChoice) *framework.NodeInfo {
 	ni := framework.NewNodeInfo()
-	ni.SetNode(c.templateNode(name))
+	ni.SetNode(c.templateNode(name, choice))
 	if pl.daemons != nil {
 		for _, p := range pl.daemonsOn(ctx, c, pl.daemons) {
 			ni.AddPod(onNode(p, name))
