@@ -154,6 +154,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		UpdateFunc: func(oldObj, newObj any) {
 			if old, ok := oldObj.(*karpv1.NodeClaim); ok {
 				if c, ok := newObj.(*karpv1.NodeClaim); ok && old.Status.NodeName == "" && c.Status.NodeName != "" {
+					o.provisioner.Launched()
 					o.provisioner.Trigger()
 				}
 			}

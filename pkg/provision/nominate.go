@@ -16,7 +16,7 @@ import (
 )
 
 // nominateWorkers bounds the nomination patches in flight at once.
-const nominateWorkers = 8
+const nominateWorkers = 16
 
 // nominateSoon runs nominate in the background, one pass at a time: a burst has a nomination to
 // write per pod, a round trip each, and planning must not wait for them. A call that comes while

@@ -93,6 +93,8 @@ type Provisioner struct {
 	nominations   map[types.UID]string
 	nominating    bool
 	nominateAgain bool
+	// runCtx is Run's context, for nominations started by Launched.
+	runCtx context.Context
 }
 
 // NominationWindow is how long after a plan, or after its claim initialized, a NodeClaim counts
@@ -125,6 +127,18 @@ func (p *Provisioner) Enqueue(pod *corev1.Pod) {
 	p.enqueued[pod.UID] = true
 	p.mu.Unlock()
 	p.batcher.Trigger()
+}
+
+// Launched says that a NodeClaim's node name became known: the pods planned onto it are
+// nominated to it at once, not after the next plan, so that the nominations are in before its node
+// comes up and the scheduler binds pods there by its own scoring.
+func (p *Provisioner) Launched() {
+	p.mu.Lock()
+	ctx := p.runCtx
+	p.mu.Unlock()
+	if ctx != nil {
+		p.nominateSoon(ctx)
+	}
 }
 
 // Trigger asks for a plan without naming a pod, e.g. when capacity went away.
@@ -189,6 +203,9 @@ func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
 func (p *Provisioner) Run(ctx context.Context, planner *Planner) {
 	logger := klog.FromContext(ctx).WithName("provisioner")
 	ctx = klog.NewContext(ctx, logger)
+	p.mu.Lock()
+	p.runCtx = ctx
+	p.mu.Unlock()
 	// Pods that were pending before this process started get no PostFilter call until their
 	// backoff ends; look at them at once. Later, look again now and then: pods that could not be
 	// placed may fit once an offering is available again or a limit frees up, and no event says so.
