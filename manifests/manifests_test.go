@@ -16,7 +16,7 @@ import (
 )
 
 // The shipped scheduler configuration decodes and validates as kube-scheduler would load it, and
-// has the tailor profile with the plugin at PostFilter and Reserve.
+// has the tailor profile with the plugin at PostFilter, Score and Reserve.
 func TestSchedulerConfigIsValid(t *testing.T) {
 	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(manifests.SchedulerConfig, nil, nil)
 	if err != nil {
@@ -33,7 +33,7 @@ func TestSchedulerConfigIsValid(t *testing.T) {
 		t.Fatalf("want one profile named tailor, got %+v", cfg.Profiles)
 	}
 	plugins := cfg.Profiles[0].Plugins
-	for point, set := range map[string]config.PluginSet{"postFilter": plugins.PostFilter, "reserve": plugins.Reserve} {
+	for point, set := range map[string]config.PluginSet{"postFilter": plugins.PostFilter, "score": plugins.Score, "reserve": plugins.Reserve} {
 		found := false
 		for _, p := range set.Enabled {
 			found = found || p.Name == "Tailor"

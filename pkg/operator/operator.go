@@ -195,6 +195,11 @@ func (o *Operator) NominatedNode(pod *corev1.Pod) (string, bool) {
 	return o.provisioner.NominatedNode(pod)
 }
 
+// PlannedNode implements tailor.Capacity.
+func (o *Operator) PlannedNode(pod *corev1.Pod) (string, bool) {
+	return o.provisioner.PlannedNode(pod)
+}
+
 // Reserve implements tailor.Capacity.
 func (o *Operator) Reserve(pod *corev1.Pod, node string) bool {
 	return o.provisioner.Reserve(pod, node)

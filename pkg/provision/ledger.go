@@ -2,6 +2,7 @@ package provision
 
 import (
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,6 +93,9 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			// Initialized, and the pod is still on its way to it (unbound, or still on the node
 			// it is replacing): the claim's node is awaited, not empty.
 			p.awaited[claim] = now.Add(NominationWindow)
+			if node == "" && claimNode[claim] != "" {
+				p.destined[uid] = destination{node: claimNode[claim], until: now.Add(NominationWindow)}
+			}
 		}
 		delete(p.planned, uid)
 		delete(p.written, uid)
@@ -118,6 +122,48 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.enqueued, uid)
 		}
 	}
+	for uid, d := range p.destined {
+		if !unbound[uid] || now.After(d.until) {
+			delete(p.destined, uid)
+		}
+	}
 	return &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
 		maps.Clone(p.enqueued)
+}
+
+// createdClaim is a NodeClaim this process created, with when.
+type createdClaim struct {
+	claim *karpv1.NodeClaim
+	at    time.Time
+}
+
+// createdTTL is how long a created NodeClaim that the informer never showed (deleted before it
+// was listed) is counted.
+const createdTTL = 30 * time.Second
+
+// withCreated returns listed and the claims this process created that it does not hold yet, and
+// forgets those it holds or that are older than createdTTL.
+func (p *Provisioner) withCreated(listed []*karpv1.NodeClaim) []*karpv1.NodeClaim {
+	seen := make(map[string]bool, len(listed))
+	for _, c := range listed {
+		seen[c.Name] = true
+	}
+	out := listed[:len(listed):len(listed)]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.opts.Clock.Now()
+	for name, c := range p.created {
+		if seen[name] || now.Sub(c.at) > createdTTL {
+			delete(p.created, name)
+			continue
+		}
+		out = append(out, c.claim)
+	}
+	return out
+}
+
+// destination is the node a planned pod is on its way to, and until when that holds.
+type destination struct {
+	node  string
+	until time.Time
 }

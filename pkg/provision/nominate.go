@@ -18,6 +18,50 @@ import (
 // nominateWorkers bounds the nomination patches in flight at once.
 const nominateWorkers = 16
 
+// Launched says that a NodeClaim's node name became known: the pods planned onto it are
+// nominated to it at once, not after the next plan, so that the nominations are in before its node
+// comes up and the scheduler binds pods there by its own scoring.
+func (p *Provisioner) Launched() {
+	p.mu.Lock()
+	ctx := p.runCtx
+	p.mu.Unlock()
+	if ctx != nil {
+		p.nominateSoon(ctx)
+	}
+}
+
+// NominatedNode returns the node name of the NodeClaim planned for pod, once the cloud has said
+// what it will be.
+func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
+	p.mu.Lock()
+	claimName, ok := p.planned[pod.UID]
+	p.mu.Unlock()
+	if !ok {
+		return "", false
+	}
+	claim, ok := p.opts.ClaimLister.Get(claimName)
+	if !ok || claim.Status.NodeName == "" || claim.DeletionTimestamp != nil {
+		return "", false
+	}
+	return claim.Status.NodeName, true
+}
+
+// PlannedNode returns the node a plan put pod on while the pod is on its way there: the node of
+// the NodeClaim it was planned onto, once the cloud has named it, and an existing node it was
+// counted on, until NominationWindow after the plan or after the claim initialized.
+func (p *Provisioner) PlannedNode(pod *corev1.Pod) (string, bool) {
+	if node, ok := p.NominatedNode(pod); ok {
+		return node, true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, ok := p.destined[pod.UID]
+	if !ok || p.opts.Clock.Now().After(d.until) {
+		return "", false
+	}
+	return d.node, true
+}
+
 // nominateSoon runs nominate in the background, one pass at a time: a burst has a nomination to
 // write per pod, a round trip each, and planning must not wait for them. A call that comes while
 // a pass runs asks for one more pass after it, over the cluster as it is then.
@@ -142,4 +186,21 @@ func (p *Provisioner) scheduledByNomination(pod *corev1.Pod, nodes map[string]bo
 	ours := p.nominations[pod.UID] == nominated
 	p.mu.Unlock()
 	return !ours
+}
+
+// destinations are the nodes pending pods are on their way to: the node they are nominated to,
+// or else the one an earlier plan counted them on.
+func (p *Provisioner) destinations(pending []*corev1.Pod) map[types.UID]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.opts.Clock.Now()
+	out := map[types.UID]string{}
+	for _, pod := range pending {
+		if n := pod.Status.NominatedNodeName; n != "" {
+			out[pod.UID] = n
+		} else if d, ok := p.destined[pod.UID]; ok && !now.After(d.until) {
+			out[pod.UID] = d.node
+		}
+	}
+	return out
 }

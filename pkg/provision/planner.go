@@ -35,6 +35,11 @@ type Input struct {
 	// DaemonSets are the pods DaemonSets would run on a new node (see DaemonSetPods); each new
 	// node's room is what its daemons leave.
 	DaemonSets []*corev1.Pod
+	// Destined maps pending pods to the node in Nodes they are on their way to (nominated there,
+	// or counted there by an earlier plan). They are placed first, and there first when they
+	// still fit: a plan that packed them anew would send the scheduler other ways than the
+	// nominations it already follows, and the pods caught between would need new capacity.
+	Destined map[types.UID]string
 }
 
 // Plan is what the planner decided.
@@ -125,6 +130,10 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	// The snapshot lists nodes in no set order; first fit goes by name, so that a plan is the
 	// same for the same input.
 	nodeInfos := slices.SortedFunc(slices.Values(listed), func(a, b fwk.NodeInfo) int { return strings.Compare(a.Node().Name, b.Node().Name) })
+	byName := make(map[string]fwk.NodeInfo, len(nodeInfos))
+	for _, ni := range nodeInfos {
+		byName[ni.Node().Name] = ni
+	}
 
 	var cpu, mem, maxCPU, maxMem float64
 	pl.requests = make(map[*corev1.Pod]corev1.ResourceList, len(in.Pending))
@@ -155,7 +164,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		ratio = pools[0].ratio
 	}
 	pf := newPreFilters(pl.sim, pl.fresh)
-	for _, pod := range sortedForPacking(in.Pending, ratio) {
+	for _, pod := range destinedFirst(sortedForPacking(in.Pending, ratio), in.Destined) {
 		spec := specKey(pod)
 		group := groupOf(pod, spec, defaultKeys)
 		info, err := framework.NewPodInfo(pod)
@@ -184,7 +193,11 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				continue
 			}
 		}
-		if ni := pl.firstFit(ctx, state, pre, pod, nodeInfos, group, memo); ni != nil {
+		candidates := nodeInfos
+		if ni := byName[in.Destined[pod.UID]]; ni != nil {
+			candidates = append([]fwk.NodeInfo{ni}, nodeInfos...)
+		}
+		if ni := pl.firstFit(ctx, state, pre, pod, candidates, group, memo); ni != nil {
 			// Count the pod on the node whether it is ready or in flight: the room it takes is
 			// gone for the pods after it. (Only in-flight nodes used to be charged, so any number
 			// of pods could "fit" the last free slot of a ready node and no capacity was planned
@@ -384,6 +397,25 @@ func sortedForPacking(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
 		}
 		cpu, mem = cpu+next.cpu, mem+next.mem
 		out = append(out, next.pod)
+	}
+	return out
+}
+
+// destinedFirst moves the pods with a destination to the front, each part in its order.
+func destinedFirst(pods []*corev1.Pod, destined map[types.UID]string) []*corev1.Pod {
+	if len(destined) == 0 {
+		return pods
+	}
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if destined[p.UID] != "" {
+			out = append(out, p)
+		}
+	}
+	for _, p := range pods {
+		if destined[p.UID] == "" {
+			out = append(out, p)
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/types"
 	"strings"
 	"testing"
 
@@ -354,5 +355,30 @@ func TestPlanReservesDaemonSetsInFlight(t *testing.T) {
 	plan = testPlanner(t).Plan(context.Background(), in)
 	if len(plan.InFlight["claim-1"]) != 1 || len(plan.Claims) != 0 {
 		t.Errorf("the agent already runs there and leaves 1 cpu: want the pod in flight; got %s", summary(plan))
+	}
+}
+
+// A pending pod on its way to a node (nominated there, or counted there by an earlier plan) is
+// planned there while it fits, and before pods without a destination, so that a plan repeated
+// while the scheduler binds sends no pod another way than the one it is going.
+func TestPlanKeepsPodsOnTheirWay(t *testing.T) {
+	nodes := []*corev1.Node{readyNode("n1", "2", "8Gi"), readyNode("n2", "2", "8Gi")}
+	small, big := newPod("small", "1", "1Gi"), newPod("big", "1500m", "1Gi")
+	in := Input{Pending: []*corev1.Pod{big, small}, Nodes: nodes, Pools: []Pool{newPool("default")},
+		Destined: map[types.UID]string{small.UID: "n1"}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	if got := plan.FitsExistingOn[small.UID]; got != "n1" {
+		t.Errorf("small counted on %q; it is on its way to n1", got)
+	}
+	if got := plan.FitsExistingOn[big.UID]; got != "n2" {
+		t.Errorf("big counted on %q; n1 is the room small is on its way to, so big goes to n2", got)
+	}
+	if len(plan.Claims) != 0 {
+		t.Errorf("want no new capacity; got %s", summary(plan))
+	}
+	in.Destined = nil
+	plan = testPlanner(t).Plan(context.Background(), in)
+	if plan.FitsExistingOn[big.UID] != "n1" || plan.FitsExistingOn[small.UID] != "n2" {
+		t.Errorf("without destinations first fit goes by name, biggest first: big on n1, small on n2; got %v", plan.FitsExistingOn)
 	}
 }

@@ -32,8 +32,9 @@ import (
 // Karpenter's pod controller requeues them.
 const ResyncInterval = 10 * time.Second
 
-// createWorkers bounds the NodeClaim creates of one plan in flight at once.
-const createWorkers = 8
+// createWorkers bounds the NodeClaim creates of one plan in flight at once: enough that a burst's
+// claims go in one round trip (a second wave costs a round trip to an API server the burst loads).
+const createWorkers = 32
 
 // Options are what a Provisioner reads and writes.
 type Options struct {
@@ -95,6 +96,13 @@ type Provisioner struct {
 	nominateAgain bool
 	// runCtx is Run's context, for nominations started by Launched.
 	runCtx context.Context
+	// created are NodeClaims this process created that the informer has not shown yet, with when:
+	// the plan right after the one that created them must count them, or it plans their pods
+	// again and launches their capacity twice.
+	created map[string]createdClaim
+	// destined maps pods on their way to a node a plan put them on, once that node exists, to
+	// it and until when: the plugin's Score prefers it (see PlannedNode).
+	destined map[types.UID]destination
 }
 
 // NominationWindow is how long after a plan, or after its claim initialized, a NodeClaim counts
@@ -116,6 +124,8 @@ func New(opts Options) *Provisioner {
 		written:  map[types.UID]uint64{},
 
 		nominations: map[types.UID]string{},
+		created:     map[string]createdClaim{},
+		destined:    map[types.UID]destination{},
 
 		awaitedNodes: map[string]time.Time{},
 	}
@@ -129,36 +139,8 @@ func (p *Provisioner) Enqueue(pod *corev1.Pod) {
 	p.batcher.Trigger()
 }
 
-// Launched says that a NodeClaim's node name became known: the pods planned onto it are
-// nominated to it at once, not after the next plan, so that the nominations are in before its node
-// comes up and the scheduler binds pods there by its own scoring.
-func (p *Provisioner) Launched() {
-	p.mu.Lock()
-	ctx := p.runCtx
-	p.mu.Unlock()
-	if ctx != nil {
-		p.nominateSoon(ctx)
-	}
-}
-
 // Trigger asks for a plan without naming a pod, e.g. when capacity went away.
 func (p *Provisioner) Trigger() { p.batcher.Trigger() }
-
-// NominatedNode returns the node name of the NodeClaim planned for pod, once the cloud has said
-// what it will be.
-func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
-	p.mu.Lock()
-	claimName, ok := p.planned[pod.UID]
-	p.mu.Unlock()
-	if !ok {
-		return "", false
-	}
-	claim, ok := p.opts.ClaimLister.Get(claimName)
-	if !ok || claim.Status.NodeName == "" || claim.DeletionTimestamp != nil {
-		return "", false
-	}
-	return claim.Status.NodeName, true
-}
 
 // Reserve books the pod on the node the scheduler chose: it needs no plan any more, and its room
 // is taken even before the binding shows in the informers. It refuses, and returns false, when
@@ -176,6 +158,7 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 	}
 	delete(p.enqueued, pod.UID)
 	delete(p.planned, pod.UID)
+	delete(p.destined, pod.UID)
 	p.assumed[pod.UID] = node
 	p.wrote(pod.UID)
 	return true
@@ -251,7 +234,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	if err != nil {
 		return err
 	}
-	claims := p.opts.ClaimLister.List()
+	claims := p.withCreated(p.opts.ClaimLister.List())
 	pools, typesByPool, err := p.pools(ctx)
 	if err != nil {
 		return err
@@ -295,7 +278,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		return err
 	}
 	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Pools: pools,
-		DaemonSets: DaemonSetPods(dss)})
+		DaemonSets: DaemonSetPods(dss), Destined: p.destinations(pending)})
 	planned := p.opts.Clock.Since(planStart)
 	metrics.PlanDuration.Observe(planned.Seconds())
 	metrics.PodsPerPlan.Observe(float64(len(pending)))
@@ -308,22 +291,36 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 		p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 	}
-	for _, node := range plan.FitsExistingOn {
+	for uid, node := range plan.FitsExistingOn {
 		p.awaitedNodes[node] = p.opts.Clock.Now().Add(NominationWindow)
+		p.destined[uid] = destination{node: node, until: p.opts.Clock.Now().Add(NominationWindow)}
 	}
 	p.mu.Unlock()
 	createStart := p.opts.Clock.Now()
 	var errs []string
 	// The claims are created side by side: a burst plans many, and each create is a round trip.
 	var errMu sync.Mutex
+	created := make([]*karpv1.NodeClaim, len(plan.Claims))
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.Claims), func(i int) {
-		if err := p.create(ctx, plan.Claims[i]); err != nil {
+		var err error
+		if created[i], err = p.create(ctx, plan.Claims[i]); err != nil {
 			errMu.Lock()
 			errs = append(errs, err.Error())
 			errMu.Unlock()
 		}
 	})
 	p.nominateSoon(ctx)
+	// The pods' Events go out once every claim is created: a burst has one per pod, and they
+	// would load the API server while the last creates are still on their way.
+	for i, claim := range created {
+		if claim == nil {
+			continue
+		}
+		for _, pod := range plan.Claims[i].Pods {
+			p.opts.Recorder.Eventf(pod, client.ForEvents(claim), corev1.EventTypeNormal, "Nominated", "Provisioning",
+				"Pod should schedule on NodeClaim %s", claim.Name)
+		}
+	}
 	for _, u := range plan.Unplaceable {
 		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
 		p.explain(u)
@@ -338,10 +335,10 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 }
 
 // create creates the NodeClaim for a planned claim and books its pods on it.
-func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) error {
+func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.NodeClaim, error) {
 	created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc))
 	if err != nil {
-		return fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
+		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
 	p.mu.Lock()
@@ -350,14 +347,11 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) error {
 		p.wrote(pod.UID)
 	}
 	p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
+	p.created[created.Name] = createdClaim{claim: created, at: p.opts.Clock.Now()}
 	p.mu.Unlock()
 	klog.FromContext(ctx).Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
 		"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
-	for _, pod := range pc.Pods {
-		p.opts.Recorder.Eventf(pod, client.ForEvents(created), corev1.EventTypeNormal, "Nominated", "Provisioning",
-			"Pod should schedule on NodeClaim %s", created.Name)
-	}
-	return nil
+	return created, nil
 }
 
 // pools returns the NodePools that may launch, highest weight first, with their instance types.

@@ -1,6 +1,6 @@
 // Package tailor is the scheduler plugin that connects kube-scheduler to Tailor's provisioner.
 // PostFilter hands pods that fit no node to the provisioner (or nominates the node already being
-// launched for them); Reserve and Unreserve keep the provisioner's ledger of pods that are about
+// launched for them); Score prefers the node the plan put a pod on; Reserve and Unreserve keep the provisioner's ledger of pods that are about
 // to bind. Every method touches memory only: the scheduling goroutine never waits on I/O.
 package tailor
 
@@ -25,6 +25,8 @@ type Capacity interface {
 	Enqueue(pod *corev1.Pod)
 	// NominatedNode returns the name of the node being launched for pod, once it is known.
 	NominatedNode(pod *corev1.Pod) (string, bool)
+	// PlannedNode returns the node a plan put pod on, while the pod is on its way there.
+	PlannedNode(pod *corev1.Pod) (string, bool)
 	// Reserve records that the scheduler has assumed pod onto nodeName. It returns false when
 	// nodeName is being removed and must take no more pods.
 	Reserve(pod *corev1.Pod, nodeName string) bool
@@ -39,13 +41,14 @@ type Host interface {
 	Attach(h fwk.Handle, args *Args) error
 }
 
-// Plugin implements PostFilter, Reserve and Unreserve.
+// Plugin implements PostFilter, Score, Reserve and Unreserve.
 type Plugin struct {
 	capacity Capacity
 }
 
 var (
 	_ fwk.PostFilterPlugin = (*Plugin)(nil)
+	_ fwk.ScorePlugin      = (*Plugin)(nil)
 	_ fwk.ReservePlugin    = (*Plugin)(nil)
 )
 
@@ -85,6 +88,21 @@ func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod
 	p.capacity.Enqueue(pod)
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for Tailor to provision capacity")
 }
+
+// Score ranks the node a plan put the pod on above every other feasible node. The plan packed a
+// batch onto nodes as a whole; the scheduler's own scoring spreads pods, and pods it spread onto
+// the room planned for others leave those others without room, and new capacity is launched for
+// them. Nominations (status.nominatedNodeName) keep the plan too, but are API writes that a burst
+// may outrun; this is memory, and holds from the first cycle.
+func (p *Plugin) Score(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) (int64, *fwk.Status) {
+	if planned, ok := p.capacity.PlannedNode(pod); ok && node.Node() != nil && node.Node().Name == planned {
+		return fwk.MaxNodeScore, nil
+	}
+	return 0, nil
+}
+
+// ScoreExtensions returns nil: scores are 0 or the maximum already.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 
 // Reserve books the pod against the capacity Tailor planned for it. It rejects a node that the
 // disruption loop is removing: that loop decided from the pods it could see, and a pod that the
