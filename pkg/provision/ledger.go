@@ -127,6 +127,11 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.destined, uid)
 		}
 	}
+	for uid := range p.nominations {
+		if !unbound[uid] {
+			delete(p.nominations, uid)
+		}
+	}
 	return &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
 		maps.Clone(p.enqueued)
 }

@@ -47,8 +47,9 @@ func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
 }
 
 // PlannedNode returns the node a plan put pod on while the pod is on its way there: the node of
-// the NodeClaim it was planned onto, once the cloud has named it, and an existing node it was
-// counted on, until NominationWindow after the plan or after the claim initialized.
+// the NodeClaim it was planned onto, once the cloud has named it, until NominationWindow after
+// the claim initialized. Pods a plan left to existing nodes have none: the scheduler weighs
+// those by its own scores, preferences included, as it would without Tailor.
 func (p *Provisioner) PlannedNode(pod *corev1.Pod) (string, bool) {
 	if node, ok := p.NominatedNode(pod); ok {
 		return node, true
@@ -113,31 +114,30 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 	for _, n := range nodes {
 		futureNodes[n.Name] = true
 	}
-	p.mu.Lock()
-	planned := make(map[types.UID]string, len(p.planned))
-	for uid, claim := range p.planned {
-		planned[uid] = claim
-	}
-	p.mu.Unlock()
 	type change struct {
 		pod  *corev1.Pod
 		node string
 	}
 	var changes []change
+	p.mu.Lock()
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
 			continue
 		}
-		want := target[planned[pod.UID]]
+		want, has := target[p.planned[pod.UID]], pod.Status.NominatedNodeName
 		switch {
-		case want != "" && pod.Status.NominatedNodeName != want:
-			// A pod is planned only when no nomination of the scheduler's holds it (see
-			// reconcile), so a nomination it has is ours, to a node it no longer goes to.
+		case want != "" && has == want:
+			// Written by us, or by the scheduler from what PostFilter answered: ours either way.
+			p.nominations[pod.UID] = want
+		case want != "" && (has == "" || p.nominations[pod.UID] == has):
+			// Only an empty nomination or one of ours is replaced: one of the scheduler's
+			// (preemption under way) is its to keep.
 			changes = append(changes, change{pod, want})
-		case want == "" && pod.Status.NominatedNodeName != "" && !futureNodes[pod.Status.NominatedNodeName]:
+		case want == "" && has != "" && !futureNodes[has]:
 			changes = append(changes, change{pod, ""})
 		}
 	}
+	p.mu.Unlock()
 	workqueue.ParallelizeUntil(ctx, nominateWorkers, len(changes), func(i int) {
 		p.setNomination(ctx, changes[i].pod, changes[i].node)
 	})
@@ -174,12 +174,14 @@ func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node s
 }
 
 // scheduledByNomination reports whether the scheduler will place pod by its nomination: it is
-// nominated to an existing node, by the scheduler's preemption and not by a plan of ours, and the
-// scheduler has not handed it over since (enqueued): a pod that PostFilter hands over fits no
-// node even with its nomination, whoever made it.
-func (p *Provisioner) scheduledByNomination(pod *corev1.Pod, nodes map[string]bool, inFlight map[string]string, enqueued bool) bool {
+// nominated to an existing node by the scheduler's preemption, not by a plan of ours. The
+// scheduler hands such a pod to PostFilter while its victims terminate, so being handed over
+// says nothing. One that Tailor nominated is planned again: its plan may have gone stale. (A
+// process that restarts forgets which nominations were its own, and leaves those pods to the
+// scheduler.)
+func (p *Provisioner) scheduledByNomination(pod *corev1.Pod, nodes map[string]bool, inFlight map[string]string) bool {
 	nominated := pod.Status.NominatedNodeName
-	if nominated == "" || inFlight[nominated] != "" || !nodes[nominated] || enqueued {
+	if nominated == "" || inFlight[nominated] != "" || !nodes[nominated] {
 		return false
 	}
 	p.mu.Lock()

@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -36,7 +37,7 @@ type Input struct {
 	// node's room is what its daemons leave.
 	DaemonSets []*corev1.Pod
 	// Destined maps pending pods to the node in Nodes they are on their way to (nominated there,
-	// or counted there by an earlier plan). They are placed first, and there first when they
+	// or planned onto its NodeClaim by an earlier plan). They are placed first, and there first when they
 	// still fit: a plan that packed them anew would send the scheduler other ways than the
 	// nominations it already follows, and the pods caught between would need new capacity.
 	Destined map[types.UID]string
@@ -100,8 +101,9 @@ type Planner struct {
 	// do not keep the nodes they are shown.
 	scratch struct{ capacity, placement, cover framework.NodeInfo }
 	// fresh runs PreFilter afresh for every pod instead of keeping states (see preFilters); tests
-	// compare the two.
-	fresh bool
+	// compare the two, and read reused, how many states the last plan brought up to date.
+	fresh  bool
+	reused int
 }
 
 // requestsOf returns the pod's requests, from the current plan's cache when it is pending.
@@ -163,9 +165,13 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	if len(pools) > 0 {
 		ratio = pools[0].ratio
 	}
-	pf := newPreFilters(pl.sim, pl.fresh)
+	specs := make(map[*corev1.Pod]string, len(in.Pending))
+	for _, pod := range in.Pending {
+		specs[pod] = specKey(pod)
+	}
+	pf := newPreFilters(pl.sim, pl.fresh, slices.Collect(maps.Values(specs)))
 	for _, pod := range destinedFirst(sortedForPacking(in.Pending, ratio), in.Destined) {
-		spec := specKey(pod)
+		spec := specs[pod]
 		group := groupOf(pod, spec, defaultKeys)
 		info, err := framework.NewPodInfo(pod)
 		if err != nil {
@@ -188,7 +194,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		if len(nodeInfos) > 0 || !withDomains {
 			pl.sim.Use(snapshot, planned...)
 			var status *fwk.Status
-			if state, pre, status = pf.run(ctx, pod, spec, false); status != nil {
+			if state, pre, status = pf.run(ctx, pod, spec, -1, false); status != nil {
 				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
 				continue
 			}
@@ -216,11 +222,11 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		// claims this plan opened and then on new claims. The claim books the pod itself.
 		var reasons map[string]string
 		placed := false
-		for _, as := range preferenceLadder(pod) {
-			asGroup, asSpec := group, spec
+		for step, as := range preferenceLadder(pod) {
+			asGroup := group
 			if as != pod {
-				asSpec = specKey(as)
-				asGroup = groupOf(as, asSpec, defaultKeys)
+				// A shape is a function of the pod's spec: the spec and the step name it.
+				asGroup = groupOf(as, fmt.Sprintf("%s/%d", spec, step), defaultKeys)
 			}
 			state, pre := state, pre
 			if as != pod || withDomains {
@@ -231,7 +237,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				}
 				pl.sim.Use(snapshot, views...)
 				var status *fwk.Status
-				if state, pre, status = pf.run(ctx, as, asSpec, asDomains); status != nil {
+				if state, pre, status = pf.run(ctx, as, spec, step, asDomains); status != nil {
 					reasons = map[string]string{"": status.Message()}
 					continue
 				}
@@ -285,6 +291,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: reasons})
 		}
 	}
+	pl.reused = pf.reused
 	for _, oc := range open {
 		pc := pl.planned(ctx, oc)
 		if pc.MinValuesShort != "" && pl.strictMinValues() {

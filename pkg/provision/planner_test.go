@@ -358,27 +358,31 @@ func TestPlanReservesDaemonSetsInFlight(t *testing.T) {
 	}
 }
 
-// A pending pod on its way to a node (nominated there, or counted there by an earlier plan) is
-// planned there while it fits, and before pods without a destination, so that a plan repeated
-// while the scheduler binds sends no pod another way than the one it is going.
+// A pending pod on its way to a node (nominated there, or planned onto its NodeClaim) is planned
+// there while it fits, and before pods without a destination, so that a plan repeated while the
+// scheduler binds sends no pod another way than the one it is going.
 func TestPlanKeepsPodsOnTheirWay(t *testing.T) {
 	nodes := []*corev1.Node{readyNode("n1", "2", "8Gi"), readyNode("n2", "2", "8Gi")}
-	small, big := newPod("small", "1", "1Gi"), newPod("big", "1500m", "1Gi")
-	in := Input{Pending: []*corev1.Pod{big, small}, Nodes: nodes, Pools: []Pool{newPool("default")},
-		Destined: map[types.UID]string{small.UID: "n1"}}
-	plan := testPlanner(t).Plan(context.Background(), in)
-	if got := plan.FitsExistingOn[small.UID]; got != "n1" {
-		t.Errorf("small counted on %q; it is on its way to n1", got)
+	on := func(small, big *corev1.Pod, destined map[types.UID]string) map[types.UID]string {
+		in := Input{Pending: []*corev1.Pod{big, small}, Nodes: nodes, Pools: []Pool{newPool("default")}, Destined: destined}
+		plan := testPlanner(t).Plan(context.Background(), in)
+		if len(plan.Claims) != 0 {
+			t.Errorf("want no new capacity; got %s", summary(plan))
+		}
+		return plan.FitsExistingOn
 	}
-	if got := plan.FitsExistingOn[big.UID]; got != "n2" {
-		t.Errorf("big counted on %q; n1 is the room small is on its way to, so big goes to n2", got)
+	// First fit alone, biggest first by name, puts both on n1; small is on its way to n2.
+	small, big := newPod("small", "500m", "1Gi"), newPod("big", "1500m", "1Gi")
+	if got := on(small, big, nil); got[small.UID] != "n1" || got[big.UID] != "n1" {
+		t.Fatalf("without destinations want both on n1, got %v", got)
 	}
-	if len(plan.Claims) != 0 {
-		t.Errorf("want no new capacity; got %s", summary(plan))
+	if got := on(small, big, map[types.UID]string{small.UID: "n2"}); got[small.UID] != "n2" {
+		t.Errorf("small counted on %q; it is on its way to n2", got[small.UID])
 	}
-	in.Destined = nil
-	plan = testPlanner(t).Plan(context.Background(), in)
-	if plan.FitsExistingOn[big.UID] != "n1" || plan.FitsExistingOn[small.UID] != "n2" {
-		t.Errorf("without destinations first fit goes by name, biggest first: big on n1, small on n2; got %v", plan.FitsExistingOn)
+	// big first would take n1's room from small, which is on its way there: small goes first.
+	big = newPod("big", "1600m", "1Gi")
+	got := on(small, big, map[types.UID]string{small.UID: "n1"})
+	if got[small.UID] != "n1" || got[big.UID] != "n2" {
+		t.Errorf("want small on n1, where it is going, and big on n2; got %v", got)
 	}
 }

@@ -5,8 +5,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -25,12 +27,13 @@ import (
 //     placed pod with anti-affinity terms can end that, and the framework does not run AddPod for
 //     a skipped plugin, so such a placement calls for a fresh state too.
 //   - PodTopologySpread is not: its state keeps the two emptiest domains only, which increments
-//     can leave stale, and it counts domains (nodes) with no pods. A pod it does not skip reuses a
-//     state only while nothing was placed since.
+//     can leave stale, and it counts domains (nodes) with no pods. A state it did not skip is
+//     not kept.
 //
-// Pods with volumes or resource claims are not kept: VolumeBinding and DynamicResources write
-// per-node results into the state during Filter, and two pods of one spec may still have claims
-// of their own.
+// Pods with volumes, resource claims or extended resources are not kept: VolumeBinding and
+// DynamicResources (which backs extended resources with claims) write per-node results into
+// the state during Filter, and two pods of one spec may still have claims of their own. Nor is
+// the state of a spec no other pending pod shares: it would never be used again.
 type preFilters struct {
 	sim *simulation.Simulator
 	// kept is nil when nothing is kept (Planner.fresh).
@@ -39,6 +42,10 @@ type preFilters struct {
 	placed []placement
 	// nodes and relabels count the claims this plan opened and the node labels it changed.
 	nodes, relabels int
+	// shared counts the pending pods of each spec; reused counts the states brought up to date
+	// instead of computed (for tests).
+	shared map[string]int
+	reused int
 }
 
 type placement struct {
@@ -46,9 +53,11 @@ type placement struct {
 	node fwk.NodeInfo
 }
 
-// preFilterKey is a pod's spec (specKey) and the view: with or without the empty domains.
+// preFilterKey is a pod's spec (specKey), the step of its preference ladder (-1 for the pod
+// itself) and the view: with or without the empty domains.
 type preFilterKey struct {
 	spec    string
+	step    int
 	domains bool
 }
 
@@ -56,32 +65,37 @@ type keptState struct {
 	state fwk.CycleState
 	pre   *fwk.PreFilterResult
 	// at, nodes and relabels are what the plan had done when state was last brought up to date.
-	at, nodes, relabels            int
-	spreadSkipped, affinitySkipped bool
+	at, nodes, relabels int
+	affinitySkipped     bool
 }
 
-func newPreFilters(sim *simulation.Simulator, fresh bool) *preFilters {
-	p := &preFilters{sim: sim}
+func newPreFilters(sim *simulation.Simulator, fresh bool, specs []string) *preFilters {
+	p := &preFilters{sim: sim, shared: map[string]int{}}
 	if !fresh {
 		p.kept = map[preFilterKey]*keptState{}
+	}
+	for _, s := range specs {
+		p.shared[s]++
 	}
 	return p
 }
 
-// run returns the PreFilter state of pod, whose spec is spec, against the view the simulator was
-// last given (Use). States are shared between pods of a spec: callers read them (Filter) and keep
+// run returns the PreFilter state of pod, the shape of step (see preferenceLadder, -1 for the
+// pod itself) of a pending pod whose spec is spec, against the view the simulator was last given
+// (Use). States are shared between pods of a spec: callers read them (Filter) and keep
 // them only for NodeResourcesFit, whose state is the pod's requests, the same for every pod of
 // the spec and never touched by AddPod.
-func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, domains bool) (fwk.CycleState, *fwk.PreFilterResult, *fwk.Status) {
-	key := preFilterKey{spec: spec, domains: domains}
+func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step int, domains bool) (fwk.CycleState, *fwk.PreFilterResult, *fwk.Status) {
+	key := preFilterKey{spec: spec, step: step, domains: domains}
 	if k := p.kept[key]; k != nil && p.current(ctx, pod, k) {
+		p.reused++
 		return k.state, k.pre, nil
 	}
 	state, pre, status := p.sim.PreFilter(ctx, pod)
-	if status == nil && spec != "" && p.kept != nil && keepable(pod) {
-		skipped := state.GetSkipFilterPlugins()
+	skipped := state.GetSkipFilterPlugins()
+	if status == nil && spec != "" && p.kept != nil && p.shared[spec] > 1 && skipped.Has(names.PodTopologySpread) && keepable(pod) {
 		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed), nodes: p.nodes, relabels: p.relabels,
-			spreadSkipped: skipped.Has(names.PodTopologySpread), affinitySkipped: skipped.Has(names.InterPodAffinity)}
+			affinitySkipped: skipped.Has(names.InterPodAffinity)}
 	}
 	return state, pre, status
 }
@@ -90,9 +104,6 @@ func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, doma
 func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState) bool {
 	since := p.placed[k.at:]
 	if k.relabels != p.relabels {
-		return false
-	}
-	if !k.spreadSkipped && (len(since) > 0 || k.nodes != p.nodes) {
 		return false
 	}
 	if k.affinitySkipped {
@@ -118,6 +129,11 @@ func keepable(pod *corev1.Pod) bool {
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return false
+		}
+	}
+	for name := range scheduling.PodRequests(pod) {
+		if !v1helper.IsNativeResource(name) {
 			return false
 		}
 	}

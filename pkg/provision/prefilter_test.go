@@ -23,7 +23,8 @@ func TestKeptPreFilterStatesPlanAsFreshOnes(t *testing.T) {
 		in   func() Input
 	}{
 		{"Karpenter's five classes", func() Input {
-			return Input{Pending: benchPods(150, benchClasses...), Pools: []Pool{newPool("default")}}
+			// 60 pods a class: each of the 30 pairings of cpu and memory twice.
+			return Input{Pending: benchPods(300, benchClasses...), Pools: []Pool{newPool("default")}}
 		}},
 		{"a pod repels pods whose InterPodAffinity was skipped", func() Input {
 			// web pods have no terms and nothing repels them at first, so InterPodAffinity skips
@@ -81,7 +82,11 @@ func TestKeptPreFilterStatesPlanAsFreshOnes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			kept := testPlanner(t).Plan(context.Background(), tc.in())
+			pl := testPlanner(t)
+			kept := pl.Plan(context.Background(), tc.in())
+			if pl.reused == 0 {
+				t.Fatal("no PreFilter state was kept and reused: the case tests nothing")
+			}
 			fresh := testPlanner(t)
 			fresh.fresh = true
 			want := fresh.Plan(context.Background(), tc.in())
@@ -121,9 +126,17 @@ func planShape(plan *Plan) string {
 // TestKeptPreFilterStatesOnMixedBatches compares kept and fresh states on random batches of pods
 // that select each other across kinds.
 func TestKeptPreFilterStatesOnMixedBatches(t *testing.T) {
+	reused := 0
+	t.Cleanup(func() {
+		if reused == 0 {
+			t.Error("no PreFilter state was kept and reused in any batch: the test tests nothing")
+		}
+	})
 	for seed := range 30 {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			kept := testPlanner(t).Plan(context.Background(), mixedInput(seed))
+			pl := testPlanner(t)
+			kept := pl.Plan(context.Background(), mixedInput(seed))
+			reused += pl.reused
 			fresh := testPlanner(t)
 			fresh.fresh = true
 			if got, want := planShape(kept), planShape(fresh.Plan(context.Background(), mixedInput(seed))); got != want {

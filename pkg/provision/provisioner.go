@@ -255,7 +255,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		if view.Counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
 			continue
 		}
-		if p.scheduledByNomination(pod, nodeNames, view.InFlight, enqueued[pod.UID]) {
+		if p.scheduledByNomination(pod, nodeNames, view.InFlight) {
 			// The scheduler preempted pods on an existing node for it, and will place it there.
 			continue
 		}
@@ -291,9 +291,8 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 		p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 	}
-	for uid, node := range plan.FitsExistingOn {
+	for _, node := range plan.FitsExistingOn {
 		p.awaitedNodes[node] = p.opts.Clock.Now().Add(NominationWindow)
-		p.destined[uid] = destination{node: node, until: p.opts.Clock.Now().Add(NominationWindow)}
 	}
 	p.mu.Unlock()
 	createStart := p.opts.Clock.Now()
