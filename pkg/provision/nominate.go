@@ -16,7 +16,7 @@ import (
 )
 
 // nominateWorkers bounds the nomination patches in flight at once.
-const nominateWorkers = 16
+const nominateWorkers = 8
 
 // Launched says that a NodeClaim's node name became known: the pods planned onto it are
 // nominated to it at once, not after the next plan, so that the nominations are in before its node
@@ -48,8 +48,9 @@ func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
 
 // PlannedNode returns the node a plan put pod on while the pod is on its way there: the node of
 // the NodeClaim it was planned onto, once the cloud has named it, until NominationWindow after
-// the claim initialized. Pods a plan left to existing nodes have none: the scheduler weighs
-// those by its own scores, preferences included, as it would without Tailor.
+// the claim initialized; or a node launched for pods still on their way that a later plan counted
+// it on. Pods a plan left to older nodes have none: the scheduler weighs those by its own
+// scores, preferences included, as it would without Tailor.
 func (p *Provisioner) PlannedNode(pod *corev1.Pod) (string, bool) {
 	if node, ok := p.NominatedNode(pod); ok {
 		return node, true
