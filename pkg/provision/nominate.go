@@ -48,9 +48,8 @@ func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
 
 // PlannedNode returns the node a plan put pod on while the pod is on its way there: the node of
 // the NodeClaim it was planned onto, once the cloud has named it, until NominationWindow after
-// the claim initialized; or a node launched for pods still on their way that a later plan counted
-// it on. Pods a plan left to older nodes have none: the scheduler weighs those by its own
-// scores, preferences included, as it would without Tailor.
+// the claim initialized. Pods a plan left to existing nodes have none: the scheduler weighs
+// those by its own scores, preferences included, as it would without Tailor.
 func (p *Provisioner) PlannedNode(pod *corev1.Pod) (string, bool) {
 	if node, ok := p.NominatedNode(pod); ok {
 		return node, true
