@@ -199,11 +199,15 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				continue
 			}
 		}
-		candidates := nodeInfos
-		if ni := byName[in.Destined[pod.UID]]; ni != nil {
-			candidates = append([]fwk.NodeInfo{ni}, nodeInfos...)
+		// The node the pod is on its way to first, then first fit.
+		var ni fwk.NodeInfo
+		if destined := byName[in.Destined[pod.UID]]; destined != nil {
+			ni = pl.firstFit(ctx, state, pre, pod, []fwk.NodeInfo{destined}, group, memo)
 		}
-		if ni := pl.firstFit(ctx, state, pre, pod, candidates, group, memo); ni != nil {
+		if ni == nil {
+			ni = pl.firstFit(ctx, state, pre, pod, nodeInfos, group, memo)
+		}
+		if ni != nil {
 			// Count the pod on the node whether it is ready or in flight: the room it takes is
 			// gone for the pods after it. (Only in-flight nodes used to be charged, so any number
 			// of pods could "fit" the last free slot of a ready node and no capacity was planned

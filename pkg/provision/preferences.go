@@ -59,26 +59,30 @@ func requireSpread(p *corev1.Pod) bool {
 // requirePodAffinity makes preferred pod affinity terms required.
 func requirePodAffinity(p *corev1.Pod) bool {
 	a := p.Spec.Affinity
-	if a == nil || a.PodAffinity == nil || len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+	if a == nil || a.PodAffinity == nil {
 		return false
 	}
-	for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-		a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, w.PodAffinityTerm)
-	}
-	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
-	return true
+	return requireTerms(&a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, &a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 }
 
 // requirePodAntiAffinity makes preferred pod anti-affinity terms required.
 func requirePodAntiAffinity(p *corev1.Pod) bool {
 	a := p.Spec.Affinity
-	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+	if a == nil || a.PodAntiAffinity == nil {
 		return false
 	}
-	for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, w.PodAffinityTerm)
+	return requireTerms(&a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, &a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+}
+
+// requireTerms moves the preferred terms to the required ones, and reports whether there were any.
+func requireTerms(required *[]corev1.PodAffinityTerm, preferred *[]corev1.WeightedPodAffinityTerm) bool {
+	if len(*preferred) == 0 {
+		return false
 	}
-	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+	for _, w := range *preferred {
+		*required = append(*required, w.PodAffinityTerm)
+	}
+	*preferred = nil
 	return true
 }
 

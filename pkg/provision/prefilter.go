@@ -40,8 +40,8 @@ type preFilters struct {
 	kept map[preFilterKey]*keptState
 	// placed are the pods this plan put on nodes, in order, each with the node.
 	placed []placement
-	// nodes and relabels count the claims this plan opened and the node labels it changed.
-	nodes, relabels int
+	// relabels counts the node labels this plan changed.
+	relabels int
 	// shared counts the pending pods of each spec; reused counts the states brought up to date
 	// instead of computed (for tests).
 	shared map[string]int
@@ -64,9 +64,9 @@ type preFilterKey struct {
 type keptState struct {
 	state fwk.CycleState
 	pre   *fwk.PreFilterResult
-	// at, nodes and relabels are what the plan had done when state was last brought up to date.
-	at, nodes, relabels int
-	affinitySkipped     bool
+	// at and relabels are what the plan had done when state was last brought up to date.
+	at, relabels    int
+	affinitySkipped bool
 }
 
 func newPreFilters(sim *simulation.Simulator, fresh bool, specs []string) *preFilters {
@@ -94,7 +94,7 @@ func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step
 	state, pre, status := p.sim.PreFilter(ctx, pod)
 	skipped := state.GetSkipFilterPlugins()
 	if status == nil && spec != "" && p.kept != nil && p.shared[spec] > 1 && skipped.Has(names.PodTopologySpread) && keepable(pod) {
-		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed), nodes: p.nodes, relabels: p.relabels,
+		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed), relabels: p.relabels,
 			affinitySkipped: skipped.Has(names.InterPodAffinity)}
 	}
 	return state, pre, status
@@ -118,7 +118,7 @@ func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState)
 			return false
 		}
 	}
-	k.at, k.nodes = len(p.placed), p.nodes
+	k.at = len(p.placed)
 	return true
 }
 
@@ -147,7 +147,6 @@ func (p *preFilters) add(pod fwk.PodInfo, node fwk.NodeInfo) {
 
 // opened records a new claim, with the pods on it (its daemons and its first pod).
 func (p *preFilters) opened(node fwk.NodeInfo) {
-	p.nodes++
 	for _, pod := range node.GetPods() {
 		p.add(pod, node)
 	}
