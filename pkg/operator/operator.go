@@ -235,6 +235,11 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	if err != nil {
 		return err
 	}
+	// The provisioner weighs nominations and stranded pods beside planning, on a simulator of its own.
+	checker, err := simulation.New(ctx, profile, simulation.DepsFromHandle(h, parallelism), tailor.Name)
+	if err != nil {
+		return err
+	}
 	if err := o.buildDisruption(ctx, h, profile, parallelism); err != nil {
 		return err
 	}
@@ -252,7 +257,7 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	go o.gc.Run(ctx)
 	planner := provision.NewPlanner(sim)
 	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
-	go o.provisioner.Run(ctx, planner)
+	go o.provisioner.Run(ctx, planner, checker)
 	o.startSignals(ctx)
 	o.runDisruption(ctx)
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run

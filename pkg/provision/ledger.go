@@ -132,6 +132,11 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.nominations, uid)
 		}
 	}
+	for uid := range p.admitted {
+		if !unbound[uid] {
+			delete(p.admitted, uid)
+		}
+	}
 	return &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
 		maps.Clone(p.enqueued)
 }

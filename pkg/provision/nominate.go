@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"encoding/json"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,9 +31,23 @@ func (p *Provisioner) Launched() {
 	}
 }
 
-// NominatedNode returns the node name of the NodeClaim planned for pod, once the cloud has said
-// what it will be.
+// NominatedNode returns the node PostFilter may nominate pod to: the node of the NodeClaim
+// planned for it, once the cloud has said what it will be, and only when the last nomination pass
+// found that the scheduler will take the pod there beside the other nominations (see nominate).
 func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
+	node, ok := p.claimNode(pod)
+	if !ok {
+		return "", false
+	}
+	p.mu.Lock()
+	admitted := p.admitted[pod.UID] == node
+	p.mu.Unlock()
+	return node, admitted
+}
+
+// claimNode returns the node name of the NodeClaim planned for pod, once the cloud has said what
+// it will be.
+func (p *Provisioner) claimNode(pod *corev1.Pod) (string, bool) {
 	p.mu.Lock()
 	claimName, ok := p.planned[pod.UID]
 	p.mu.Unlock()
@@ -51,7 +66,7 @@ func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
 // the claim initialized. Pods a plan left to existing nodes have none: the scheduler weighs
 // those by its own scores, preferences included, as it would without Tailor.
 func (p *Provisioner) PlannedNode(pod *corev1.Pod) (string, bool) {
-	if node, ok := p.NominatedNode(pod); ok {
+	if node, ok := p.claimNode(pod); ok {
 		return node, true
 	}
 	p.mu.Lock()
@@ -100,6 +115,12 @@ func (p *Provisioner) nominateSoon(ctx context.Context) {
 // come (its claim is gone) has the nomination cleared, so it is planned and scheduled afresh.
 // Only nominations to names that are neither a Node nor a live claim's node are cleared: the
 // scheduler's own nominations always name existing nodes.
+//
+// A pod is nominated only where the scheduler will take it with the other nominations standing
+// (see admissible): a plan puts three pods of a zone-spread Deployment on each of three new
+// nodes, but the scheduler counts a node's nominated pods in that node's zone alone, and would
+// refuse every one of them there while the others wait. The pods left out stay planned onto
+// their claim, and are nominated once the pods ahead of them have bound.
 func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim) {
 	target := map[string]string{} // claim name -> node name, for claims still launching
 	futureNodes := map[string]bool{}
@@ -119,6 +140,7 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 		node string
 	}
 	var changes []change
+	var wanted []wantedNomination
 	p.mu.Lock()
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
@@ -129,15 +151,41 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 		case want != "" && has == want:
 			// Written by us, or by the scheduler from what PostFilter answered: ours either way.
 			p.nominations[pod.UID] = want
+			wanted = append(wanted, wantedNomination{pod: pod, node: want})
 		case want != "" && (has == "" || p.nominations[pod.UID] == has):
 			// Only an empty nomination or one of ours is replaced: one of the scheduler's
 			// (preemption under way) is its to keep.
-			changes = append(changes, change{pod, want})
+			wanted = append(wanted, wantedNomination{pod: pod, node: want})
 		case want == "" && has != "" && !futureNodes[has]:
 			changes = append(changes, change{pod, ""})
 		}
 	}
+	assumed := maps.Clone(p.assumed)
+	sim := p.checker
 	p.mu.Unlock()
+	var admitted map[types.UID]bool
+	if sim != nil {
+		view := newSchedulerView(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
+		admitted = admissible(ctx, view, wanted)
+	}
+	p.mu.Lock()
+	for _, w := range wanted {
+		if admitted == nil || admitted[w.pod.UID] {
+			p.admitted[w.pod.UID] = w.node
+		} else {
+			delete(p.admitted, w.pod.UID)
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range wanted {
+		has := w.pod.Status.NominatedNodeName
+		switch ok := admitted == nil || admitted[w.pod.UID]; {
+		case ok && has != w.node:
+			changes = append(changes, change{w.pod, w.node})
+		case !ok && has != "":
+			changes = append(changes, change{w.pod, ""})
+		}
+	}
 	workqueue.ParallelizeUntil(ctx, nominateWorkers, len(changes), func(i int) {
 		p.setNomination(ctx, changes[i].pod, changes[i].node)
 	})

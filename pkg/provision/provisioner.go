@@ -26,6 +26,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
 // ResyncInterval is how often the provisioner looks at pending pods without being asked, as
@@ -92,6 +93,9 @@ type Provisioner struct {
 	// nominations are the nominations this process wrote, by pod; nominating and nominateAgain
 	// run them one pass at a time (see nominateSoon).
 	nominations   map[types.UID]string
+	// admitted are the nominations the last pass found the scheduler will honour, by pod: the
+	// only ones PostFilter hands the scheduler (see NominatedNode).
+	admitted map[types.UID]string
 	nominating    bool
 	nominateAgain bool
 	// runCtx is Run's context, for nominations started by Launched.
@@ -100,6 +104,9 @@ type Provisioner struct {
 	// the plan right after the one that created them must count them, or it plans their pods
 	// again and launches their capacity twice.
 	created map[string]createdClaim
+	// checker is the simulator nominations and stranded pods are weighed with, as the scheduler
+	// weighs them (see schedulerView); the planner owns another, so the two never wait on each other.
+	checker *simulation.Simulator
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
@@ -124,6 +131,7 @@ func New(opts Options) *Provisioner {
 		written:  map[types.UID]uint64{},
 
 		nominations: map[types.UID]string{},
+		admitted:    map[types.UID]string{},
 		created:     map[string]createdClaim{},
 		destined:    map[types.UID]destination{},
 
@@ -182,12 +190,14 @@ func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
 		len(pod.Spec.SchedulingGates) == 0
 }
 
-// Run plans after every batch until ctx ends.
-func (p *Provisioner) Run(ctx context.Context, planner *Planner) {
+// Run plans after every batch until ctx ends. checker is a simulator of the scheduler's profile
+// other than the planner's, for questions asked beside planning (see schedulerView).
+func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simulation.Simulator) {
 	logger := klog.FromContext(ctx).WithName("provisioner")
 	ctx = klog.NewContext(ctx, logger)
 	p.mu.Lock()
 	p.runCtx = ctx
+	p.checker = checker
 	p.mu.Unlock()
 	// Pods that were pending before this process started get no PostFilter call until their
 	// backoff ends; look at them at once. Later, look again now and then: pods that could not be

@@ -35,6 +35,8 @@ type Simulator struct {
 	profile  *config.KubeSchedulerProfile
 	fw       framework.Framework
 	snapshot *swappableLister
+	// nominated are the nominations FilterWithNominated counts; see SetNominated.
+	nominated *nominations
 	// capacity runs only NodeResourcesFit's Filter and placement every other Filter plugin, over
 	// the same snapshot and with the same args, so that a caller can ask the two halves of one
 	// Filter pass separately; see FilterCapacity.
@@ -149,7 +151,8 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	lister := &swappableLister{}
 	lister.Set(schedcache.NewSnapshot(nil, nil), nil)
 	opts = append(opts, frameworkruntime.WithSnapshotSharedLister(lister))
-	sim := &Simulator{snapshot: lister, profile: p}
+	sim := &Simulator{snapshot: lister, profile: p, nominated: &nominations{}}
+	opts = append(opts, frameworkruntime.WithPodNominator(sim.nominated))
 	build := func(p *config.KubeSchedulerProfile) (framework.Framework, error) {
 		fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), p, opts...)
 		if err != nil {
