@@ -67,6 +67,27 @@ var (
 		Namespace: namespace, Subsystem: "provisioner", Name: "pods_per_plan",
 		Help: "Pending pods in one provisioning plan.", Buckets: prometheus.ExponentialBuckets(1, 2, 16),
 	})
+	// PodsStranded is how many pending pods are stranded now: a plan put them on a node that has
+	// been up for longer than the plugin's strandedAfter, and the scheduler has not bound them.
+	PodsStranded = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "pods_stranded",
+		Help: "Pending pods a plan put on a node that has been up for longer than strandedAfter.",
+	})
+	// PodsStrandedTotal counts each time a pod was found stranded.
+	PodsStrandedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "pods_stranded_total",
+		Help: "Times a pending pod was found stranded beside the node a plan put it on.",
+	})
+	// NodesUnused is how many launched nodes no pod has landed on, strandedAfter after they
+	// initialized, and NodesUnusedTotal counts them once each.
+	NodesUnused = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "nodes_unused",
+		Help: "Launched nodes no pod has landed on since they initialized, strandedAfter ago or more.",
+	})
+	NodesUnusedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "nodes_unused_total",
+		Help: "Launched nodes found with no pod landed on them strandedAfter after they initialized.",
+	})
 	// PodsUnplaceable counts pods a plan could place nowhere, by reason.
 	PodsUnplaceable = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "provisioner", Name: "pods_unplaceable_total",
@@ -84,7 +105,8 @@ func Register() {
 	once.Do(func() {
 		legacyregistry.Registerer().MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
 			NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
-			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, nodesCollector{})
+			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, nodesCollector{},
+			PodsStranded, PodsStrandedTotal, NodesUnused, NodesUnusedTotal)
 		legacyregistry.Registerer().MustRegister(disruptionCollectors()...)
 	})
 }

@@ -100,6 +100,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		Clock:         o.clock,
 		BatchIdle:     args.BatchIdleDuration.Duration,
 		BatchMax:      args.BatchMaxDuration.Duration,
+		StrandedAfter: args.StrandedAfter.Duration,
 		Activate:      func(pods map[string]*corev1.Pod) { h.Activate(klog.Background(), pods) },
 	})
 	o.lifecycle, err = lifecycle.New(lifecycle.Options{

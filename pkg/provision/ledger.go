@@ -132,6 +132,11 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.nominations, uid)
 		}
 	}
+	for uid := range p.headed {
+		if !unbound[uid] {
+			delete(p.headed, uid)
+		}
+	}
 	for uid := range p.admitted {
 		if !unbound[uid] {
 			delete(p.admitted, uid)

@@ -165,11 +165,14 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 	p.mu.Unlock()
 	var admitted map[types.UID]bool
 	if sim != nil {
+		p.checking.Lock()
 		view := newSchedulerView(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
 		admitted = admissible(ctx, view, wanted)
+		p.checking.Unlock()
 	}
 	p.mu.Lock()
 	for _, w := range wanted {
+		p.headFor(w.pod.UID, w.node)
 		if admitted == nil || admitted[w.pod.UID] {
 			p.admitted[w.pod.UID] = w.node
 		} else {

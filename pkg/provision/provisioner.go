@@ -52,6 +52,9 @@ type Options struct {
 	Clock         clock.WithTicker
 	BatchIdle     time.Duration
 	BatchMax      time.Duration
+	// StrandedAfter is how long a pod may stay pending beside the node a plan put it on, once
+	// that node is up (see checkStranded); 0 means DefaultStrandedAfter.
+	StrandedAfter time.Duration
 	// Activate moves pods back to the scheduler's active queue (the framework handle's
 	// Activate); may be nil.
 	Activate func(pods map[string]*corev1.Pod)
@@ -92,10 +95,10 @@ type Provisioner struct {
 	awaited map[string]time.Time
 	// nominations are the nominations this process wrote, by pod; nominating and nominateAgain
 	// run them one pass at a time (see nominateSoon).
-	nominations   map[types.UID]string
+	nominations map[types.UID]string
 	// admitted are the nominations the last pass found the scheduler will honour, by pod: the
 	// only ones PostFilter hands the scheduler (see NominatedNode).
-	admitted map[types.UID]string
+	admitted      map[types.UID]string
 	nominating    bool
 	nominateAgain bool
 	// runCtx is Run's context, for nominations started by Launched.
@@ -107,6 +110,17 @@ type Provisioner struct {
 	// checker is the simulator nominations and stranded pods are weighed with, as the scheduler
 	// weighs them (see schedulerView); the planner owns another, so the two never wait on each other.
 	checker *simulation.Simulator
+	// checking serialises the questions asked of checker.
+	checking sync.Mutex
+	// headed maps pending pods to the node a plan put them on, once its name is known, and since
+	// when; stranded are the pods found still pending strandedAfter after that node came up.
+	headed   map[types.UID]heading
+	stranded map[types.UID]bool
+	// launchedHere are the NodeClaims this process created for pods, with when; landed the nodes
+	// the scheduler has reserved a pod onto; unused the claims already reported as unused.
+	launchedHere map[string]time.Time
+	landed       map[string]bool
+	unused       map[string]bool
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
@@ -136,6 +150,12 @@ func New(opts Options) *Provisioner {
 		destined:    map[types.UID]destination{},
 
 		awaitedNodes: map[string]time.Time{},
+
+		headed:       map[types.UID]heading{},
+		stranded:     map[types.UID]bool{},
+		launchedHere: map[string]time.Time{},
+		landed:       map[string]bool{},
+		unused:       map[string]bool{},
 	}
 }
 
@@ -167,6 +187,8 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 	delete(p.enqueued, pod.UID)
 	delete(p.planned, pod.UID)
 	delete(p.destined, pod.UID)
+	delete(p.headed, pod.UID)
+	p.landed[node] = true
 	p.assumed[pod.UID] = node
 	p.wrote(pod.UID)
 	return true
@@ -203,6 +225,7 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simula
 	// backoff ends; look at them at once. Later, look again now and then: pods that could not be
 	// placed may fit once an offering is available again or a limit frees up, and no event says so.
 	p.batcher.Trigger()
+	go p.watchStranded(ctx)
 	go func() {
 		t := p.opts.Clock.NewTicker(ResyncInterval)
 		defer t.Stop()
@@ -301,8 +324,9 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 		p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 	}
-	for _, node := range plan.FitsExistingOn {
+	for uid, node := range plan.FitsExistingOn {
 		p.awaitedNodes[node] = p.opts.Clock.Now().Add(NominationWindow)
+		p.headFor(uid, node)
 	}
 	p.mu.Unlock()
 	createStart := p.opts.Clock.Now()
@@ -357,6 +381,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 	}
 	p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
 	p.created[created.Name] = createdClaim{claim: created, at: p.opts.Clock.Now()}
+	p.launchedHere[created.Name] = p.opts.Clock.Now()
 	p.mu.Unlock()
 	klog.FromContext(ctx).Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
 		"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))

@@ -18,6 +18,17 @@ type Report struct {
 	PricePerHour float64      `json:"pricePerHour"`
 	Nodes        []NodeReport `json:"nodes"`
 	Pods         []PodReport  `json:"pods"`
+	// Stranded are the pods Tailor found pending beside the node a plan put them on (a Stranded
+	// Event each), and UnusedNodes the NodeClaims it launched that no pod landed on (an Unused
+	// Event each), over the whole run: both should be empty.
+	Stranded    []Finding `json:"stranded"`
+	UnusedNodes []Finding `json:"unusedNodes"`
+}
+
+// Finding is an object Tailor reported a fault of, and what it said.
+type Finding struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
 }
 
 // NodeReport is one node of the fleet.
@@ -48,6 +59,8 @@ type State struct {
 	Claims []*karpv1.NodeClaim
 	// Explained maps pods to the latest reason Tailor gave for not placing them.
 	Explained map[string]string
+	// Stranded and Unused are what Tailor's Stranded and Unused Events said, by object.
+	Stranded, Unused []Finding
 	// Unfinished counts Deployments whose ReplicaSets have not yet made all their pods.
 	Unfinished int
 }
@@ -81,6 +94,12 @@ func (c *Cluster) Read(ctx context.Context) (*State, error) {
 			s.Explained[key] = ev.Note
 		}
 	}
+	if s.Stranded, err = c.findings(ctx, "Stranded"); err != nil {
+		return nil, err
+	}
+	if s.Unused, err = c.findings(ctx, "Unused"); err != nil {
+		return nil, err
+	}
 	deps, err := c.Kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -95,6 +114,28 @@ func (c *Cluster) Read(ctx context.Context) (*State, error) {
 		}
 	}
 	return s, nil
+}
+
+// findings lists the Events of one reason, oldest first, as object and note.
+func (c *Cluster) findings(ctx context.Context, reason string) ([]Finding, error) {
+	events, err := c.Kube.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(events.Items, func(i, j int) bool {
+		a := eventTime(events.Items[i].EventTime, events.Items[i].DeprecatedLastTimestamp)
+		b := eventTime(events.Items[j].EventTime, events.Items[j].DeprecatedLastTimestamp)
+		return a.Before(&b)
+	})
+	out := []Finding{}
+	for _, ev := range events.Items {
+		name := ev.Regarding.Name
+		if ev.Regarding.Namespace != "" {
+			name = ev.Regarding.Namespace + "/" + name
+		}
+		out = append(out, Finding{Name: name, Message: ev.Note})
+	}
+	return out, nil
 }
 
 func eventTime(t metav1.MicroTime, deprecated metav1.Time) metav1.MicroTime {
@@ -147,7 +188,7 @@ func (s *State) Report(ctx context.Context, cp cloud.CloudProvider, pools []*kar
 			}
 		}
 	}
-	r := Report{Settled: s.Settled(), Nodes: []NodeReport{}, Pods: []PodReport{}}
+	r := Report{Settled: s.Settled(), Nodes: []NodeReport{}, Pods: []PodReport{}, Stranded: s.Stranded, UnusedNodes: s.Unused}
 	podsOn := map[string][]string{}
 	for _, p := range s.Pods {
 		name := p.Namespace + "/" + p.Name

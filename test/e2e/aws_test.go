@@ -92,6 +92,7 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		cluster.Stop()
 		cancel()
 	})
+	t.Cleanup(e.expectNoStranded)
 	// The controllers stop before the API server does (cleanups run last-registered first), so
 	// their watches do not hold up its shutdown.
 	ctrlCtx, stopControllers := context.WithCancel(ctx)

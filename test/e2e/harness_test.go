@@ -35,6 +35,9 @@ type env struct {
 	cloud   *fake.Provider
 	// clock is Tailor's clock; tests move it forward to pass timeouts without waiting.
 	clock *sandbox.OffsetClock
+	// allowStranded is set by the tests that strand a pod on purpose: every other test fails
+	// when Tailor reports a pod stranded beside the node a plan put it on (see expectNoStranded).
+	allowStranded bool
 }
 
 // joinerFunc lets a test stand between the cloud and the kubelets it starts.
@@ -78,7 +81,26 @@ func newEnvWithJoiner(t *testing.T, wrap func(fake.Joiner) fake.Joiner) *env {
 		cluster.Stop()
 		cancel()
 	})
+	t.Cleanup(e.expectNoStranded)
 	return e
+}
+
+// expectNoStranded fails the test if Tailor found a pod stranded, or a node it launched unused:
+// the promise that no pod is left pending beside capacity launched for it holds in every test.
+func (e *env) expectNoStranded() {
+	if e.allowStranded || e.t.Failed() {
+		return
+	}
+	for _, reason := range []string{"Stranded", "Unused"} {
+		events, err := e.cluster.Kube.EventsV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
+		if err != nil {
+			e.t.Errorf("listing %s Events: %v", reason, err)
+			continue
+		}
+		for _, ev := range events.Items {
+			e.t.Errorf("%s %s/%s: %s", reason, ev.Regarding.Namespace, ev.Regarding.Name, ev.Note)
+		}
+	}
 }
 
 // applyExample creates the objects of one file under examples/.

@@ -35,6 +35,12 @@ type Args struct {
 	// leaves the pods pending; BestEffort launches with fewer values and annotates the NodeClaim
 	// karpenter.sh/nodeclaim-min-values-relaxed.
 	MinValuesPolicy string `json:"minValuesPolicy,omitempty"`
+	// StrandedAfter is how long a pod may stay pending once the node a plan put it on is up
+	// (Initialized, or the plan was made, whichever is later) before it counts as stranded: it
+	// gets a Stranded Event saying what the Filter plugins answer there, and is planned again.
+	// Launched nodes that no pod has landed on this long after they initialized are counted as
+	// unused. Longer than the scheduler's 10 s maximum backoff; default 30s.
+	StrandedAfter metav1.Duration `json:"strandedAfter,omitempty"`
 }
 
 // Defaults for Args. Karpenter's are 1s and 10s; Tailor sits in the scheduler and needs no polling.
@@ -45,6 +51,7 @@ const (
 	DefaultConsolidationValidationPeriod = 15 * time.Second
 	DefaultDisruptionPollInterval        = 10 * time.Second
 	DefaultSpotToSpotMinInstanceTypes    = 15
+	DefaultStrandedAfter                 = 30 * time.Second
 )
 
 // DecodeArgs reads the plugin's args from the scheduler configuration, fills in defaults and
@@ -80,6 +87,9 @@ func SetDefaults(a *Args) {
 	if a.MinValuesPolicy == "" {
 		a.MinValuesPolicy = "Strict"
 	}
+	if a.StrandedAfter.Duration == 0 {
+		a.StrandedAfter.Duration = DefaultStrandedAfter
+	}
 	if a.SpotToSpotMinInstanceTypes == nil {
 		n := int32(DefaultSpotToSpotMinInstanceTypes)
 		a.SpotToSpotMinInstanceTypes = &n
@@ -100,6 +110,9 @@ func Validate(a *Args, path *field.Path) field.ErrorList {
 	}
 	if a.DisruptionPollInterval.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("disruptionPollInterval"), a.DisruptionPollInterval.String(), "must not be negative"))
+	}
+	if a.StrandedAfter.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("strandedAfter"), a.StrandedAfter.String(), "must not be negative"))
 	}
 	if a.MinValuesPolicy != "Strict" && a.MinValuesPolicy != "BestEffort" {
 		errs = append(errs, field.NotSupported(path.Child("minValuesPolicy"), a.MinValuesPolicy, []string{"Strict", "BestEffort"}))

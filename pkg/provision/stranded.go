@@ -1,0 +1,228 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+// DefaultStrandedAfter is Options.StrandedAfter when unset.
+const DefaultStrandedAfter = 30 * time.Second
+
+// heading is the node a plan put a pending pod on, and since when it has been headed there.
+type heading struct {
+	node  string
+	since time.Time
+}
+
+// headFor records that a plan put pod on node; call it with p.mu held. The time is kept while
+// the node stays the same, so re-plans that agree do not reset it.
+func (p *Provisioner) headFor(uid types.UID, node string) {
+	if h, ok := p.headed[uid]; ok && h.node == node {
+		return
+	}
+	p.headed[uid] = heading{node: node, since: p.opts.Clock.Now()}
+}
+
+func (p *Provisioner) strandedAfter() time.Duration {
+	if p.opts.StrandedAfter > 0 {
+		return p.opts.StrandedAfter
+	}
+	return DefaultStrandedAfter
+}
+
+// strandedPod is a pending pod left beside the node a plan put it on.
+type strandedPod struct {
+	pod  *corev1.Pod
+	node string
+	up   time.Duration
+}
+
+// watchStranded looks for stranded pods and unused nodes until ctx ends, a few times per
+// strandedAfter.
+func (p *Provisioner) watchStranded(ctx context.Context) {
+	every := min(max(p.strandedAfter()/3, time.Second), ResyncInterval)
+	t := p.opts.Clock.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			p.checkStranded(ctx)
+		}
+	}
+}
+
+// checkStranded finds the pods a plan put on a node that has been up for strandedAfter and that
+// are still pending: Tailor's promise is that they bind within seconds, so each is reported (a
+// Stranded Event with what the scheduler's Filter plugins answer there, the metrics), and planned
+// again with its nomination cleared. It also counts the nodes this process launched that no pod
+// has landed on strandedAfter after they initialized.
+func (p *Provisioner) checkStranded(ctx context.Context) {
+	nodes, err := p.opts.Nodes.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	pods, err := p.opts.Pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	claims := p.opts.ClaimLister.List()
+	now, after := p.opts.Clock.Now(), p.strandedAfter()
+	nodeExists := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		nodeExists[n.Name] = true
+	}
+	upSince := map[string]time.Time{} // node -> when its claim initialized
+	ofClaim := map[string]bool{}      // nodes of live NodeClaims
+	for _, c := range claims {
+		if c.DeletionTimestamp == nil && c.Status.NodeName != "" {
+			ofClaim[c.Status.NodeName] = true
+			if cond := c.GetCondition(karpv1.ConditionTypeInitialized); cond != nil && cond.Status == "True" {
+				upSince[c.Status.NodeName] = cond.LastTransitionTime.Time
+			}
+		}
+	}
+	byUID := make(map[types.UID]*corev1.Pod, len(pods))
+	busy := map[string]bool{} // nodes with a pod of a workload on them
+	for _, pod := range pods {
+		byUID[pod.UID] = pod
+		if pod.Spec.NodeName != "" && !scheduling.IsDaemonSetPod(pod) {
+			busy[pod.Spec.NodeName] = true
+		}
+	}
+	var found []strandedPod
+	p.mu.Lock()
+	for uid, h := range p.headed {
+		pod := byUID[uid]
+		if pod == nil || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || p.assumed[uid] != "" {
+			continue
+		}
+		up := h.since
+		if init, launched := upSince[h.node]; launched && init.After(up) {
+			up = init
+		} else if !launched && ofClaim[h.node] {
+			continue // its NodeClaim has not initialized yet
+		}
+		if !nodeExists[h.node] || now.Sub(up) < after {
+			continue
+		}
+		found = append(found, strandedPod{pod: pod, node: h.node, up: now.Sub(up)})
+		busy[h.node] = true
+	}
+	for uid := range p.stranded {
+		if pod := byUID[uid]; pod == nil || pod.Spec.NodeName != "" {
+			delete(p.stranded, uid)
+		}
+	}
+	for _, s := range found {
+		p.stranded[s.pod.UID] = true
+	}
+	metrics.PodsStranded.Set(float64(len(p.stranded)))
+	unused := p.unusedNodes(claims, upSince, busy, now)
+	p.mu.Unlock()
+	for _, c := range unused {
+		p.opts.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "Unused", "Provisioning",
+			"Node %s initialized %s ago and no pod has landed on it", c.Status.NodeName, now.Sub(upSince[c.Status.NodeName]).Round(time.Second))
+		klog.FromContext(ctx).Info("Launched node unused", "nodeClaim", c.Name, "node", c.Status.NodeName)
+	}
+	if len(found) > 0 {
+		p.replanStranded(ctx, found, nodes, pods, claims)
+	}
+}
+
+// unusedNodes returns the NodeClaims this process launched for pods whose nodes have been up for
+// strandedAfter with no pod ever landed on them, newly found, and sets the gauge; call it with
+// p.mu held.
+func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string]time.Time, busy map[string]bool, now time.Time) []*karpv1.NodeClaim {
+	var fresh []*karpv1.NodeClaim
+	count := 0
+	live := map[string]bool{}
+	for _, c := range claims {
+		live[c.Name] = true
+		node := c.Status.NodeName
+		init, up := upSince[node]
+		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || p.landed[node] {
+			continue
+		}
+		count++
+		if !p.unused[c.Name] {
+			p.unused[c.Name] = true
+			metrics.NodesUnusedTotal.Inc()
+			fresh = append(fresh, c)
+		}
+	}
+	for name := range p.launchedHere {
+		if !live[name] && p.opts.Clock.Since(p.launchedHere[name]) > createdTTL {
+			delete(p.launchedHere, name)
+			delete(p.unused, name)
+		}
+	}
+	metrics.NodesUnused.Set(float64(count))
+	return fresh
+}
+
+// replanStranded reports each stranded pod with what the scheduler's Filter plugins answer on its
+// node now, as the scheduler asks them (nominations counted), and plans it again: the plan that
+// put it there no longer holds, whatever the reason.
+func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim) {
+	answers := make([]string, len(found))
+	p.mu.Lock()
+	sim, assumed := p.checker, maps.Clone(p.assumed)
+	p.mu.Unlock()
+	if sim != nil {
+		p.checking.Lock()
+		view := newSchedulerView(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
+		for i, s := range found {
+			if status := view.admits(ctx, view.preFilter(ctx, s.pod), s.pod, s.node); status != nil {
+				answers[i] = fmt.Sprintf("%s: %s", status.Plugin(), status.Message())
+			} else {
+				answers[i] = "they accept it (the scheduler has not tried it since)"
+			}
+		}
+		p.checking.Unlock()
+	}
+	activate := map[string]*corev1.Pod{}
+	var clear []*corev1.Pod
+	p.mu.Lock()
+	for _, s := range found {
+		uid := s.pod.UID
+		if has := s.pod.Status.NominatedNodeName; has != "" && p.nominations[uid] == has {
+			clear = append(clear, s.pod)
+		}
+		delete(p.headed, uid)
+		delete(p.planned, uid)
+		delete(p.destined, uid)
+		delete(p.admitted, uid)
+		p.enqueued[uid] = true
+		activate[s.pod.Namespace+"/"+s.pod.Name] = s.pod
+	}
+	p.mu.Unlock()
+	metrics.PodsStrandedTotal.Add(float64(len(found)))
+	logger := klog.FromContext(ctx)
+	for i, s := range found {
+		p.opts.Recorder.Eventf(s.pod, nil, corev1.EventTypeWarning, "Stranded", "Provisioning",
+			"Pending %s after node %s came up for it; there the scheduler's Filter plugins answer: %s; planning it again",
+			s.up.Round(time.Second), s.node, answers[i])
+		logger.Info("Pod stranded beside the node planned for it; planning it again", "pod", klog.KObj(s.pod), "node", s.node,
+			"pendingFor", s.up.Round(time.Second), "filter", answers[i])
+	}
+	for _, pod := range clear {
+		p.setNomination(ctx, pod, "")
+	}
+	if p.opts.Activate != nil {
+		p.opts.Activate(activate)
+	}
+	p.batcher.Trigger()
+}

@@ -1,0 +1,101 @@
+package provision
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/client"
+	"github.com/tailor-sh/tailor/pkg/metrics"
+)
+
+// A pod a plan put on a node that has been up for strandedAfter, and that the scheduler refuses
+// there, is stranded: it gets one Stranded Event naming the node and the plugin's answer, is
+// counted, loses the nomination Tailor wrote, and is planned again. A node Tailor launched that no
+// pod landed on is counted as unused, once.
+func TestStrandedPodsAndUnusedNodesAreReported(t *testing.T) {
+	testPlanner(t)
+	ctx := context.Background()
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+	nodes := zoneNodes()[:2] // node-0 gets the pod; node-1 gets none
+	pod := newPod("stuck", "500m", "512Mi", nodeSelector("example.com/team", "payments"))
+	pod.Status.NominatedNodeName = nodes[0].Name
+	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	claimStore := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for i, n := range nodes {
+		_ = nodeStore.Add(n)
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + n.Name}}
+		c.Status.NodeName = nodes[i].Name
+		c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
+		_ = claimStore.Add(c)
+	}
+	_ = podStore.Add(pod)
+	kube := kubefake.NewClientset(pod)
+	recorder := events.NewFakeRecorder(10)
+	p := New(Options{SchedulerName: "tailor", Kube: kube, Clock: clk, Recorder: recorder,
+		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: client.Lister[*karpv1.NodeClaim]{Store: claimStore}})
+	p.checker = sim
+	p.mu.Lock()
+	p.headFor(pod.UID, nodes[0].Name)
+	p.nominations[pod.UID] = nodes[0].Name
+	p.launchedHere["claim-node-1"] = start
+	p.mu.Unlock()
+	stranded, unused := testutil.ToFloat64(metrics.PodsStrandedTotal), testutil.ToFloat64(metrics.NodesUnusedTotal)
+
+	clk.Step(DefaultStrandedAfter - time.Second)
+	p.checkStranded(ctx)
+	if len(recorder.Events) != 0 {
+		t.Fatalf("reported before strandedAfter: %s", <-recorder.Events)
+	}
+	clk.Step(2 * time.Second)
+	p.checkStranded(ctx)
+	var got []string
+	for len(recorder.Events) > 0 {
+		got = append(got, <-recorder.Events)
+	}
+	joined := strings.Join(got, "\n")
+	for _, want := range []string{"Stranded", nodes[0].Name, "NodeAffinity", "Unused", nodes[1].Name} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("events %q do not mention %q", joined, want)
+		}
+	}
+	if d := testutil.ToFloat64(metrics.PodsStrandedTotal) - stranded; d != 1 {
+		t.Errorf("tailor_pods_stranded_total rose by %v, want 1", d)
+	}
+	if d := testutil.ToFloat64(metrics.NodesUnusedTotal) - unused; d != 1 {
+		t.Errorf("tailor_nodes_unused_total rose by %v, want 1", d)
+	}
+	if g := testutil.ToFloat64(metrics.PodsStranded); g != 1 {
+		t.Errorf("tailor_pods_stranded = %v, want 1", g)
+	}
+	p.mu.Lock()
+	_, headed := p.headed[pod.UID]
+	enqueued := p.enqueued[pod.UID]
+	p.mu.Unlock()
+	if headed || !enqueued {
+		t.Errorf("after stranding, headed=%v enqueued=%v: want the pod planned again", headed, enqueued)
+	}
+	after, err := kube.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status.NominatedNodeName != "" {
+		t.Errorf("the nomination Tailor wrote is still %q", after.Status.NominatedNodeName)
+	}
+	p.checkStranded(ctx)
+	if d := testutil.ToFloat64(metrics.NodesUnusedTotal) - unused; d != 1 {
+		t.Errorf("an unused node was counted %v times, want once", d)
+	}
+}

@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// TestZoneSpreadBindsBesideItsCapacity is the workload that left eight of nine pods Pending beside
+// the nodes launched for them: on the AWS provider, every pod runs, three per zone, and Tailor
+// found none stranded.
+func TestZoneSpreadBindsBesideItsCapacity(t *testing.T) {
+	e := newAWSEnv(t)
+	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{"testdata/zone-spread"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pods := e.waitRunning("app=zone-spread", 9, 90*time.Second)
+	zones := map[string]int{}
+	for _, p := range pods {
+		n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zones[n.Labels[corev1.LabelTopologyZone]]++
+	}
+	if len(zones) != 3 {
+		t.Fatalf("pods per zone = %v, want three zones of three", zones)
+	}
+	for z, n := range zones {
+		if n != 3 {
+			t.Fatalf("zone %s has %d pods (%v), want 3 each", z, n, zones)
+		}
+	}
+	state, err := e.cluster.Read(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !state.Settled() {
+		t.Fatal("the cluster has not settled with every pod running")
+	}
+}
+
+// TestNodeThatRefusesItsPodIsReplaced: the first node comes up with a taint its pod does not
+// tolerate, which no plan could foresee. The scheduler refuses the pod there and hands it back to
+// Tailor, whose next plan sees the taint and launches a node the pod runs on, well before the
+// pod would count as stranded.
+func TestNodeThatRefusesItsPodIsReplaced(t *testing.T) {
+	var joined atomic.Bool
+	e := newEnvWithJoiner(t, func(inner fake.Joiner) fake.Joiner {
+		return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
+			if joined.Swap(true) {
+				return inner.Join(ctx, inst)
+			}
+			return joinTainted(ctx, inner.(*fake.KubeletJoiner).Client, inst)
+		})
+	})
+	e.createNodePool(nodePool("default"))
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, deploymentOf("lonely", 1, "1", "1Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := e.waitRunning("app=lonely", 1, 20*time.Second)
+	node, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, pods[0].Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == faultyTaint {
+			t.Fatalf("pod runs on %s, whose taint it does not tolerate", node.Name)
+		}
+	}
+	nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("%d nodes, want the refusing one and its replacement", len(nodes.Items))
+	}
+}
+
+const faultyTaint = "example.com/faulty"
+
+// joinTainted registers the instance's node as its kubelet would, plus a taint no pod tolerates.
+func joinTainted(ctx context.Context, kube kubernetes.Interface, inst fake.Instance) error {
+	node := fake.NodeFor(inst)
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: faultyTaint, Effect: corev1.TaintEffectNoSchedule})
+	_, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	return err
+}
