@@ -39,9 +39,14 @@ func (p *Provisioner) Ledger() Ledger {
 			nodes[node] = true
 		}
 	}
-	// A claim with pods still planned onto it is awaited whatever the window says.
+	// A claim with pods still planned onto it is awaited whatever the window says, and so is a
+	// node a pending pod is headed for until the pod binds or is found stranded (see
+	// checkStranded): removing it would only send the pod after new capacity.
 	for _, claim := range p.planned {
 		awaited[claim] = true
+	}
+	for _, h := range p.headed {
+		nodes[h.node] = true
 	}
 	return Ledger{Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed), Awaited: awaited, AwaitedNodes: nodes}
 }

@@ -52,6 +52,9 @@ func TestStrandedPodsAndUnusedNodesAreReported(t *testing.T) {
 	p.nominations[pod.UID] = nodes[0].Name
 	p.launchedHere["claim-node-1"] = start
 	p.mu.Unlock()
+	if !p.Ledger().AwaitedNodes[nodes[0].Name] {
+		t.Fatal("the node a pending pod is headed for may be disrupted")
+	}
 	stranded, unused := testutil.ToFloat64(metrics.PodsStrandedTotal), testutil.ToFloat64(metrics.NodesUnusedTotal)
 
 	clk.Step(DefaultStrandedAfter - time.Second)
@@ -84,6 +87,9 @@ func TestStrandedPodsAndUnusedNodesAreReported(t *testing.T) {
 	_, headed := p.headed[pod.UID]
 	enqueued := p.enqueued[pod.UID]
 	p.mu.Unlock()
+	if p.Ledger().AwaitedNodes[nodes[0].Name] {
+		t.Error("the node is still awaited by a pod planned again")
+	}
 	if headed || !enqueued {
 		t.Errorf("after stranding, headed=%v enqueued=%v: want the pod planned again", headed, enqueued)
 	}
