@@ -366,3 +366,24 @@ func TestCustomUserDataBoots(t *testing.T) {
 		})
 	}
 }
+
+// TestLaunchErrorsClassified: what retrying cannot fix comes back as a PermanentLaunchError with
+// EC2's code and message; a capacity shortage does not.
+func TestLaunchErrorsClassified(t *testing.T) {
+	e := newEnv(t, emulator.Options{})
+	ctx := context.Background()
+	e.emu.Deny("CreateFleet")
+	_, err := e.provider.Create(ctx, claim("a", karpv1.CapacityTypeOnDemand, "m5.large"))
+	pe := cloud.AsPermanentLaunch(err)
+	if pe == nil || pe.Code != "UnauthorizedOperation" || !strings.Contains(err.Error(), "not authorized") {
+		t.Fatalf("denied CreateFleet: %v (permanent %+v), want a permanent UnauthorizedOperation with EC2's message", err, pe)
+	}
+	e.emu.Allow("CreateFleet")
+	for _, z := range []string{fake.ZoneA, fake.ZoneB, fake.ZoneC} {
+		e.emu.InjectInsufficientCapacity(cloud.OfferingKey{InstanceType: "m5.large", Zone: z, CapacityType: karpv1.CapacityTypeOnDemand})
+	}
+	_, err = e.provider.Create(ctx, claim("b", karpv1.CapacityTypeOnDemand, "m5.large"))
+	if err == nil || cloud.AsPermanentLaunch(err) != nil || !cloud.IsInsufficientCapacity(err) {
+		t.Fatalf("capacity shortage: %v, want an InsufficientCapacityError that is not permanent", err)
+	}
+}
