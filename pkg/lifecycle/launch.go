@@ -52,6 +52,7 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 		return 0, err
 	}
 	c.metrics().Launched(updated)
+	c.opts.Backoff.Succeeded(poolAndClass(updated))
 	logger.Info("Launched NodeClaim", "providerID", launched.Status.ProviderID,
 		"instanceType", launched.Labels[corev1.LabelInstanceTypeStable], "zone", launched.Labels[corev1.LabelTopologyZone],
 		"capacityType", launched.Labels[karpv1.CapacityTypeLabelKey])
@@ -65,6 +66,14 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 	reason := "LaunchFailed"
 	if cloud.IsInsufficientCapacity(launchErr) {
 		reason = "InsufficientCapacity"
+	}
+	if pe := cloud.AsPermanentLaunch(launchErr); pe != nil {
+		// Another claim would fail the same way: hold the pool back before replanning, and
+		// the provisioner tells the pods why.
+		pool, class := poolAndClass(claim)
+		held := c.opts.Backoff.Fail(pool, class, fmt.Sprintf("%s: %v", pe.Code, launchErr))
+		klog.FromContext(ctx).Info("Launch failed permanently; holding the NodePool back", "nodeClaim", claim.Name,
+			"nodePool", pool, "nodeClass", class, "code", pe.Code, "for", held)
 	}
 	now := c.opts.Clock.Now()
 	claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, truncate(launchErr.Error()), now)
@@ -81,6 +90,15 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 	}
 	c.opts.Replan()
 	return nil
+}
+
+// poolAndClass names what a launch backoff is kept for.
+func poolAndClass(claim *karpv1.NodeClaim) (string, string) {
+	class := ""
+	if claim.Spec.NodeClassRef != nil {
+		class = claim.Spec.NodeClassRef.Name
+	}
+	return claim.Labels[karpv1.NodePoolLabelKey], class
 }
 
 func mergeLabels(claim *karpv1.NodeClaim, labels map[string]string) bool {
