@@ -57,7 +57,12 @@ func classifyLaunch(err error) error {
 		return nil
 	}
 	if code := errorCode(err); permanentLaunchCodes.Has(code) {
-		return &cloud.PermanentLaunchError{Code: code, Err: err}
+		msg := err.Error()
+		var ae interface{ ErrorMessage() string }
+		if errors.As(err, &ae) {
+			msg = ae.ErrorMessage()
+		}
+		return &cloud.PermanentLaunchError{Code: code, Message: msg, Err: err}
 	}
 	return err
 }

@@ -94,7 +94,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		spec, err := p.templateSpec(claim, nc, res, o.t)
 		if err != nil {
 			// User data that cannot be rendered fails every launch from the class alike.
-			return nil, &cloud.PermanentLaunchError{Code: "UserDataInvalid", Err: err}
+			return nil, &cloud.PermanentLaunchError{Code: "UserDataInvalid", Message: err.Error(), Err: err}
 		}
 		name, err := p.templates.ensure(ctx, spec)
 		if err != nil {
@@ -188,7 +188,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		}
 	}
 	if code != "" {
-		return nil, &fleetError{code: code, msg: msg}
+		return nil, &fleetError{code: code, msg: msg, detail: strings.Join(other, "; ")}
 	}
 	return nil, errors.New(msg)
 }
@@ -299,7 +299,16 @@ func hydrate(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, t *launchableType,
 	return out
 }
 
-type fleetError struct{ code, msg string }
+// fleetError is an error CreateFleet reported in its response rather than as an API error.
+type fleetError struct{ code, msg, detail string }
 
 func (e *fleetError) Error() string     { return e.msg }
 func (e *fleetError) ErrorCode() string { return e.code }
+
+// ErrorMessage is EC2's own words, as an API error's is.
+func (e *fleetError) ErrorMessage() string {
+	if e.detail != "" {
+		return e.detail
+	}
+	return e.msg
+}

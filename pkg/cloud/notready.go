@@ -41,7 +41,10 @@ func AsNodeClassNotReady(err error) *NodeClassNotReadyError {
 // replacing the claim at once.
 type PermanentLaunchError struct {
 	Code string
-	Err  error
+	// Message is the cloud's own words, without what differs from one attempt to the next
+	// (request IDs, the claim's name), so that pods are told a repeated failure once.
+	Message string
+	Err     error
 }
 
 func (e *PermanentLaunchError) Error() string { return e.Err.Error() }

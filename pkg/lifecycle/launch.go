@@ -71,7 +71,11 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 		// Another claim would fail the same way: hold the pool back before replanning, and
 		// the provisioner tells the pods why.
 		pool, class := poolAndClass(claim)
-		held := c.opts.Backoff.Fail(pool, class, fmt.Sprintf("%s: %v", pe.Code, launchErr))
+		msg := pe.Message
+		if msg == "" {
+			msg = launchErr.Error()
+		}
+		held := c.opts.Backoff.Fail(pool, class, fmt.Sprintf("%s: %s", pe.Code, msg))
 		klog.FromContext(ctx).Info("Launch failed permanently; holding the NodePool back", "nodeClaim", claim.Name,
 			"nodePool", pool, "nodeClass", class, "code", pe.Code, "for", held)
 	}

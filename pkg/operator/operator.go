@@ -162,8 +162,17 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	}); err != nil {
 		return err
 	}
-	// A launching claim whose node name became known lets its planned pods be nominated to it.
+	// A launching claim whose node name became known lets its planned pods be nominated to it;
+	// a deleted one is no capacity in flight any more.
 	if _, err = o.claimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if c, ok := obj.(*karpv1.NodeClaim); ok {
+				o.provisioner.ClaimGone(c.Name)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if old, ok := oldObj.(*karpv1.NodeClaim); ok {
 				if c, ok := newObj.(*karpv1.NodeClaim); ok && old.Status.NodeName == "" && c.Status.NodeName != "" {

@@ -12,6 +12,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // unavailablePool is a NodePool left out of plans: its node class is not ready, or a permanent
@@ -87,6 +88,7 @@ func (p *Provisioner) tellUnavailable(unplaceable []Unplaceable, unavailable []u
 				continue
 			}
 			p.told[u.Pod.UID][up.pool.Name] = up.cause
+			metrics.PodsToldUnavailable.WithLabelValues(up.pool.Name, up.reason).Inc()
 			p.opts.Recorder.Eventf(u.Pod, client.ForEvents(up.pool), corev1.EventTypeWarning, "FailedProvisioning", "Provisioning",
 				"NodePool %q (%s) cannot launch: %s: %s", up.pool.Name, up.class, up.reason, up.message)
 		}
