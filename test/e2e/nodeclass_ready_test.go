@@ -97,7 +97,9 @@ func TestPermanentLaunchErrorBacksOff(t *testing.T) {
 	e.createClass(awsClass("denied", "al2023@latest", nil))
 	e.createNodePool(awsPool("denied", "denied"))
 	pod := e.createPendingPod("denied", "denied")
-	created := func() float64 { return testutil.ToFloat64(metrics.NodeClaimsCreated.WithLabelValues("denied", "provisioning")) }
+	created := func() float64 {
+		return testutil.ToFloat64(metrics.NodeClaimsCreated.WithLabelValues("denied", "provisioning"))
+	}
 	e.waitFor("the pod to be told EC2's error", 30*time.Second, func() (bool, string) {
 		for _, ev := range e.eventsFor("FailedProvisioning", "Pod") {
 			if ev.Regarding.Name == pod.Name && strings.Contains(ev.Note, `NodePool "denied"`) && strings.Contains(ev.Note, "UnauthorizedOperation") &&
