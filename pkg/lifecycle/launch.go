@@ -19,6 +19,15 @@ import (
 // idempotent per claim, so a crash between it and the status write launches nothing twice.
 func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("nodeClaim", claim.Name)
+	if l := claim.GetCondition(karpv1.ConditionTypeLaunched); l != nil && l.Status == metav1.ConditionFalse && claim.IsTrue(karpv1.ConditionTypeDisruptionReason) {
+		// abandon gave the claim up: its status write comes back through the informer before
+		// its delete does. Launching it again would repeat the failure (and count it twice);
+		// finish the delete instead, in case it was interrupted.
+		if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+		return 0, nil
+	}
 	launched, err := c.opts.Cloud.Create(ctx, claim)
 	if err != nil {
 		if ctx.Err() != nil {
