@@ -29,10 +29,15 @@ type candidateImage struct {
 // "Reason: message" for the AMIsReady condition.
 func (r *Resolver) amis(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AMI, string, error) {
 	var candidates []candidateImage
-	if alias := nc.Alias(); alias != nil {
-		params, err := aliasParameters(alias.Family, alias.Version, r.kubernetesVersion)
+	if i, term, ok := aliasTerm(nc); ok {
+		field := fmt.Sprintf("spec.amiSelectorTerms[%d].alias", i)
+		family, version, err := parseAlias(term)
 		if err != nil {
-			return nil, "AMIFamilyUnsupported: " + err.Error(), nil
+			return nil, fmt.Sprintf("AMIFamilyUnsupported: %s: %v", field, err), nil
+		}
+		params, err := aliasParameters(family, version, r.kubernetesVersion)
+		if err != nil {
+			return nil, fmt.Sprintf("AMIFamilyUnsupported: %s: %v", field, err), nil
 		}
 		for _, p := range params {
 			id, err := r.parameter(ctx, p.name)
@@ -49,6 +54,10 @@ func (r *Resolver) amis(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 			for _, img := range images {
 				candidates = append(candidates, candidateImage{image: img, requirements: p.requirements})
 			}
+		}
+		if len(candidates) == 0 {
+			return nil, fmt.Sprintf("AMINotFound: %s: %s not found for Kubernetes %s (no image behind SSM parameter %s or its other variants)",
+				field, term, r.kubernetesVersion, params[0].name), nil
 		}
 	} else {
 		for _, term := range nc.Spec.AMISelectorTerms {
@@ -67,6 +76,33 @@ func (r *Resolver) amis(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 		return nil, "AMINotFound: amiSelectorTerms match no image", nil
 	}
 	return amis, "", nil
+}
+
+// aliasTerm finds the alias term; validation makes it the only term when there is one.
+func aliasTerm(nc *awsv1.EC2NodeClass) (int, string, bool) {
+	for i, term := range nc.Spec.AMISelectorTerms {
+		if term.Alias != "" {
+			return i, term.Alias, true
+		}
+	}
+	return 0, "", false
+}
+
+// parseAlias reads family@version (version "latest" when left out) into an AMI family.
+func parseAlias(alias string) (family, version string, err error) {
+	name, version, _ := strings.Cut(alias, "@")
+	if version == "" {
+		version = "latest"
+	}
+	for _, f := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket} {
+		if strings.EqualFold(f, name) {
+			return f, version, nil
+		}
+	}
+	if strings.HasPrefix(strings.ToLower(name), "windows") {
+		return "", "", fmt.Errorf("%s: Windows images are not supported by Tailor yet; use an al2023, bottlerocket or al2 alias", alias)
+	}
+	return "", "", fmt.Errorf("%s: unknown alias family %q; use al2023, bottlerocket or al2", alias, name)
 }
 
 type aliasParameter struct {

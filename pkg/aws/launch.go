@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -42,7 +43,7 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 		inst, err = p.launch(ctx, claim, nc, res, plan)
 	}
 	if err != nil {
-		return nil, err
+		return nil, classifyLaunch(err)
 	}
 	for _, t := range types {
 		if t.it.Name == inst.instanceType {
@@ -92,7 +93,8 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	for _, o := range plan.options {
 		spec, err := p.templateSpec(claim, nc, res, o.t)
 		if err != nil {
-			return nil, err
+			// User data that cannot be rendered fails every launch from the class alike.
+			return nil, &cloud.PermanentLaunchError{Code: "UserDataInvalid", Message: err.Error(), Err: err}
 		}
 		name, err := p.templates.ensure(ctx, spec)
 		if err != nil {
@@ -169,7 +171,26 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	if len(other) > 0 && strings.HasPrefix(other[0], "InvalidLaunchTemplateName.NotFoundException") {
 		return nil, &fleetError{code: "InvalidLaunchTemplateName.NotFoundException", msg: other[0]}
 	}
-	return nil, fmt.Errorf("nodeclaim %q: CreateFleet launched nothing: %s", claim.Name, strings.Join(other, "; "))
+	msg := fmt.Sprintf("nodeclaim %q: CreateFleet launched nothing: %s", claim.Name, strings.Join(other, "; "))
+	// The fleet's error is permanent only when every override failed permanently: one that
+	// failed for capacity may launch later.
+	code := ""
+	if len(iced) == 0 {
+		for _, o := range other {
+			c, _, _ := strings.Cut(o, ":")
+			if !permanentLaunchCodes.Has(c) {
+				code = ""
+				break
+			}
+			if code == "" {
+				code = c
+			}
+		}
+	}
+	if code != "" {
+		return nil, &fleetError{code: code, msg: msg, detail: strings.Join(other, "; ")}
+	}
+	return nil, errors.New(msg)
 }
 
 // clientToken is the idempotency token; EC2 allows 64 ASCII characters and a UID has 36.
@@ -278,7 +299,16 @@ func hydrate(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, t *launchableType,
 	return out
 }
 
-type fleetError struct{ code, msg string }
+// fleetError is an error CreateFleet reported in its response rather than as an API error.
+type fleetError struct{ code, msg, detail string }
 
 func (e *fleetError) Error() string     { return e.msg }
 func (e *fleetError) ErrorCode() string { return e.code }
+
+// ErrorMessage is EC2's own words, as an API error's is.
+func (e *fleetError) ErrorMessage() string {
+	if e.detail != "" {
+		return e.detail
+	}
+	return e.msg
+}

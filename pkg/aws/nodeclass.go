@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/userdata"
 )
 
 // Resolver turns an EC2NodeClass's selector terms into what they select right now: subnets,
@@ -103,9 +104,27 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*Resolu
 	} else {
 		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, "", "", now)
 	}
-	// Karpenter validates with dry-run launches; Tailor relies on launch errors instead.
-	out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, "", "", now)
+	// Karpenter validates with dry-run launches; Tailor checks what it would send that no
+	// launch could fix, and relies on launch errors for the rest.
+	if reason, message := validate(nc); reason != "" {
+		out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, reason, message, now)
+	} else {
+		out.SetCondition(awsv1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, "", "", now)
+	}
 	return res, nil
+}
+
+// validate finds what would make every launch from the class fail: user data that cannot be
+// merged for its AMI family, or a family Tailor writes no user data for. It returns the
+// condition's reason and a message naming the field, or "" when the class is launchable.
+func validate(nc *awsv1.EC2NodeClass) (reason, message string) {
+	if nc.Spec.AMIFamily != nil && strings.HasPrefix(*nc.Spec.AMIFamily, "Windows") {
+		return "AMIFamilyUnsupported", fmt.Sprintf("spec.amiFamily: %s is not supported by Tailor yet; use AL2023, Bottlerocket, AL2 or Custom", *nc.Spec.AMIFamily)
+	}
+	if err := userdata.Validate(nc.AMIFamily(), deref(nc.Spec.UserData)); err != nil {
+		return "UserDataInvalid", err.Error()
+	}
+	return "", ""
 }
 
 // instanceProfile sets the status instance profile: the one given, or the one Tailor manages

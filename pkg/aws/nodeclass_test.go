@@ -2,6 +2,7 @@ package aws_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ func TestResolve(t *testing.T) {
 		wantReason  string
 		wantAMIs    int
 		wantSubnets int
+		// wantMessage, when set, is part of the Ready condition's message.
+		wantMessage string
 	}{
 		{name: "discovery tags", change: func(*awsv1.EC2NodeClass) {}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
 		{name: "subnet by id", change: func(nc *awsv1.EC2NodeClass) {
@@ -42,10 +45,32 @@ func TestResolve(t *testing.T) {
 		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
 		{name: "pinned alias not published", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v19990101"}}
-		}, wantReason: "AMINotFound"},
+		}, wantReason: "AMINotFound", wantMessage: "spec.amiSelectorTerms[0].alias: al2023@v19990101 not found"},
+		{name: "pinned al2023 alias", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v20240625"}}
+		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
+		{name: "pinned bottlerocket alias", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@v1.20.3"}}
+		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
+		{name: "pinned al2 alias", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2@v20240625"}}
+		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
+		{name: "bottlerocket version not released", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@v9.9.9"}}
+		}, wantReason: "AMINotFound", wantMessage: "spec.amiSelectorTerms[0].alias: bottlerocket@v9.9.9 not found"},
 		{name: "windows alias", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2022@latest"}}
-		}, wantReason: "AMIFamilyUnsupported"},
+		}, wantReason: "AMIFamilyUnsupported", wantMessage: "spec.amiSelectorTerms[0].alias: windows2022@latest"},
+		{name: "windows2025 alias", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2025@latest"}}
+		}, wantReason: "AMIFamilyUnsupported", wantMessage: "spec.amiSelectorTerms[0].alias: windows2025@latest"},
+		{name: "bottlerocket user data not TOML", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
+			nc.Spec.UserData = ptr("[settings.kubernetes\nmax-pods = 1")
+		}, wantReason: "UserDataInvalid", wantMessage: "spec.userData"},
+		{name: "al2023 NodeConfig not YAML", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.UserData = ptr("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: [unclosed")
+		}, wantReason: "UserDataInvalid", wantMessage: "spec.userData"},
 		{name: "AMI by name", change: func(nc *awsv1.EC2NodeClass) {
 			custom := awsv1.AMIFamilyAL2023
 			nc.Spec.AMIFamily = &custom
@@ -80,6 +105,9 @@ func TestResolve(t *testing.T) {
 			ready := res.NodeClass.GetCondition(awsv1.ConditionTypeReady)
 			if got := ready.Status == metav1.ConditionTrue; got != tc.wantReady || (!tc.wantReady && ready.Reason != tc.wantReason) {
 				t.Fatalf("Ready = %s/%s (%s), want ready=%v reason %s", ready.Status, ready.Reason, ready.Message, tc.wantReady, tc.wantReason)
+			}
+			if tc.wantMessage != "" && !strings.Contains(ready.Message, tc.wantMessage) {
+				t.Errorf("Ready message %q does not say %q", ready.Message, tc.wantMessage)
 			}
 			if tc.wantReady && (len(res.NodeClass.Status.AMIs) != tc.wantAMIs || len(res.NodeClass.Status.Subnets) != tc.wantSubnets) {
 				t.Errorf("resolved %d AMIs and %d subnets, want %d and %d", len(res.NodeClass.Status.AMIs), len(res.NodeClass.Status.Subnets), tc.wantAMIs, tc.wantSubnets)

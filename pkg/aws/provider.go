@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	pricingapi "github.com/aws/aws-sdk-go-v2/service/pricing"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -125,6 +127,10 @@ func (p *Provider) readyNodeClass(ctx context.Context, ref *karpv1.NodeClassRefe
 		return nil, nil, fmt.Errorf("nodeClassRef %s/%s is not an EC2NodeClass", ref.Kind, ref.Name)
 	}
 	nc, err := p.opts.NodeClasses(ctx, ref.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, &cloud.NodeClassNotReadyError{Kind: "EC2NodeClass", Name: ref.Name, Reason: "NodeClassNotFound",
+			Message: "spec.template.spec.nodeClassRef names an EC2NodeClass that does not exist"}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading EC2NodeClass %q: %w", ref.Name, err)
 	}
@@ -132,10 +138,44 @@ func (p *Provider) readyNodeClass(ctx context.Context, ref *karpv1.NodeClassRefe
 	if err != nil {
 		return nil, nil, err
 	}
-	if ok, why := res.Ready(); !ok {
-		return nil, nil, fmt.Errorf("EC2NodeClass %q is not ready: %s", nc.Name, why)
+	if ok, _ := res.Ready(); !ok {
+		return nil, nil, notReady(res.NodeClass)
 	}
 	return nc, res, nil
+}
+
+// notReady is the class's Ready condition as the error that keeps its NodePools out of plans.
+func notReady(nc *awsv1.EC2NodeClass) *cloud.NodeClassNotReadyError {
+	err := &cloud.NodeClassNotReadyError{Kind: "EC2NodeClass", Name: nc.Name, Reason: "NotResolved", Message: "its status is not known yet"}
+	if c := nc.GetCondition(awsv1.ConditionTypeReady); c != nil {
+		err.Reason, err.Message = c.Reason, c.Message
+	}
+	return err
+}
+
+var _ cloud.NodeClassReadiness = (*Provider)(nil)
+
+// NodeClassReady implements cloud.NodeClassReadiness from the EC2NodeClass's own status, which
+// its status controller keeps current: NodePools say what kubectl shows on their class.
+func (p *Provider) NodeClassReady(ctx context.Context, ref *karpv1.NodeClassReference) (metav1.ConditionStatus, string, string, error) {
+	if ref == nil || ref.Name == "" || (ref.Kind != "" && ref.Kind != "EC2NodeClass") {
+		return metav1.ConditionFalse, "NodeClassInvalid", "spec.template.spec.nodeClassRef must name an EC2NodeClass", nil
+	}
+	nc, err := p.opts.NodeClasses(ctx, ref.Name)
+	if apierrors.IsNotFound(err) {
+		return metav1.ConditionFalse, "NodeClassNotFound", fmt.Sprintf("EC2NodeClass %q not found", ref.Name), nil
+	}
+	if err != nil {
+		return metav1.ConditionUnknown, "", "", fmt.Errorf("reading EC2NodeClass %q: %w", ref.Name, err)
+	}
+	c := nc.GetCondition(awsv1.ConditionTypeReady)
+	if c == nil {
+		return metav1.ConditionUnknown, "AwaitingReconciliation", fmt.Sprintf("EC2NodeClass %q has not been resolved yet", ref.Name), nil
+	}
+	if c.Status == metav1.ConditionTrue {
+		return metav1.ConditionTrue, "", "", nil
+	}
+	return c.Status, c.Reason, fmt.Sprintf("EC2NodeClass %q: %s", ref.Name, c.Message), nil
 }
 
 // resolve caches resolutions for a minute per node class spec, so a burst of launches does not

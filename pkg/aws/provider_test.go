@@ -3,6 +3,7 @@ package aws_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,7 +196,7 @@ func checkNode(t *testing.T, got *karpv1.NodeClaim, l emulator.Launch) {
 // TestAMIFamiliesBoot launches with each family's alias; the emulated node reads the family's
 // user data format and registers as promised.
 func TestAMIFamiliesBoot(t *testing.T) {
-	for _, alias := range []string{"al2023@latest", "bottlerocket@latest", "al2@latest"} {
+	for _, alias := range []string{"al2023@latest", "bottlerocket@latest", "al2@latest", "al2023@v20240625", "bottlerocket@v1.20.3", "al2@v20240625"} {
 		t.Run(alias, func(t *testing.T) {
 			e := newEnv(t, emulator.Options{})
 			nc := defaultClass()
@@ -322,5 +323,67 @@ func TestDeleteGetList(t *testing.T) {
 	lost := claim("mine-too", karpv1.CapacityTypeOnDemand, "m5.large")
 	if err := e.provider.Delete(ctx, lost); err != nil {
 		t.Errorf("Delete without provider ID = %v", err)
+	}
+}
+
+// TestCustomUserDataBoots launches with user data in the shapes Karpenter's docs show, among them
+// its AL2023 example (MIME, boundary "//", a NodeConfig part and a shell part, and no closing
+// "--"), through the real SDK and the emulator; the emulated node reads the merged user data and
+// registers as promised.
+func TestCustomUserDataBoots(t *testing.T) {
+	const al2023Example = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n" +
+		"--//\nContent-Type: application/node.eks.aws\n\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n" +
+		"  kubelet:\n    config:\n      shutdownGracePeriod: 30s\n\n" +
+		"--//\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n#!/bin/bash\necho \"custom AL2023 step\"\n--//\n"
+	for _, tc := range []struct{ name, alias, userData string }{
+		{"al2023 MIME example", "al2023@latest", al2023Example},
+		{"al2023 MIME example with CRLF", "al2023@v20240625", strings.ReplaceAll(al2023Example, "\n", "\r\n")},
+		{"al2023 NodeConfig alone", "al2023@latest", "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      shutdownGracePeriod: 30s\n"},
+		{"al2 shell script", "al2@latest", "#!/bin/bash\necho custom AL2 step\n"},
+		{"bottlerocket settings", "bottlerocket@v1.20.3", "[settings.kubernetes]\nkube-api-qps = 30\n[settings.kernel.sysctl]\n\"user.max_user_namespaces\" = \"16384\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, emulator.Options{})
+			nc := defaultClass()
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: tc.alias}}
+			nc.Spec.UserData = &tc.userData
+			e.setClass(nc)
+			got, err := e.provider.Create(context.Background(), claim("a", karpv1.CapacityTypeOnDemand, "m6g.xlarge"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := <-e.launches
+			checkNode(t, got, l)
+			var ud string
+			for _, lt := range e.emu.LaunchTemplates() {
+				ud += lt.UserData
+			}
+			for _, want := range []string{"custom AL2023 step", "shutdownGracePeriod", "custom AL2 step", "kube-api-qps = 30"} {
+				if strings.Contains(tc.userData, want) && !strings.Contains(ud, want) {
+					t.Errorf("the launch template's user data lost %q:\n%s", want, ud)
+				}
+			}
+		})
+	}
+}
+
+// TestLaunchErrorsClassified: what retrying cannot fix comes back as a PermanentLaunchError with
+// EC2's code and message; a capacity shortage does not.
+func TestLaunchErrorsClassified(t *testing.T) {
+	e := newEnv(t, emulator.Options{})
+	ctx := context.Background()
+	e.emu.Deny("CreateFleet")
+	_, err := e.provider.Create(ctx, claim("a", karpv1.CapacityTypeOnDemand, "m5.large"))
+	pe := cloud.AsPermanentLaunch(err)
+	if pe == nil || pe.Code != "UnauthorizedOperation" || !strings.Contains(err.Error(), "not authorized") {
+		t.Fatalf("denied CreateFleet: %v (permanent %+v), want a permanent UnauthorizedOperation with EC2's message", err, pe)
+	}
+	e.emu.Allow("CreateFleet")
+	for _, z := range []string{fake.ZoneA, fake.ZoneB, fake.ZoneC} {
+		e.emu.InjectInsufficientCapacity(cloud.OfferingKey{InstanceType: "m5.large", Zone: z, CapacityType: karpv1.CapacityTypeOnDemand})
+	}
+	_, err = e.provider.Create(ctx, claim("b", karpv1.CapacityTypeOnDemand, "m5.large"))
+	if err == nil || cloud.AsPermanentLaunch(err) != nil || !cloud.IsInsufficientCapacity(err) {
+		t.Fatalf("capacity shortage: %v, want an InsufficientCapacityError that is not permanent", err)
 	}
 }

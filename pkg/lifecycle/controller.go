@@ -38,6 +38,9 @@ type Options struct {
 	// Replan is called when a claim goes away before it served its pods, so they are planned
 	// again at once.
 	Replan func()
+	// Backoff, when set, holds back the NodePool and node class of a claim whose launch failed
+	// permanently, so the replan does not launch the same failure again at once.
+	Backoff *cloud.LaunchBackoff
 }
 
 // Controller reconciles NodeClaims.

@@ -19,6 +19,15 @@ import (
 // idempotent per claim, so a crash between it and the status write launches nothing twice.
 func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.Duration, error) {
 	logger := klog.FromContext(ctx).WithValues("nodeClaim", claim.Name)
+	if l := claim.GetCondition(karpv1.ConditionTypeLaunched); l != nil && l.Status == metav1.ConditionFalse && claim.IsTrue(karpv1.ConditionTypeDisruptionReason) {
+		// abandon gave the claim up: its status write comes back through the informer before
+		// its delete does. Launching it again would repeat the failure (and count it twice);
+		// finish the delete instead, in case it was interrupted.
+		if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+		return 0, nil
+	}
 	launched, err := c.opts.Cloud.Create(ctx, claim)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -52,6 +61,7 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 		return 0, err
 	}
 	c.metrics().Launched(updated)
+	c.opts.Backoff.Succeeded(poolAndClass(updated))
 	logger.Info("Launched NodeClaim", "providerID", launched.Status.ProviderID,
 		"instanceType", launched.Labels[corev1.LabelInstanceTypeStable], "zone", launched.Labels[corev1.LabelTopologyZone],
 		"capacityType", launched.Labels[karpv1.CapacityTypeLabelKey])
@@ -65,6 +75,18 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 	reason := "LaunchFailed"
 	if cloud.IsInsufficientCapacity(launchErr) {
 		reason = "InsufficientCapacity"
+	}
+	if pe := cloud.AsPermanentLaunch(launchErr); pe != nil {
+		// Another claim would fail the same way: hold the pool back before replanning, and
+		// the provisioner tells the pods why.
+		pool, class := poolAndClass(claim)
+		msg := pe.Message
+		if msg == "" {
+			msg = launchErr.Error()
+		}
+		held := c.opts.Backoff.Fail(pool, class, fmt.Sprintf("%s: %s", pe.Code, msg))
+		klog.FromContext(ctx).Info("Launch failed permanently; holding the NodePool back", "nodeClaim", claim.Name,
+			"nodePool", pool, "nodeClass", class, "code", pe.Code, "for", held)
 	}
 	now := c.opts.Clock.Now()
 	claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, truncate(launchErr.Error()), now)
@@ -81,6 +103,15 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 	}
 	c.opts.Replan()
 	return nil
+}
+
+// poolAndClass names what a launch backoff is kept for.
+func poolAndClass(claim *karpv1.NodeClaim) (string, string) {
+	class := ""
+	if claim.Spec.NodeClassRef != nil {
+		class = claim.Spec.NodeClassRef.Name
+	}
+	return claim.Labels[karpv1.NodePoolLabelKey], class
 }
 
 func mergeLabels(claim *karpv1.NodeClaim, labels map[string]string) bool {

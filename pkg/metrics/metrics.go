@@ -93,6 +93,13 @@ var (
 		Namespace: namespace, Subsystem: "provisioner", Name: "pods_unplaceable_total",
 		Help: "Pods a plan could not place, by reason.",
 	}, []string{"reason"})
+	// PodsToldUnavailable counts FailedProvisioning Events telling a pod that a NodePool that
+	// would serve it cannot launch (node class not ready, launches held back): one per pod and
+	// cause, however many plans run while it lasts.
+	PodsToldUnavailable = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "provisioner", Name: "pods_told_nodepool_unavailable_total",
+		Help: "Pods told that a NodePool that would serve them cannot launch, by NodePool and reason.",
+	}, []string{"nodepool", "reason"})
 )
 
 var durationBuckets = []float64{0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200}
@@ -105,7 +112,7 @@ func Register() {
 	once.Do(func() {
 		legacyregistry.Registerer().MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
 			NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
-			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, nodesCollector{},
+			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
 			PodsStranded, PodsStrandedTotal, NodesUnused, NodesUnusedTotal)
 		legacyregistry.Registerer().MustRegister(disruptionCollectors()...)
 	})

@@ -27,6 +27,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/lifecycle/gc"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/termination"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/nodepool/readiness"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/provision"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -48,6 +49,7 @@ type Operator struct {
 	lifecycle   *lifecycle.Controller
 	termination *termination.Controller
 	gc          *gc.Collector
+	readiness   *readiness.Controller
 	signals     signals
 	voluntary   voluntary
 }
@@ -85,13 +87,17 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	podInformer := h.SharedInformerFactory().Core().V1().Pods()
 	nodeInformer := h.SharedInformerFactory().Core().V1().Nodes()
 	claimLister := client.Lister[*karpv1.NodeClaim]{Store: o.claimInform.GetStore()}
+	poolLister := client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()}
+	// Shared by the lifecycle controller, which holds a NodePool back after a permanent launch
+	// failure, and the provisioner, which leaves it out of plans meanwhile.
+	backoff := cloud.NewLaunchBackoff(o.clock)
 
 	o.provisioner = provision.New(provision.Options{
 		SchedulerName: h.ProfileName(),
 		Kube:          h.ClientSet(),
 		NodeClaims:    clients.NodeClaims,
 		ClaimLister:   claimLister,
-		PoolLister:    client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()},
+		PoolLister:    poolLister,
 		Pods:          podInformer.Lister(),
 		Nodes:         nodeInformer.Lister(),
 		DaemonSets:    h.SharedInformerFactory().Apps().V1().DaemonSets().Lister(),
@@ -102,6 +108,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		BatchMax:      args.BatchMaxDuration.Duration,
 		StrandedAfter: args.StrandedAfter.Duration,
 		Activate:      func(pods map[string]*corev1.Pod) { h.Activate(klog.Background(), pods) },
+		Backoff:       backoff,
 	})
 	o.lifecycle, err = lifecycle.New(lifecycle.Options{
 		Kube:         h.ClientSet(),
@@ -114,7 +121,13 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		Recorder:     h.EventRecorder(),
 		Clock:        o.clock,
 		Replan:       o.provisioner.Trigger,
+		Backoff:      backoff,
 	})
+	if err != nil {
+		return err
+	}
+	o.readiness, err = readiness.New(readiness.Options{NodePools: clients.NodePools, PoolLister: poolLister, PoolInform: o.poolInform,
+		Cloud: o.cloud, Clock: o.clock})
 	if err != nil {
 		return err
 	}
@@ -150,8 +163,17 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	}); err != nil {
 		return err
 	}
-	// A launching claim whose node name became known lets its planned pods be nominated to it.
+	// A launching claim whose node name became known lets its planned pods be nominated to it;
+	// a deleted one is no capacity in flight any more.
 	if _, err = o.claimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if c, ok := obj.(*karpv1.NodeClaim); ok {
+				o.provisioner.ClaimGone(c.Name)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if old, ok := oldObj.(*karpv1.NodeClaim); ok {
 				if c, ok := newObj.(*karpv1.NodeClaim); ok && old.Status.NodeName == "" && c.Status.NodeName != "" {
@@ -256,6 +278,7 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	go o.lifecycle.Run(ctx, 4)
 	go o.termination.Run(ctx, 4)
 	go o.gc.Run(ctx)
+	go o.readiness.Run(ctx)
 	planner := provision.NewPlanner(sim)
 	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
 	go o.provisioner.Run(ctx, planner, checker)

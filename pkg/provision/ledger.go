@@ -157,6 +157,15 @@ type createdClaim struct {
 	at    time.Time
 }
 
+// ClaimGone forgets a NodeClaim this process created once the informer saw it deleted: a claim
+// whose launch failed at once may be gone before any plan listed it, and must not be counted as
+// capacity in flight for its pods until createdTTL ends.
+func (p *Provisioner) ClaimGone(name string) {
+	p.mu.Lock()
+	delete(p.created, name)
+	p.mu.Unlock()
+}
+
 // createdTTL is how long a created NodeClaim that the informer never showed (deleted before it
 // was listed) is counted.
 const createdTTL = 30 * time.Second

@@ -58,6 +58,8 @@ type Options struct {
 	// Activate moves pods back to the scheduler's active queue (the framework handle's
 	// Activate); may be nil.
 	Activate func(pods map[string]*corev1.Pod)
+	// Backoff holds NodePools back after a permanent launch failure; may be nil.
+	Backoff *cloud.LaunchBackoff
 }
 
 // Provisioner owns the pending pods handed over by the scheduler and the plans made for them.
@@ -124,6 +126,9 @@ type Provisioner struct {
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
+	// told maps pending pods to the NodePools they were told cannot launch, with the cause, so
+	// each is told once (see tellUnavailable).
+	told map[types.UID]map[string]string
 }
 
 // NominationWindow is how long after a plan, or after its claim initialized, a NodeClaim counts
@@ -148,6 +153,7 @@ func New(opts Options) *Provisioner {
 		admitted:    map[types.UID]string{},
 		created:     map[string]createdClaim{},
 		destined:    map[types.UID]destination{},
+		told:        map[types.UID]map[string]string{},
 
 		awaitedNodes: map[string]time.Time{},
 
@@ -268,7 +274,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		return err
 	}
 	claims := p.withCreated(p.opts.ClaimLister.List())
-	pools, typesByPool, err := p.pools(ctx)
+	pools, typesByPool, unavailable, err := p.pools(ctx)
 	if err != nil {
 		return err
 	}
@@ -301,7 +307,12 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			pending = append(pending, pod)
 		}
 	}
+	pendingUIDs := make(map[types.UID]bool, len(pending))
+	for _, pod := range pending {
+		pendingUIDs[pod.UID] = true
+	}
 	if len(pending) == 0 {
+		p.tellUnavailable(nil, nil, pendingUIDs)
 		p.nominateSoon(ctx)
 		return nil
 	}
@@ -354,8 +365,12 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 				"Pod should schedule on NodeClaim %s", claim.Name)
 		}
 	}
+	told := p.tellUnavailable(plan.Unplaceable, unavailable, pendingUIDs)
 	for _, u := range plan.Unplaceable {
 		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
+		if _, generic := u.Reasons[""]; generic && len(u.Reasons) == 1 && told[u.Pod.UID] {
+			continue // "no NodePool is ready" says less than what the pod was told
+		}
 		p.explain(u)
 	}
 	logger.V(2).Info("Planned", "pending", len(pending), "newClaims", len(plan.Claims), "toInFlight", len(plan.InFlight),
@@ -388,23 +403,36 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 	return created, nil
 }
 
-// pools returns the NodePools that may launch, highest weight first, with their instance types.
-func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.InstanceType, error) {
+// pools returns the NodePools that may launch, highest weight first, with their instance types,
+// and those that may not launch now for a reason replanning cannot change (their node class is
+// not ready, or a permanent launch failure holds them back). Other errors fail the plan, which
+// is retried.
+func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.InstanceType, []unavailablePool, error) {
 	var pools []Pool
+	var unavailable []unavailablePool
 	byPool := map[string][]*cloud.InstanceType{}
 	for _, np := range p.opts.PoolLister.List() {
 		if np.DeletionTimestamp != nil {
 			continue
 		}
+		if held := p.heldBack(np); held != nil {
+			unavailable = append(unavailable, *held)
+			continue
+		}
 		its, err := p.opts.Cloud.InstanceTypes(ctx, np)
+		if up := notReadyPool(np, err); up != nil {
+			klog.FromContext(ctx).V(2).Info("NodePool cannot launch; left out of plans", "nodePool", np.Name, "reason", up.reason, "message", up.message)
+			unavailable = append(unavailable, *up)
+			continue
+		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("listing instance types for NodePool %q: %w", np.Name, err)
+			return nil, nil, nil, fmt.Errorf("listing instance types for NodePool %q: %w", np.Name, err)
 		}
 		byPool[np.Name] = its
 		pools = append(pools, Pool{NodePool: np, InstanceTypes: its})
 	}
 	SortPools(pools)
-	return pools, byPool, nil
+	return pools, byPool, unavailable, nil
 }
 
 // SortPools orders pools as the planner wants them: highest weight first (no weight is 0), then

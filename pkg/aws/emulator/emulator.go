@@ -139,6 +139,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	e.calls[action]++
 	latency, throttled := e.faults.take(action)
+	denied := e.faults.denied[action]
 	e.mu.Unlock()
 	if latency > 0 {
 		select {
@@ -159,6 +160,12 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "query:" + ec2Version:
 		if throttled {
 			writeEC2Error(w, reqID, &apiError{Code: "RequestLimitExceeded", Message: "Request limit exceeded.", Status: http.StatusServiceUnavailable})
+			return
+		}
+		if denied {
+			// What EC2 answers when the caller's IAM policy does not allow the action.
+			writeEC2Error(w, reqID, &apiError{Code: "UnauthorizedOperation", Status: http.StatusForbidden,
+				Message: fmt.Sprintf("You are not authorized to perform this operation. User is not authorized to perform: ec2:%s (SIMULATED)", action)})
 			return
 		}
 		e.serveEC2(w, reqID, action, params)
@@ -250,11 +257,27 @@ func (e *Emulator) SetLatency(d time.Duration) {
 type faults struct {
 	ice      map[cloud.OfferingKey]bool
 	throttle map[string]int
+	denied   map[string]bool
 	latency  time.Duration
 }
 
 func newFaults() faults {
-	return faults{ice: map[cloud.OfferingKey]bool{}, throttle: map[string]int{}}
+	return faults{ice: map[cloud.OfferingKey]bool{}, throttle: map[string]int{}, denied: map[string]bool{}}
+}
+
+// Deny makes every request for the EC2 action fail with UnauthorizedOperation, as when the
+// controller's IAM policy lacks ec2:<action>, until Allow.
+func (e *Emulator) Deny(action string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.faults.denied[action] = true
+}
+
+// Allow ends a Deny.
+func (e *Emulator) Allow(action string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.faults.denied, action)
 }
 
 // take consumes one throttle for the action, if any is pending. Callers hold e.mu.

@@ -196,9 +196,9 @@ func TestSelectorsByTag(t *testing.T) {
 		t.Fatalf("subnets with any discovery tag = %d, %v; want 4", len(wild.Subnets), err)
 	}
 	images, err := client.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"},
-		Filters: []ec2types.Filter{{Name: aws.String("name"), Values: []string{"amazon-eks-node-al2023-*"}}}})
+		Filters: []ec2types.Filter{{Name: aws.String("name"), Values: []string{"amazon-eks-node-al2023-*-v20240625"}}}})
 	if err != nil || len(images.Images) != 3 {
-		t.Fatalf("AL2023 images = %d, %v; want 3", len(images.Images), err)
+		t.Fatalf("AL2023 images of release v20240625 = %d, %v; want 3", len(images.Images), err)
 	}
 }
 

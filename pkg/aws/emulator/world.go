@@ -102,6 +102,7 @@ func seedWorld(cluster, k8sVersion string, now time.Time) world {
 			OwnerAlias: "amazon", Created: created, Tags: map[string]string{}})
 		w.parameters[img.param] = id
 	}
+	seedReleases(&w, k8sVersion, release, "1.50.0", now)
 	return w
 }
 

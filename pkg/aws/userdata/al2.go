@@ -37,7 +37,7 @@ func renderAL2(n Node, custom string) (string, error) {
 	}
 	fmt.Fprintf(&b, " \\\n--kubelet-extra-args '%s'\n", strings.Join(flags, " "))
 
-	parts, err := customMIMEParts(custom)
+	parts, err := customMIMEParts(custom, false)
 	if err != nil {
 		return "", fmt.Errorf("spec.userData: %w", err)
 	}

@@ -1,13 +1,8 @@
 package userdata
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"mime"
-	"mime/multipart"
-	"net/mail"
-	"net/textproto"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -17,7 +12,6 @@ import (
 const (
 	contentTypeNodeConfig = "application/node.eks.aws"
 	contentTypeShell      = "text/x-shellscript"
-	mimeBoundary          = "//"
 )
 
 // nodeConfig is the subset of nodeadm's node.eks.aws/v1alpha1 NodeConfig that Tailor writes.
@@ -74,81 +68,11 @@ func renderAL2023(n Node, custom string) (string, error) {
 		return "", err
 	}
 	parts := []mimePart{{contentType: contentTypeNodeConfig, body: string(doc)}}
-	customParts, err := customMIMEParts(custom)
+	customParts, err := customMIMEParts(custom, true)
 	if err != nil {
 		return "", fmt.Errorf("spec.userData: %w", err)
 	}
 	return writeMIME(append(parts, customParts...))
-}
-
-type mimePart struct {
-	contentType string
-	body        string
-}
-
-// customMIMEParts splits a node class's userData into parts: a MIME document keeps its parts, a
-// bare NodeConfig or script becomes one part.
-func customMIMEParts(custom string) ([]mimePart, error) {
-	custom = strings.TrimSpace(custom)
-	switch {
-	case custom == "":
-		return nil, nil
-	case strings.HasPrefix(custom, "MIME-Version"), strings.HasPrefix(custom, "Content-Type"):
-		return readMIME(custom)
-	case strings.Contains(custom, "kind: NodeConfig"):
-		return []mimePart{{contentType: contentTypeNodeConfig, body: custom + "\n"}}, nil
-	default:
-		return []mimePart{{contentType: contentTypeShell, body: custom + "\n"}}, nil
-	}
-}
-
-func writeMIME(parts []mimePart) (string, error) {
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	if err := w.SetBoundary(mimeBoundary); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(&buf, "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=%q\r\n\r\n", mimeBoundary)
-	for _, p := range parts {
-		pw, err := w.CreatePart(textproto.MIMEHeader{"Content-Type": {p.contentType}})
-		if err != nil {
-			return "", err
-		}
-		if _, err := io.WriteString(pw, p.body); err != nil {
-			return "", err
-		}
-	}
-	if err := w.Close(); err != nil {
-		return "", err
-	}
-	return buf.String(), nil
-}
-
-func readMIME(doc string) ([]mimePart, error) {
-	msg, err := mail.ReadMessage(strings.NewReader(doc))
-	if err != nil {
-		return nil, fmt.Errorf("reading MIME headers: %w", err)
-	}
-	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
-		return nil, fmt.Errorf("MIME user data must be multipart, got %q", msg.Header.Get("Content-Type"))
-	}
-	r := multipart.NewReader(msg.Body, params["boundary"])
-	var parts []mimePart
-	for {
-		p, err := r.NextPart()
-		if err == io.EOF {
-			return parts, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading MIME part: %w", err)
-		}
-		body, err := io.ReadAll(p)
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, mimePart{contentType: p.Header.Get("Content-Type"), body: string(body)})
-	}
 }
 
 // parseMIME plays nodeadm (NodeConfig parts, merged in order) and bootstrap.sh (shell parts).

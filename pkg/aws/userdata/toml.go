@@ -8,14 +8,24 @@ import (
 )
 
 // A deliberately small TOML subset: tables ([a.b."c/d"]), and keys holding basic or literal
-// strings, integers, booleans or one-line arrays of those. It is all Bottlerocket settings use,
-// and it keeps the module free of a TOML dependency for one format.
+// strings, integers, floats, booleans, arrays of those (over several lines too) or inline tables.
+// It is all Bottlerocket settings use, and it keeps the module free of a TOML dependency for one
+// format.
 
 func parseTOML(doc string) (map[string]any, error) {
 	root := map[string]any{}
 	cur := root
-	for i, raw := range gostrings.Split(doc, "\n") {
-		line := gostrings.TrimSpace(stripComment(raw))
+	lines := gostrings.Split(doc, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := gostrings.TrimSpace(stripComment(lines[i]))
+		// An array may run over several lines: read on until its brackets close.
+		for start := i; unclosed(line) && i+1 < len(lines); {
+			i++
+			line += " " + gostrings.TrimSpace(stripComment(lines[i]))
+			if i-start > 1000 {
+				break
+			}
+		}
 		if line == "" {
 			continue
 		}
@@ -90,8 +100,50 @@ func splitKey(key string) ([]string, error) {
 	return out, nil
 }
 
+// unclosed reports whether a key = value line opens more brackets or braces than it closes.
+func unclosed(line string) bool {
+	if gostrings.HasPrefix(line, "[") {
+		return false // a table header
+	}
+	depth := 0
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case quote != 0 && c == '\\' && quote == '"':
+			i++
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote == 0 && (c == '"' || c == '\''):
+			quote = c
+		case quote == 0 && (c == '[' || c == '{'):
+			depth++
+		case quote == 0 && (c == ']' || c == '}'):
+			depth--
+		}
+	}
+	return depth > 0
+}
+
 func parseValue(v string) (any, error) {
 	switch {
+	case gostrings.HasPrefix(v, "{") && gostrings.HasSuffix(v, "}"):
+		out := map[string]any{}
+		for _, item := range splitArray(v[1 : len(v)-1]) {
+			k, val, ok := gostrings.Cut(item, "=")
+			if !ok {
+				return nil, fmt.Errorf("inline table item %q is not key = value", item)
+			}
+			path, err := splitKey(k)
+			if err != nil {
+				return nil, err
+			}
+			parsed, err := parseValue(gostrings.TrimSpace(val))
+			if err != nil {
+				return nil, err
+			}
+			table(out, path[:len(path)-1]...)[path[len(path)-1]] = parsed
+		}
+		return out, nil
 	case gostrings.HasPrefix(v, `"`):
 		return strconv.Unquote(v)
 	case gostrings.HasPrefix(v, "'") && gostrings.HasSuffix(v, "'") && len(v) >= 2:
@@ -109,20 +161,23 @@ func parseValue(v string) (any, error) {
 		}
 		return out, nil
 	default:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("unsupported value %q", v)
+		if n, err := strconv.ParseInt(gostrings.ReplaceAll(v, "_", ""), 10, 64); err == nil {
+			return n, nil
 		}
-		return n, nil
+		if f, err := strconv.ParseFloat(gostrings.ReplaceAll(v, "_", ""), 64); err == nil {
+			return f, nil
+		}
+		return nil, fmt.Errorf("unsupported value %q", v)
 	}
 }
 
-// splitArray splits array items on commas outside quotes.
+// splitArray splits array items on commas outside quotes and nested arrays or tables.
 func splitArray(s string) []string {
 	var (
 		out   []string
 		quote byte
 		start int
+		depth int
 	)
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -132,7 +187,11 @@ func splitArray(s string) []string {
 			quote = 0
 		case quote == 0 && (c == '"' || c == '\''):
 			quote = c
-		case quote == 0 && c == ',':
+		case quote == 0 && (c == '[' || c == '{'):
+			depth++
+		case quote == 0 && (c == ']' || c == '}'):
+			depth--
+		case quote == 0 && depth == 0 && c == ',':
 			out = append(out, gostrings.TrimSpace(s[start:i]))
 			start = i + 1
 		}
@@ -208,6 +267,8 @@ func formatValue(v any) string {
 		return strconv.FormatInt(v, 10)
 	case bool:
 		return strconv.FormatBool(v)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
 	case []any:
 		items := make([]string, len(v))
 		for i, item := range v {

@@ -54,6 +54,21 @@ func Render(family string, n Node, custom string) (string, error) {
 	}
 }
 
+// Validate reports what in a node class's userData Render could not merge for family, so that a
+// node class says so before any launch. It checks the families Render knows; for others, "no
+// format" is the AMI family's problem, reported where the family is resolved.
+func Validate(family, custom string) error {
+	switch family {
+	case awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyAL2:
+		if strings.TrimSpace(custom) == "" {
+			return nil
+		}
+		_, err := Render(family, Node{}, custom)
+		return err
+	}
+	return nil
+}
+
 // Parse reads user data the way the node's bootstrap would and returns what it registers with.
 // It recognises the three formats Render writes, including merged custom parts.
 func Parse(data string) (Node, error) {
