@@ -76,6 +76,8 @@ func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map
 func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod,
 	nominated, closed map[string]bool, pdbs *pdbIndex) string {
 	switch {
+	case s.Unavailable[claim.Labels[karpv1.NodePoolLabelKey]] != "":
+		return fmt.Sprintf("its NodePool %q cannot launch: %s", claim.Labels[karpv1.NodePoolLabelKey], s.Unavailable[claim.Labels[karpv1.NodePoolLabelKey]])
 	case pool == nil:
 		return fmt.Sprintf("its NodePool %q does not exist", claim.Labels[karpv1.NodePoolLabelKey])
 	case !claim.IsTrue(karpv1.ConditionTypeInitialized):

@@ -213,8 +213,13 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	s := &State{Nodes: nodes, Pods: pods, Claims: c.opts.ClaimLister.List(), PDBs: pdbs, DaemonSets: provision.DaemonSetPods(dss),
 		Pools: map[string]*karpv1.NodePool{}, TypesByPool: map[string][]*cloud.InstanceType{}, Now: c.opts.Clock.Now()}
 	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
+	s.Unavailable = map[string]string{}
 	for _, np := range c.opts.PoolLister.List() {
 		its, err := c.opts.Cloud.InstanceTypes(ctx, np)
+		if nr := cloud.AsNodeClassNotReady(err); nr != nil {
+			s.Unavailable[np.Name] = nr.Error()
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("listing instance types for NodePool %q: %w", np.Name, err)
 		}

@@ -16,6 +16,10 @@ import (
 // of the scheduler's view they do not show yet (pods assumed onto nodes, pods planned onto
 // capacity in flight). Methods and simulations are functions of it.
 type State struct {
+	// Unavailable maps NodePools that cannot launch now (their node class is not ready) to why:
+	// their nodes are not disrupted, since nothing could replace them, and the other pools'
+	// are, as if those pools were not there.
+	Unavailable map[string]string
 	Nodes  []*corev1.Node
 	Pods   []*corev1.Pod
 	Claims []*karpv1.NodeClaim
