@@ -26,7 +26,9 @@ func TestCandidates(t *testing.T) {
 		{name: "an empty initialized node"},
 		{name: "a node with a pod to move", setup: func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi") }, pods: 1},
 		{name: "its NodePool's node class is not ready",
-			setup:   func(c *cluster) { c.Unavailable = map[string]string{"default": "EC2NodeClass default is not ready: AMINotFound"} },
+			setup: func(c *cluster) {
+				c.Unavailable = map[string]string{"default": "EC2NodeClass default is not ready: AMINotFound"}
+			},
 			blocked: "cannot launch: EC2NodeClass default is not ready"},
 		{name: "not initialized", nodeOpts: []nodeOpt{uninitialized()}, blocked: "not initialized"},
 		{name: "claim being deleted", nodeOpts: []nodeOpt{claimDeleting()}, blocked: "already being disrupted"},

@@ -20,9 +20,9 @@ type State struct {
 	// their nodes are not disrupted, since nothing could replace them, and the other pools'
 	// are, as if those pools were not there.
 	Unavailable map[string]string
-	Nodes  []*corev1.Node
-	Pods   []*corev1.Pod
-	Claims []*karpv1.NodeClaim
+	Nodes       []*corev1.Node
+	Pods        []*corev1.Pod
+	Claims      []*karpv1.NodeClaim
 	// Pools are the NodePools by name; TypesByPool their instance types.
 	Pools       map[string]*karpv1.NodePool
 	TypesByPool map[string][]*cloud.InstanceType
