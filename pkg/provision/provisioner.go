@@ -25,6 +25,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/controller"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -232,18 +233,7 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simula
 	// placed may fit once an offering is available again or a limit frees up, and no event says so.
 	p.batcher.Trigger()
 	go p.watchStranded(ctx)
-	go func() {
-		t := p.opts.Clock.NewTicker(ResyncInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C():
-				p.batcher.Trigger()
-			}
-		}
-	}()
+	go controller.Every(ctx, p.opts.Clock, ResyncInterval, p.batcher.Trigger)
 	for p.batcher.Wait(ctx) {
 		waiters := p.takeWaiters()
 		err := p.reconcile(ctx, planner)

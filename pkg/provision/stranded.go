@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/controller"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
@@ -52,16 +53,7 @@ type strandedPod struct {
 // strandedAfter.
 func (p *Provisioner) watchStranded(ctx context.Context) {
 	every := min(max(p.strandedAfter()/3, time.Second), ResyncInterval)
-	t := p.opts.Clock.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			p.checkStranded(ctx)
-		}
-	}
+	controller.Every(ctx, p.opts.Clock, every, func() { p.checkStranded(ctx) })
 }
 
 // checkStranded finds the pods a plan put on a node that has been up for strandedAfter and that

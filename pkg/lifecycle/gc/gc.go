@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/controller"
 )
 
 // Grace is how long an instance, claim or node must have been seen unmatched before it is
@@ -64,18 +65,11 @@ func (g *Collector) due(seen map[string]bool, key string, now time.Time) bool {
 func (g *Collector) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("gc")
 	ctx = klog.NewContext(ctx, logger)
-	t := g.opts.Clock.NewTicker(Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
+	controller.Every(ctx, g.opts.Clock, Interval, func() {
 		if err := g.Collect(ctx); err != nil {
 			logger.Error(err, "Garbage collection failed; retrying next round")
 		}
-	}
+	})
 }
 
 // Collect runs one round.
