@@ -8,15 +8,16 @@ import (
 	"testing"
 )
 
-// FixedSeeds run in `make test`: a spread of scenarios, half on each cloud.
-var FixedSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+// FixedSeeds run in `make test`: a spread of scenarios, half on each cloud. Four, because a
+// seed takes 20-60 s, most of it waiting for consolidation after the scale-down.
+var FixedSeeds = []uint64{1, 2, 3, 4}
 
 // RegressionSeeds are seeds that found Tailor bugs (see the README's harness section); they run
 // with the fixed set and may fail until the bug is fixed.
 var RegressionSeeds = []uint64{}
 
 // SeedsEnv and FirstSeedEnv select other seeds: HARNESS_SEEDS=N runs N seeds from
-// HARNESS_FIRST_SEED (default 1000); HARNESS_SEEDS=3,17,42 runs those.
+// HARNESS_FIRST_SEED (default 1000); HARNESS_SEEDS=3,17,42 (or 7, with the comma) runs those.
 const (
 	SeedsEnv     = "HARNESS_SEEDS"
 	FirstSeedEnv = "HARNESS_FIRST_SEED"
@@ -47,6 +48,9 @@ func seedsToRun() ([]uint64, error) {
 	if strings.Contains(v, ",") {
 		var out []uint64
 		for _, s := range strings.Split(v, ",") {
+			if strings.TrimSpace(s) == "" {
+				continue
+			}
 			n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("%s=%q: %w", SeedsEnv, v, err)

@@ -27,7 +27,7 @@ const (
 	// settled. After the scale-down, consolidation acts in rounds (consolidateAfter 1 s, poll 1 s,
 	// validation 1 s), so the quiet must outlast a round.
 	quietUp   = 3 * time.Second
-	quietDown = 30 * time.Second
+	quietDown = 8 * time.Second
 )
 
 // RunSeed generates the scenario of seed, runs it through a fresh sandbox on the seed's cloud,
@@ -56,7 +56,7 @@ func RunSeed(t *testing.T, seed uint64) {
 	}
 
 	// The scale-up half.
-	r, err := settle(ctx, cluster, s.Pods(), quietUp)
+	r, err := settle(ctx, cluster, s.Pods(), quietUp, false)
 	if err != nil {
 		findings = append(findings, Finding{"not-settled", "cluster", err.Error()})
 	}
@@ -86,7 +86,7 @@ func RunSeed(t *testing.T, seed uint64) {
 			t.Fatalf("seed %d: scaling %s down: %v", seed, d.Name, err)
 		}
 	}
-	r2, err := settle(ctx, cluster, want, quietDown)
+	r2, err := settle(ctx, cluster, want, quietDown, true)
 	if err != nil {
 		findings = append(findings, Finding{"not-settled-after-scale-down", "cluster", err.Error()})
 	}
@@ -130,9 +130,11 @@ func comparePrice(ctx context.Context, t *testing.T, cluster *sandbox.Cluster, r
 }
 
 // settle waits until the workloads have made want pods, every pod runs, finished or is explained,
-// every NodeClaim is initialized, and nothing changed for quiet. It returns the last reading
-// either way.
-func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.Duration) (*Reading, error) {
+// every NodeClaim is initialized, and nothing changed for quiet. With consolidating, it also waits
+// (up to settleTimeout) for nodes left without workload pods to go: the disruption loop removes
+// them in rounds, one budget at a time, and the unused-node check then fails only on those it
+// left. It returns the last reading either way.
+func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.Duration, consolidating bool) (*Reading, error) {
 	deadline := time.Now().Add(settleTimeout)
 	var last *Reading
 	var since time.Time
@@ -152,6 +154,9 @@ func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.
 			fingerprint, since = fp, time.Now()
 		}
 		why = unsettled(r, want)
+		if unused := unusedNodes(r); why == "" && consolidating && len(unused) > 0 {
+			why = "waiting for consolidation to remove " + unused[0].Object
+		}
 		if why == "" && time.Since(since) >= quiet {
 			return r, nil
 		}
@@ -208,4 +213,3 @@ func report(t *testing.T, s *workload.Scenario, which Cloud, findings []Finding,
 	t.Errorf("seed %d FAILED (%s, cloud %s): %d findings:%s\nevidence:\n  %s\nreproduce: go run ./cmd/tailor sandbox --cloud %s --apply %s --until-settled --report json",
 		s.Seed, s.Summary(), which, len(findings), b.String(), evidence, which, dir)
 }
-
