@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit e2e run bench generate lint verify-generate
+.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate
 
 all: build test
 
@@ -20,7 +20,11 @@ unit: ## unit and table tests, fast
 	$(GO) test -short -count=1 ./...
 
 e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process)
-	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/
+
+SEEDS ?= 100
+fuzz: ## the workload harness over SEEDS generated scenarios from HARNESS_FIRST_SEED (1000); failing ones go to HARNESS_OUT
+	HARNESS_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 0 -run TestWorkloadHarness ./test/harness/
 
 run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in one process
 	$(GO) run ./cmd/tailor sandbox --apply examples/

@@ -94,6 +94,7 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	if err := StartKubelets(ctx, c.Kube); err != nil {
 		return fail(err)
 	}
+	StartStartupTaintAgent(ctx, c.Kube, c.Tailor)
 	c.Cloud = opts.NewCloud(c.Kube)
 	if err := c.startScheduler(ctx); err != nil {
 		return fail(err)

@@ -13,9 +13,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/kubernetes/pkg/controller/daemon"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/disruption"
+	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
+	"k8s.io/kubernetes/pkg/controller/statefulset"
 	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
 	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
 	"sigs.k8s.io/kwok/pkg/apis/internalversion"
@@ -63,9 +67,11 @@ func StartKubelets(ctx context.Context, kube kubernetes.Interface) error {
 	return ctrl.Start(kwoklog.NewContext(ctx, kwoklog.NewLogger(os.Stderr, kwoklog.LevelWarn)))
 }
 
-// StartWorkloadControllers runs the Deployment, ReplicaSet and disruption (PodDisruptionBudget
-// status) controllers, so Deployments create pods and PDBs allow evictions as they would in a
-// cluster with kube-controller-manager.
+// StartWorkloadControllers runs the Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and
+// disruption (PodDisruptionBudget status) controllers, so workloads create pods and PDBs allow
+// evictions as they would in a cluster with kube-controller-manager. There is no garbage
+// collector, namespace controller or volume provisioner: deleting an owner leaves its pods, and
+// a PersistentVolumeClaim never binds.
 func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
 	factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
 	dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube)
@@ -81,9 +87,24 @@ func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubern
 	pdbc := disruption.NewDisruptionController(ctx, factory.Core().V1().Pods(), factory.Policy().V1().PodDisruptionBudgets(),
 		factory.Core().V1().ReplicationControllers(), factory.Apps().V1().ReplicaSets(), factory.Apps().V1().Deployments(),
 		factory.Apps().V1().StatefulSets(), kube, mapper, scales, kube.Discovery())
+	ssc := statefulset.NewStatefulSetController(ctx, factory.Core().V1().Pods(), factory.Apps().V1().StatefulSets(),
+		factory.Core().V1().PersistentVolumeClaims(), factory.Apps().V1().ControllerRevisions(), kube)
+	dsc, err := daemon.NewDaemonSetsController(ctx, factory.Apps().V1().DaemonSets(), factory.Apps().V1().ControllerRevisions(),
+		factory.Core().V1().Pods(), factory.Core().V1().Nodes(), kube, flowcontrol.NewBackOff(time.Second, 15*time.Second))
+	if err != nil {
+		return fmt.Errorf("creating the DaemonSet controller: %w", err)
+	}
+	// WorkloadWithJob is off by default: no Workload or PodGroup informers.
+	jc, err := job.NewController(ctx, kube, factory.Core().V1().Pods(), factory.Batch().V1().Jobs(), nil, nil)
+	if err != nil {
+		return fmt.Errorf("creating the Job controller: %w", err)
+	}
 	factory.Start(ctx.Done())
 	go dc.Run(ctx, 2)
 	go rsc.Run(ctx, 2)
+	go ssc.Run(ctx, 2)
+	go dsc.Run(ctx, 2)
+	go jc.Run(ctx, 2)
 	go pdbc.Run(ctx)
 	return nil
 }

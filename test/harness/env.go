@@ -1,0 +1,111 @@
+// Package harness runs generated scenarios (test/workload) through the sandbox and checks what
+// Tailor did against invariants computed independently of its planner: every pod runs or is
+// explained and truly fits nowhere, no pod is left beside capacity, no launched node is unused,
+// the fleet costs no more than the offline plan, and consolidation after a scale-down strands
+// nothing and breaks no PodDisruptionBudget.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// Cloud names the cloud a seed runs on, as `tailor sandbox --cloud` spells it.
+type Cloud string
+
+const (
+	AWS  Cloud = "aws"
+	Fake Cloud = "fake"
+)
+
+// TailorArgs shorten the disruption loop's waits, as the e2e tests do; the re-check is the same.
+var TailorArgs = map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"}
+
+// Start brings up a sandbox cluster on the cloud, stopped when the test ends. The AWS cloud is the
+// real provider over the in-process emulator with its EC2NodeClass controller running, set up
+// for the cluster name "tailor" that the generated EC2NodeClasses select, as `tailor sandbox` is.
+func Start(t *testing.T, which Cloud) *sandbox.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
+	opts := sandbox.Options{Dir: t.TempDir(), Clock: &sandbox.OffsetClock{}, TailorArgs: TailorArgs}
+	var provider *tailoraws.Provider
+	switch which {
+	case Fake:
+		opts.NewCloud = func(kube kubernetes.Interface) cloud.CloudProvider {
+			return fake.New(fake.Options{Clock: opts.Clock, ClusterName: "harness", Joiner: &fake.KubeletJoiner{Client: kube}})
+		}
+	case AWS:
+		var kube atomic.Pointer[kubernetes.Interface]
+		emu := emulator.Start(emulator.Options{Clock: opts.Clock, ClusterName: "tailor", OnLaunch: func(l emulator.Launch) {
+			if k := kube.Load(); k != nil {
+				emulator.NodeRegistrar(*k)(l)
+			}
+		}})
+		t.Cleanup(emu.Close)
+		var err error
+		provider, err = tailoraws.New(ctx, tailoraws.Options{ClusterName: "tailor", Endpoint: emu.URL(), Clock: opts.Clock,
+			RetryMaxBackoff: 100 * time.Millisecond,
+			NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
+				return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
+			}})
+		if err != nil {
+			cancel()
+			t.Fatalf("starting the AWS provider: %v", err)
+		}
+		opts.NewCloud = func(k kubernetes.Interface) cloud.CloudProvider {
+			kube.Store(&k)
+			return provider
+		}
+	default:
+		cancel()
+		t.Fatalf("no cloud %q", which)
+	}
+	cluster, err := sandbox.Start(ctx, t, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("starting the sandbox on %s: %v", which, err)
+	}
+	t.Cleanup(func() {
+		cluster.Stop()
+		cancel()
+	})
+	if provider != nil {
+		// Registered after the cluster's cleanup, so run before it: the controllers' watches
+		// must end before the API server stops.
+		ctrlCtx, stop := context.WithCancel(ctx)
+		t.Cleanup(stop)
+		for _, c := range provider.Controllers(cloud.ControllerDeps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
+			go func() {
+				if err := c.Run(ctrlCtx); err != nil && ctrlCtx.Err() == nil {
+					t.Errorf("AWS provider controller: %v", err)
+				}
+			}()
+		}
+	}
+	return cluster
+}
+
+// cloudFor alternates the clouds over the seeds.
+func cloudFor(seed uint64) Cloud {
+	if seed%2 == 0 {
+		return AWS
+	}
+	return Fake
+}
+
+func (c Cloud) String() string { return string(c) }
+
+var _ fmt.Stringer = AWS

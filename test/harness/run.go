@@ -1,0 +1,215 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+	"github.com/tailor-sh/tailor/test/workload"
+)
+
+// OutEnv names the folder failing seeds' manifests go to (default: the system's temp folder).
+const OutEnv = "HARNESS_OUT"
+
+// Timeouts of one seed's halves; a scenario that has not settled by then fails with its state.
+const (
+	settleTimeout = 90 * time.Second
+	// quietUp and quietDown are how long nothing may change before the cluster counts as
+	// settled. After the scale-down, consolidation acts in rounds (consolidateAfter 1 s, poll 1 s,
+	// validation 1 s), so the quiet must outlast a round.
+	quietUp   = 3 * time.Second
+	quietDown = 8 * time.Second
+)
+
+// RunSeed generates the scenario of seed, runs it through a fresh sandbox on the seed's cloud,
+// and fails t with every broken invariant, the seed, and the command that reproduces it.
+func RunSeed(t *testing.T, seed uint64) {
+	s := workload.Generate(seed)
+	which := cloudFor(seed)
+	t.Logf("%s, cloud %s", s.Summary(), which)
+	dir := filepath.Join(t.TempDir(), "manifests")
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	var findings []Finding
+	var cluster *sandbox.Cluster
+	var last *Reading
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	defer func() {
+		if len(findings) > 0 {
+			report(t, s, which, findings, evidence(ctx, cluster, last, findings))
+		}
+	}()
+	cluster = Start(t, which)
+	if err := sandbox.ApplyFiles(ctx, cluster.Config, []string{dir}, nil); err != nil {
+		t.Fatalf("seed %d: applying the scenario: %v", seed, err)
+	}
+
+	// The scale-up half.
+	r, err := settle(ctx, cluster, s.Pods(), quietUp, false)
+	if err != nil {
+		findings = append(findings, Finding{"not-settled", "cluster", err.Error()})
+	}
+	if r == nil {
+		return
+	}
+	last = r
+	f, err := NewFitter(ctx, cluster.Cloud, r)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	findings = append(findings, Check(ctx, r, f)...)
+	findings = append(findings, comparePrice(ctx, t, cluster, r, dir)...)
+
+	// The scale-down half.
+	wasPending := map[string]bool{}
+	for _, p := range r.Pending() {
+		wasPending[key(p)] = true
+	}
+	pdbs := WatchPDBs(ctx, cluster.Kube, workload.Namespace)
+	want := s.Pods()
+	for _, d := range s.Deployments {
+		to := s.ScaleTo[d.Name]
+		want -= int(*d.Spec.Replicas - to)
+		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, to)
+		if _, err := cluster.Kube.AppsV1().Deployments(workload.Namespace).Patch(ctx, d.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("seed %d: scaling %s down: %v", seed, d.Name, err)
+		}
+	}
+	r2, err := settle(ctx, cluster, want, quietDown, true)
+	if err != nil {
+		findings = append(findings, Finding{"not-settled-after-scale-down", "cluster", err.Error()})
+	}
+	violations, checked := pdbs.Stop()
+	for _, v := range violations {
+		findings = append(findings, Finding{"pdb-violated", "PodDisruptionBudget", v})
+	}
+	if r2 == nil {
+		return
+	}
+	last = r2
+	for _, p := range r2.Pending() {
+		if !wasPending[key(p)] {
+			findings = append(findings, Finding{"pending-after-consolidation", key(p), "pending after the scale-down; " + schedulingMessage(p)})
+		}
+	}
+	if f, err = NewFitter(ctx, cluster.Cloud, r2); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	for _, fd := range Check(ctx, r2, f) {
+		fd.Check += "-after-scale-down"
+		findings = append(findings, fd)
+	}
+	t.Logf("seed %d: scale-up %d nodes, scale-down %d nodes; %d of %d PDBs checked throughout", seed, len(r.launched()), len(r2.launched()), checked, len(s.PDBs))
+}
+
+// comparePrice checks the live fleet against `tailor plan` of the same manifests.
+func comparePrice(ctx context.Context, t *testing.T, cluster *sandbox.Cluster, r *Reading, dir string) []Finding {
+	planned, err := PlanPrice(ctx, dir)
+	if err != nil {
+		t.Fatalf("planning the scenario offline: %v", err)
+	}
+	live := FleetPrice(ctx, cluster.Cloud, r)
+	t.Logf("fleet $%.4f/h on %d nodes; plan $%.4f/h on %d NodeClaims (%d unplaceable), bound $%.4f/h; live/plan %.3f",
+		live, len(r.launched()), planned.PricePerHour, len(planned.NodeClaims), len(planned.Unplaceable), planned.LowerBoundPerHour, live/max(planned.PricePerHour, 1e-9))
+	if live > planned.PricePerHour*PriceTolerance+1e-6 {
+		return []Finding{{"price", "fleet", fmt.Sprintf("live fleet $%.4f/h is %.2f x the plan's $%.4f/h (tolerance %.2f)",
+			live, live/planned.PricePerHour, planned.PricePerHour, PriceTolerance)}}
+	}
+	return nil
+}
+
+// settle waits until the workloads have made want pods, every pod runs, finished or is explained,
+// every NodeClaim is initialized, and nothing changed for quiet. With consolidating, it also waits
+// (up to settleTimeout) for nodes left without workload pods to go: the disruption loop removes
+// them in rounds, one budget at a time, and the unused-node check then fails only on those it
+// left. It returns the last reading either way.
+func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.Duration, consolidating bool) (*Reading, error) {
+	deadline := time.Now().Add(settleTimeout)
+	var last *Reading
+	var since time.Time
+	fingerprint, why := "", ""
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-cluster.SchedulerErr():
+			return last, fmt.Errorf("Tailor's scheduler exited: %v", err)
+		default:
+		}
+		r, err := Read(ctx, cluster)
+		if err != nil {
+			return last, err
+		}
+		last = r
+		if fp := r.Fingerprint(); fp != fingerprint {
+			fingerprint, since = fp, time.Now()
+		}
+		why = unsettled(r, want)
+		if unused := unusedNodes(r); why == "" && consolidating && len(unused) > 0 {
+			why = "waiting for consolidation to remove " + unused[0].Object
+		}
+		if why == "" && time.Since(since) >= quiet {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return last, fmt.Errorf("not settled within %s: %s", settleTimeout, why)
+}
+
+// unsettled says what is still happening, or "".
+func unsettled(r *Reading, want int) string {
+	have := 0
+	for _, p := range r.Pods {
+		if p.Namespace == workload.Namespace && !scheduling.IsDaemonSetPod(&p) && p.DeletionTimestamp == nil {
+			have++
+		}
+	}
+	if have != want {
+		return fmt.Sprintf("%d workload pods, want %d", have, want)
+	}
+	for _, c := range r.Claims {
+		if c.DeletionTimestamp != nil {
+			return "NodeClaim " + c.Name + " is being deleted"
+		}
+	}
+	if !r.Settled() {
+		var pending []string
+		for _, p := range r.Pending() {
+			pending = append(pending, key(p))
+		}
+		return fmt.Sprintf("sandbox not settled (pending: %s)", strings.Join(pending, " "))
+	}
+	return ""
+}
+
+// report fails t with the findings, writes the scenario where it outlives the test, and prints
+// the command that replays it.
+func report(t *testing.T, s *workload.Scenario, which Cloud, findings []Finding, evidence string) {
+	base := os.Getenv(OutEnv)
+	if base == "" {
+		base = filepath.Join(os.TempDir(), "tailor-harness")
+	}
+	dir := filepath.Join(base, fmt.Sprintf("seed-%d", s.Seed))
+	if err := s.Write(dir); err != nil {
+		t.Errorf("writing the failing scenario: %v", err)
+	}
+	var b strings.Builder
+	for _, f := range findings {
+		b.WriteString("\n  " + f.String())
+	}
+	t.Errorf("seed %d FAILED (%s, cloud %s): %d findings:%s\nevidence:\n  %s\nreproduce: go run ./cmd/tailor sandbox --cloud %s --apply %s --until-settled --report json",
+		s.Seed, s.Summary(), which, len(findings), b.String(), evidence, which, dir)
+}
