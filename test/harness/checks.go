@@ -25,7 +25,20 @@ type Source func(ctx context.Context, r *Reading, f *Fitter) []Finding
 
 // StrandedSources are every way of telling a stranded pod; adding one (the sandbox report's
 // stranded list, say) is one more line here.
-var StrandedSources = []Source{nominatedToReadyNode, fitsExistingNode}
+var StrandedSources = []Source{nominatedToReadyNode, fitsExistingNode, tailorSaid}
+
+// tailorSaid: Tailor's own Stranded and Unused Events (the sandbox report's stranded and
+// unusedNodes), over the whole run so far: a pod it had to plan again counts even if it runs now.
+func tailorSaid(_ context.Context, r *Reading, _ *Fitter) []Finding {
+	var out []Finding
+	for _, f := range r.Stranded {
+		out = append(out, Finding{"stranded", f.Name, "Tailor: " + f.Message})
+	}
+	for _, f := range r.Unused {
+		out = append(out, Finding{"unused-node", f.Name, "Tailor: " + f.Message})
+	}
+	return out
+}
 
 // nominatedToReadyNode: a pending pod whose nominated node exists and is Ready was promised room
 // the scheduler did not give it.
