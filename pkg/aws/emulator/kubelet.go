@@ -29,6 +29,8 @@ type Launch struct {
 	// the kubelet settings in the user data.
 	Capacity, Allocatable corev1.ResourceList
 	Architecture          string
+	// Region is the emulated region, which the cloud controller labels the node with.
+	Region string
 }
 
 // ProviderID is aws:///<zone>/<instance-id>.
@@ -47,7 +49,7 @@ func (e *Emulator) bootsLocked(instances []*Instance) []Launch {
 	for _, inst := range instances {
 		lt := e.launchTemplateByName(inst.LaunchTemplate)
 		it := e.instanceType(inst.InstanceType)
-		l := Launch{Instance: inst.copy(), NodeName: inst.PrivateDNSName}
+		l := Launch{Instance: inst.copy(), NodeName: inst.PrivateDNSName, Region: e.region}
 		l.Bootstrap, l.BootstrapErr = userdata.Parse(lt.UserData)
 		l.Architecture = "amd64"
 		if it.ProcessorInfo.SupportedArchitectures[0] == "arm64" {
@@ -167,7 +169,7 @@ func NodeFor(l Launch) *corev1.Node {
 	labels[corev1.LabelOSStable] = "linux"
 	labels[corev1.LabelInstanceTypeStable] = l.Instance.InstanceType
 	labels[corev1.LabelTopologyZone] = l.Instance.Zone
-	labels[corev1.LabelTopologyRegion] = Region
+	labels[corev1.LabelTopologyRegion] = l.Region
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        l.NodeName,
