@@ -19,8 +19,8 @@ unit: ## unit and table tests, fast
 	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
 
-e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process)
-	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process), and the CLI's sandbox tests
+	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./cmd/tailor/
 
 run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in one process
 	$(GO) run ./cmd/tailor sandbox --apply examples/

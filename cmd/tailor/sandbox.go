@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
@@ -217,6 +218,17 @@ func printReport(ctx context.Context, out io.Writer, cluster *sandbox.Cluster, f
 	}
 	report := state.Report(ctx, cluster.Cloud, pools)
 	report.Seconds = time.Since(since).Seconds()
+	classes, _, err := cluster.Tailor.EC2NodeClasses.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, nc := range classes {
+		r := sandbox.NodeClassReport{Name: nc.Name, Ready: string(metav1.ConditionUnknown)}
+		if c := nc.GetCondition(awsv1.ConditionTypeReady); c != nil {
+			r.Ready, r.Message = string(c.Status), c.Message
+		}
+		report.NodeClasses = append(report.NodeClasses, r)
+	}
 	if format == "" {
 		say("%d nodes, $%.4f/h; %d pods", len(report.Nodes), report.PricePerHour, len(report.Pods))
 		return nil

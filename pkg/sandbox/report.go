@@ -18,6 +18,16 @@ type Report struct {
 	PricePerHour float64      `json:"pricePerHour"`
 	Nodes        []NodeReport `json:"nodes"`
 	Pods         []PodReport  `json:"pods"`
+	// NodeClasses say whether each EC2NodeClass resolved, and if not why: the first thing to
+	// look at when manifests written for another cluster launch nothing.
+	NodeClasses []NodeClassReport `json:"nodeClasses,omitempty"`
+}
+
+// NodeClassReport is one EC2NodeClass's Ready condition.
+type NodeClassReport struct {
+	Name    string `json:"name"`
+	Ready   string `json:"ready"`
+	Message string `json:"message,omitempty"`
 }
 
 // NodeReport is one node of the fleet.
