@@ -55,7 +55,7 @@ func (e *Emulator) bootsLocked(instances []*Instance) []Launch {
 		if it.ProcessorInfo.SupportedArchitectures[0] == "arm64" {
 			l.Architecture = "arm64"
 		}
-		l.Capacity = kubeletCapacity(it, lt, l.Bootstrap, l.Architecture)
+		l.Capacity = kubeletCapacity(it, lt, e.kubeletDeviceLocked(lt.ImageID), l.Bootstrap, l.Architecture)
 		l.Allocatable = kubeletAllocatable(l.Capacity, l.Bootstrap)
 		out = append(out, l)
 	}
@@ -85,7 +85,19 @@ func (e *Emulator) boot(l Launch) {
 	e.opts.OnLaunch(l)
 }
 
-func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, boot userdata.Node, arch string) corev1.ResourceList {
+// kubeletDeviceLocked is the device whose filesystem holds /var/lib/kubelet, which is what the
+// kubelet reports as ephemeral storage: the root volume of the EKS images, Bottlerocket's data
+// volume. Data volumes mapped beside it do not count. Callers hold e.mu.
+func (e *Emulator) kubeletDeviceLocked(imageID string) string {
+	for _, img := range e.world.images {
+		if img.ID == imageID && strings.HasPrefix(img.Name, "bottlerocket") {
+			return "/dev/xvdb"
+		}
+	}
+	return "/dev/xvda"
+}
+
+func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, kubeletDevice string, boot userdata.Node, arch string) corev1.ResourceList {
 	mem := it.MemoryInfo.SizeInMiB
 	if arch == "arm64" {
 		mem -= 64 // the contiguous memory allocator's reservation on Graviton kernels
@@ -95,9 +107,9 @@ func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, boot userdata.Nod
 	if pods == 0 {
 		pods = 110
 	}
-	diskGiB := int64(20)
+	diskGiB := int64(20) // the EKS images' own root volume, when the template maps none
 	for _, v := range lt.Volumes {
-		if v.SizeGiB > 0 && (diskGiB == 20 || v.SizeGiB > diskGiB) {
+		if v.Device == kubeletDevice && v.SizeGiB > 0 {
 			diskGiB = v.SizeGiB
 		}
 	}
