@@ -36,7 +36,8 @@ const (
 	sandboxClusterName = "tailor"
 	// sandboxQueue is the emulated interruption queue, which `tailor sandbox interrupt` writes to.
 	sandboxQueue = "tailor-sandbox-interruptions"
-	// endpointFile, beside the kubeconfig, tells other commands where the running emulator is.
+	// endpointFile, beside the kubeconfig, tells other commands where the running emulator is
+	// (first line) and which region it emulates (second line).
 	endpointFile = "emulator-endpoint"
 )
 
@@ -133,7 +134,7 @@ func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kube
 		return nil
 	}
 	s.written = filepath.Join(filepath.Dir(kubeconfig), endpointFile)
-	if err := os.WriteFile(s.written, []byte(s.emu.URL()+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(s.written, []byte(s.emu.URL()+"\n"+s.account.region+"\n"), 0o600); err != nil {
 		return err
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cluster.Kube.EventsV1()})
@@ -226,17 +227,24 @@ func interrupt(ctx context.Context, f *interruptFlags) error {
 	if err != nil {
 		return fmt.Errorf("no running sandbox on the AWS emulator beside %s: %w", f.kubeconfig, err)
 	}
-	endpoint := strings.TrimSpace(string(raw))
+	fields := strings.Fields(string(raw))
+	if len(fields) == 0 {
+		return fmt.Errorf("%s beside %s is empty: is the sandbox starting?", endpointFile, f.kubeconfig)
+	}
+	endpoint, region := fields[0], emulator.Region
+	if len(fields) > 1 {
+		region = fields[1]
+	}
 	instanceID, err := instanceOf(ctx, f.kubeconfig, f.node)
 	if err != nil {
 		return err
 	}
 	body, err := interruption.Message(interruption.Notice{Kind: kind, InstanceID: instanceID, State: f.state,
-		Region: emulator.Region, Account: emulator.AccountID, Time: time.Now()})
+		Region: region, Account: emulator.AccountID, Time: time.Now()})
 	if err != nil {
 		return err
 	}
-	cfg, err := tailoraws.SDKConfig(ctx, tailoraws.Options{Endpoint: endpoint, Region: emulator.Region})
+	cfg, err := tailoraws.SDKConfig(ctx, tailoraws.Options{Endpoint: endpoint, Region: region})
 	if err != nil {
 		return err
 	}
