@@ -70,6 +70,23 @@ func waitShape(t *testing.T, e *awsEnv, what string, timeout time.Duration, cond
 	}
 }
 
+// stuck describes a pod of the case that does not run yet, to say why a case has not settled.
+func (s *shapeState) stuck() string {
+	for _, p := range s.pods {
+		if _, ok := s.nodes[p.Spec.NodeName]; ok && p.Status.Phase == corev1.PodRunning {
+			continue
+		}
+		why := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				why = c.Reason + ": " + c.Message
+			}
+		}
+		return fmt.Sprintf("; pod %s is %s on node %q (nominated %q) %s", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.NominatedNodeName, why)
+	}
+	return ""
+}
+
 // running counts the pods Running on a node of the case.
 func (s *shapeState) running() int {
 	n := 0
