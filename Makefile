@@ -19,8 +19,8 @@ unit: ## unit and table tests, fast
 	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
 
-e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process)
-	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/
+e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e, the workload harness's fixed seeds, the CLI's sandbox tests
+	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/ ./cmd/tailor/
 
 SEEDS ?= 100
 fuzz: ## the workload harness over SEEDS generated scenarios from HARNESS_FIRST_SEED (1000); failing ones go to HARNESS_OUT

@@ -30,12 +30,14 @@ import (
 )
 
 const (
-	// sandboxClusterName is the cluster the emulated account is set up for: examples/ selects its
-	// subnets and security groups by karpenter.sh/discovery=tailor and uses KarpenterNodeRole-tailor.
+	// sandboxClusterName is the default cluster the emulated account is set up for: examples/
+	// selects its subnets and security groups by karpenter.sh/discovery=tailor and uses
+	// KarpenterNodeRole-tailor. --cluster-name sets up the account for another.
 	sandboxClusterName = "tailor"
 	// sandboxQueue is the emulated interruption queue, which `tailor sandbox interrupt` writes to.
 	sandboxQueue = "tailor-sandbox-interruptions"
-	// endpointFile, beside the kubeconfig, tells other commands where the running emulator is.
+	// endpointFile, beside the kubeconfig, tells other commands where the running emulator is
+	// (first line) and which region it emulates (second line).
 	endpointFile = "emulator-endpoint"
 )
 
@@ -43,6 +45,7 @@ const (
 // emulator (aws), or the in-memory fake (fake).
 type sandboxCloud struct {
 	name     string
+	account  account
 	emu      *emulator.Emulator
 	provider *tailoraws.Provider
 	written  string
@@ -54,8 +57,26 @@ type sandboxCloud struct {
 
 type kubeRef struct{ kubernetes.Interface }
 
-func newSandboxCloud(ctx context.Context, name string) (*sandboxCloud, error) {
-	s := &sandboxCloud{name: name}
+// account is who the sandbox's cloud is set up for: the cluster its subnets, security groups
+// and node role are named after, and the region its zones are in.
+type account struct{ cluster, region string }
+
+// check refuses a cluster or region no EC2NodeClass could be written for.
+func (a account) check() error {
+	if a.cluster == "" {
+		return fmt.Errorf("--cluster-name is empty: give the cluster name your EC2NodeClass selects (karpenter.sh/discovery) and its role names")
+	}
+	if _, err := fake.RegionZones(a.region); err != nil {
+		return fmt.Errorf("--region: %w", err)
+	}
+	return nil
+}
+
+func newSandboxCloud(ctx context.Context, name string, acct account) (*sandboxCloud, error) {
+	if err := acct.check(); err != nil {
+		return nil, err
+	}
+	s := &sandboxCloud{name: name, account: acct}
 	switch name {
 	case "fake":
 		return s, nil
@@ -63,13 +84,13 @@ func newSandboxCloud(ctx context.Context, name string) (*sandboxCloud, error) {
 	default:
 		return nil, fmt.Errorf("--cloud=%q: the clouds are aws (the AWS provider on an in-process emulator) and fake", name)
 	}
-	s.emu = emulator.Start(emulator.Options{ClusterName: sandboxClusterName, OnLaunch: s.boot})
+	s.emu = emulator.Start(emulator.Options{ClusterName: acct.cluster, Region: acct.region, OnLaunch: s.boot})
 	s.emu.CreateQueue(sandboxQueue)
 	var err error
 	// The endpoint and DNS IP only go into user data, which the emulated kubelets read for
 	// labels, taints and reservations; they never dial the API server through it.
 	s.provider, err = tailoraws.New(ctx, tailoraws.Options{
-		ClusterName: sandboxClusterName, Endpoint: s.emu.URL(), Region: emulator.Region,
+		ClusterName: acct.cluster, Endpoint: s.emu.URL(), Region: acct.region,
 		ClusterEndpoint: "https://sandbox.tailor.internal", ClusterDNS: []string{"10.96.0.10"},
 		NodeClasses: s.nodeClass, InterruptionQueue: sandboxQueue, OnInterruption: narrateInterruption,
 	})
@@ -84,7 +105,8 @@ func newSandboxCloud(ctx context.Context, name string) (*sandboxCloud, error) {
 func (s *sandboxCloud) NewCloud(kube kubernetes.Interface) cloud.CloudProvider {
 	s.kube.Store(&kubeRef{kube})
 	if s.provider == nil {
-		return narratedCloud{fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "sandbox", Joiner: &fake.KubeletJoiner{Client: kube}})}
+		return narratedCloud{fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: s.account.cluster, Region: s.account.region,
+			Joiner: &fake.KubeletJoiner{Client: kube}})}
 	}
 	return narratedCloud{s.provider}
 }
@@ -112,7 +134,7 @@ func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kube
 		return nil
 	}
 	s.written = filepath.Join(filepath.Dir(kubeconfig), endpointFile)
-	if err := os.WriteFile(s.written, []byte(s.emu.URL()+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(s.written, []byte(s.emu.URL()+"\n"+s.account.region+"\n"), 0o600); err != nil {
 		return err
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cluster.Kube.EventsV1()})
@@ -127,7 +149,7 @@ func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kube
 			}
 		}()
 	}
-	say("cloud: AWS provider on the emulator at %s (SIMULATED: region %s, account %s)", s.emu.URL(), emulator.Region, emulator.AccountID)
+	say("cloud: AWS provider on the emulator at %s (SIMULATED: cluster %s, region %s, account %s)", s.emu.URL(), s.account.cluster, s.account.region, emulator.AccountID)
 	say("  interrupt a node: tailor sandbox interrupt --kubeconfig %s --node NAME", kubeconfig)
 	return nil
 }
@@ -205,17 +227,24 @@ func interrupt(ctx context.Context, f *interruptFlags) error {
 	if err != nil {
 		return fmt.Errorf("no running sandbox on the AWS emulator beside %s: %w", f.kubeconfig, err)
 	}
-	endpoint := strings.TrimSpace(string(raw))
+	fields := strings.Fields(string(raw))
+	if len(fields) == 0 {
+		return fmt.Errorf("%s beside %s is empty: is the sandbox starting?", endpointFile, f.kubeconfig)
+	}
+	endpoint, region := fields[0], emulator.Region
+	if len(fields) > 1 {
+		region = fields[1]
+	}
 	instanceID, err := instanceOf(ctx, f.kubeconfig, f.node)
 	if err != nil {
 		return err
 	}
 	body, err := interruption.Message(interruption.Notice{Kind: kind, InstanceID: instanceID, State: f.state,
-		Region: emulator.Region, Account: emulator.AccountID, Time: time.Now()})
+		Region: region, Account: emulator.AccountID, Time: time.Now()})
 	if err != nil {
 		return err
 	}
-	cfg, err := tailoraws.SDKConfig(ctx, tailoraws.Options{Endpoint: endpoint, Region: emulator.Region})
+	cfg, err := tailoraws.SDKConfig(ctx, tailoraws.Options{Endpoint: endpoint, Region: region})
 	if err != nil {
 		return err
 	}

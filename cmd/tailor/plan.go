@@ -16,6 +16,7 @@ type planFlags struct {
 	files         []string
 	output        string
 	schedulerName string
+	account       account
 }
 
 func newPlanCommand() *cobra.Command {
@@ -36,6 +37,8 @@ the same pods. Nothing is created anywhere.`,
 	fs := cmd.Flags()
 	fs.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file or folder to read (repeatable)")
 	fs.StringVarP(&f.output, "output", "o", "", "output format: json (default: a table for people)")
+	fs.StringVar(&f.account.cluster, "cluster-name", "", "warn where an EC2NodeClass names another cluster (karpenter.sh/discovery tags, KarpenterNodeRole-NAME) than this one")
+	fs.StringVar(&f.account.region, "region", fake.Region, "the region whose zones the simulated catalog is offered in")
 	fs.StringVar(&f.schedulerName, "scheduler-name", "tailor", "plan the unbound pods with this schedulerName")
 	return cmd
 }
@@ -46,6 +49,10 @@ func runPlan(ctx context.Context, out io.Writer, f *planFlags) error {
 	}
 	if len(f.files) == 0 {
 		return fmt.Errorf("no manifests: pass -f with a file or folder")
+	}
+	catalog, err := fake.CatalogIn(f.account.region)
+	if err != nil {
+		return fmt.Errorf("--region: %w", err)
 	}
 	files, err := sandbox.ManifestFiles(f.files)
 	if err != nil {
@@ -61,7 +68,8 @@ func runPlan(ctx context.Context, out io.Writer, f *planFlags) error {
 	// The offline simulator's informers run until the plan is done.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	res, err := plan.Run(ctx, m, plan.Options{SchedulerName: f.schedulerName, Catalog: fake.Catalog(), CatalogName: "fake (" + fake.Simulated + ")"})
+	res, err := plan.Run(ctx, m, plan.Options{SchedulerName: f.schedulerName, Catalog: catalog,
+		CatalogName: "fake, " + f.account.region + " (" + fake.Simulated + ")", ClusterName: f.account.cluster})
 	if err != nil {
 		return err
 	}

@@ -89,3 +89,53 @@ func TestPlanBadManifest(t *testing.T) {
 		t.Errorf("error %v does not name the file, the document and the object", err)
 	}
 }
+
+// A NodePool written for us-east-1 plans with --region us-east-1, in the zone it requires; in the
+// default region the same pool has no offering. --cluster-name checks the EC2NodeClass's
+// discovery tags and role against the cluster.
+func TestPlanRegionAndClusterName(t *testing.T) {
+	out, err := execute(t, "-f", "testdata/prod-east", "--region", "us-east-1", "--cluster-name", "prod-east", "-o", "json")
+	if err != nil {
+		t.Fatalf("tailor plan: %v\n%s", err, out)
+	}
+	var res plan.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	placed := 0
+	for _, c := range res.NodeClaims {
+		placed += len(c.Pods)
+		if c.Zone != "us-east-1a" {
+			t.Errorf("claim in zone %q, the NodePool requires us-east-1a", c.Zone)
+		}
+	}
+	if placed != 3 || len(res.Unplaceable) != 0 || len(res.Warnings) != 0 {
+		t.Errorf("want the 3 pods placed without warnings; placed %d, unplaceable %+v, warnings %q", placed, res.Unplaceable, res.Warnings)
+	}
+	if !strings.Contains(res.Catalog, "us-east-1") {
+		t.Errorf("catalog %q does not name the region", res.Catalog)
+	}
+
+	out, err = execute(t, "-f", "testdata/prod-east", "--cluster-name", "staging", "-o", "json")
+	if err != nil {
+		t.Fatalf("tailor plan: %v\n%s", err, out)
+	}
+	res = plan.Result{}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.NodeClaims) != 0 || len(res.Unplaceable) != 3 {
+		t.Errorf("in us-west-2 a pool requiring us-east-1a planned %d claims, %d pods unplaceable", len(res.NodeClaims), len(res.Unplaceable))
+	}
+	warnings := strings.Join(res.Warnings, "\n")
+	for _, want := range []string{"EC2NodeClass default: spec.subnetSelectorTerms[0].tags selects karpenter.sh/discovery=prod-east, but the cluster is staging",
+		"spec.securityGroupSelectorTerms[0].tags", "spec.role is KarpenterNodeRole-prod-east"} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings lack %q:\n%s", want, warnings)
+		}
+	}
+
+	if _, err := execute(t, "-f", "testdata/prod-east", "--region", "us-east"); err == nil || !strings.Contains(err.Error(), `--region: region "us-east" is not an AWS region name`) {
+		t.Errorf("--region us-east: error %v", err)
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -26,6 +30,7 @@ type sandboxFlags struct {
 	report       string
 	cloud        string
 	logFile      string
+	account      account
 }
 
 func newSandboxCommand() *cobra.Command {
@@ -41,7 +46,7 @@ The cloud is, by default, Tailor's real AWS provider talking to an in-process em
 IAM, SSM, Pricing and SQS (one SIMULATED region and account); "tailor sandbox interrupt" sends
 it interruption notices. --cloud fake uses the in-memory cloud instead.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSandbox(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSandbox(cmd.Context(), cmd.OutOrStdout(), f) },
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.kubeconfig, "kubeconfig", filepath.Join(os.TempDir(), "tailor-sandbox", "kubeconfig"), "where to write the sandbox's kubeconfig")
@@ -50,20 +55,27 @@ it interruption notices. --cloud fake uses the in-memory cloud instead.`,
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "with --until-settled, give up after this long")
 	fs.StringVar(&f.report, "report", "", "print a report when exiting: json")
 	fs.StringVar(&f.cloud, "cloud", "aws", "cloud to launch capacity in: aws (the AWS provider on an in-process EC2/IAM/SSM/SQS emulator) or fake (in memory)")
+	fs.StringVar(&f.account.cluster, "cluster-name", sandboxClusterName, "the cluster the emulated account is set up for: subnets and security groups tagged karpenter.sh/discovery=NAME, node role KarpenterNodeRole-NAME")
+	fs.StringVar(&f.account.region, "region", fake.Region, "the emulated region, whose zones (REGIONa, REGIONb, ...) the catalog is offered in")
 	fs.StringVar(&f.logFile, "log-file", "", "where the components' logs go (default: tailor.log beside the kubeconfig)")
 	cmd.AddCommand(newInterruptCommand())
 	return cmd
 }
 
-func runSandbox(ctx context.Context, f *sandboxFlags) error {
+func runSandbox(ctx context.Context, out io.Writer, f *sandboxFlags) error {
 	if f.report != "" && f.report != "json" {
 		return fmt.Errorf("--report=%q: the only format is json", f.report)
+	}
+	if err := f.account.check(); err != nil {
+		return err
 	}
 	dir := filepath.Dir(f.kubeconfig)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	dataDir, err := os.MkdirTemp(dir, "run-")
+	// The sandbox's own files (etcd, its scheduler configuration) go in the temporary folder, not
+	// beside the kubeconfig, which may well be inside a folder given to --apply.
+	dataDir, err := os.MkdirTemp("", "tailor-sandbox-run-")
 	if err != nil {
 		return err
 	}
@@ -78,7 +90,7 @@ func runSandbox(ctx context.Context, f *sandboxFlags) error {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	clouds, err := newSandboxCloud(ctx, f.cloud)
+	clouds, err := newSandboxCloud(ctx, f.cloud, f.account)
 	if err != nil {
 		return err
 	}
@@ -111,7 +123,11 @@ func runSandbox(ctx context.Context, f *sandboxFlags) error {
 	}
 
 	if len(f.apply) > 0 {
-		if err := sandbox.ApplyFiles(ctx, cluster.Config, f.apply, func(s string) { say("%s", s) }); err != nil {
+		files, err := manifestsToApply(f.apply, f.kubeconfig, dataDir)
+		if err != nil {
+			return err
+		}
+		if err := sandbox.ApplyFiles(ctx, cluster.Config, files, func(s string) { say("%s", s) }); err != nil {
 			return err
 		}
 	}
@@ -122,16 +138,45 @@ func runSandbox(ctx context.Context, f *sandboxFlags) error {
 		case err := <-cluster.SchedulerErr():
 			return fmt.Errorf("the scheduler stopped: %v", err)
 		}
-		return printReport(context.Background(), cluster, f.report, settleStart)
+		return printReport(context.Background(), out, cluster, f.report, settleStart)
 	}
 	settled := waitSettled(ctx, cluster, f.timeout)
-	if err := printReport(ctx, cluster, f.report, settleStart); err != nil {
+	if err := printReport(ctx, out, cluster, f.report, settleStart); err != nil {
 		return err
 	}
 	if !settled {
 		return fmt.Errorf("not settled within %s", f.timeout)
 	}
 	return nil
+}
+
+// manifestsToApply expands --apply into its files, less the sandbox's own: the kubeconfig it
+// wrote (which may be named *.yaml) and anything in its data folder. A user's manifests are never
+// Kubernetes objects of those kinds, and applying them fails.
+func manifestsToApply(paths []string, kubeconfig, dataDir string) ([]string, error) {
+	files, err := sandbox.ManifestFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	own := func(file string) bool {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return false
+		}
+		for _, mine := range []string{kubeconfig, dataDir} {
+			if m, err := filepath.Abs(mine); err == nil && (abs == m || strings.HasPrefix(abs, m+string(filepath.Separator))) {
+				return true
+			}
+		}
+		return false
+	}
+	out := files[:0]
+	for _, file := range files {
+		if !own(file) {
+			out = append(out, file)
+		}
+	}
+	return out, nil
 }
 
 // waitSettled polls until the cluster has been settled for two readings in a row, so that a
@@ -162,7 +207,7 @@ func waitSettled(ctx context.Context, cluster *sandbox.Cluster, timeout time.Dur
 	}
 }
 
-func printReport(ctx context.Context, cluster *sandbox.Cluster, format string, since time.Time) error {
+func printReport(ctx context.Context, out io.Writer, cluster *sandbox.Cluster, format string, since time.Time) error {
 	state, err := cluster.Read(ctx)
 	if err != nil {
 		return err
@@ -173,11 +218,22 @@ func printReport(ctx context.Context, cluster *sandbox.Cluster, format string, s
 	}
 	report := state.Report(ctx, cluster.Cloud, pools)
 	report.Seconds = time.Since(since).Seconds()
+	classes, _, err := cluster.Tailor.EC2NodeClasses.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, nc := range classes {
+		r := sandbox.NodeClassReport{Name: nc.Name, Ready: string(metav1.ConditionUnknown)}
+		if c := nc.GetCondition(awsv1.ConditionTypeReady); c != nil {
+			r.Ready, r.Message = string(c.Status), c.Message
+		}
+		report.NodeClasses = append(report.NodeClasses, r)
+	}
 	if format == "" {
 		say("%d nodes, $%.4f/h; %d pods", len(report.Nodes), report.PricePerHour, len(report.Pods))
 		return nil
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(report)
 }

@@ -30,6 +30,9 @@ type Options struct {
 	Catalog []*cloud.InstanceType
 	// CatalogName describes the catalog in the result, e.g. that it is simulated.
 	CatalogName string
+	// ClusterName, when set, is the cluster the EC2NodeClasses are checked against: a discovery
+	// tag or node role naming another cluster is warned about, since it would select nothing.
+	ClusterName string
 }
 
 // Result is a plan as `tailor plan` prints it. The JSON field names are a stable interface.
@@ -139,6 +142,7 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 	classes := map[string]bool{}
 	for _, nc := range m.NodeClasses {
 		classes[nc.Name] = true
+		res.Warnings = append(res.Warnings, clusterWarnings(nc, opts.ClusterName)...)
 	}
 	for _, np := range m.NodePools {
 		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && !classes[ref.Name] {

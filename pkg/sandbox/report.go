@@ -23,12 +23,22 @@ type Report struct {
 	// Event each), over the whole run: both should be empty.
 	Stranded    []Finding `json:"stranded"`
 	UnusedNodes []Finding `json:"unusedNodes"`
+	// NodeClasses say whether each EC2NodeClass resolved, and if not why: the first thing to
+	// look at when manifests written for another cluster launch nothing.
+	NodeClasses []NodeClassReport `json:"nodeClasses,omitempty"`
 }
 
 // Finding is an object Tailor reported a fault of, and what it said.
 type Finding struct {
 	Name    string `json:"name"`
 	Message string `json:"message"`
+}
+
+// NodeClassReport is one EC2NodeClass's Ready condition.
+type NodeClassReport struct {
+	Name    string `json:"name"`
+	Ready   string `json:"ready"`
+	Message string `json:"message,omitempty"`
 }
 
 // NodeReport is one node of the fleet.

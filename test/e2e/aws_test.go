@@ -49,6 +49,13 @@ type handledNotice struct {
 
 func newAWSEnv(t *testing.T) *awsEnv {
 	t.Helper()
+	return newAWSEnvFor(t, awsCluster, emulator.Region)
+}
+
+// newAWSEnvFor is newAWSEnv with the emulated account set up for another cluster and region, as
+// `tailor sandbox --cluster-name --region` does.
+func newAWSEnvFor(t *testing.T, clusterName, region string) *awsEnv {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e tests start a control plane; skipped in -short mode")
 	}
@@ -58,7 +65,7 @@ func newAWSEnv(t *testing.T) *awsEnv {
 	// The emulator and provider exist before the cluster, as in `tailor sandbox`; the cluster's
 	// client reaches them once sandbox.Start makes it.
 	var kube atomic.Pointer[kubernetes.Interface]
-	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: awsCluster, OnLaunch: func(l emulator.Launch) {
+	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: clusterName, Region: region, OnLaunch: func(l emulator.Launch) {
 		if k := kube.Load(); k != nil {
 			emulator.NodeRegistrar(*k)(l)
 		}
@@ -66,7 +73,7 @@ func newAWSEnv(t *testing.T) *awsEnv {
 	t.Cleanup(e.emu.Close)
 	e.emu.CreateQueue(awsQueue)
 	var err error
-	e.provider, err = tailoraws.New(ctx, tailoraws.Options{ClusterName: awsCluster, Endpoint: e.emu.URL(), Clock: e.clock,
+	e.provider, err = tailoraws.New(ctx, tailoraws.Options{ClusterName: clusterName, Region: region, Endpoint: e.emu.URL(), Clock: e.clock,
 		InterruptionQueue: awsQueue, RetryMaxBackoff: 100 * time.Millisecond,
 		NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
 			return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)

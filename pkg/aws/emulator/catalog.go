@@ -92,7 +92,7 @@ var cpus = map[string]struct {
 }{"intel": {"Intel", 3.1}, "amd": {"AMD", 3.3}, "aws": {"AWS", 2.5}}
 
 // buildCatalog re-expresses the fake catalog as EC2 describes instance types.
-func buildCatalog(types []*cloud.InstanceType) []*instanceTypeInfo {
+func buildCatalog(types []*cloud.InstanceType, firstZone string) []*instanceTypeInfo {
 	out := make([]*instanceTypeInfo, 0, len(types))
 	for _, it := range types {
 		l := it.Labels
@@ -135,7 +135,7 @@ func buildCatalog(types []*cloud.InstanceType) []*instanceTypeInfo {
 				info.spotPrices[o.Zone] = o.PricePerHour
 			// On-demand prices do not vary by zone on EC2; the fake's reference zone has none
 			// of its invented zone premium.
-			case o.CapacityType == karpv1.CapacityTypeOnDemand && (info.onDemandPrice == 0 || o.Zone == zones[0].name):
+			case o.CapacityType == karpv1.CapacityTypeOnDemand && (info.onDemandPrice == 0 || o.Zone == firstZone):
 				info.onDemandPrice = o.PricePerHour
 			}
 		}

@@ -110,12 +110,12 @@ func (e *Emulator) describeInstanceTypeOfferings(q query) (ec2Response, error) {
 	for _, it := range e.catalog {
 		switch locationType {
 		case "region":
-			all = append(all, offeringXML{InstanceType: it.InstanceType, LocationType: locationType, Location: Region})
+			all = append(all, offeringXML{InstanceType: it.InstanceType, LocationType: locationType, Location: e.region})
 		case "availability-zone", "availability-zone-id":
-			for _, z := range zones {
-				loc := z.name
+			for _, z := range e.zones {
+				loc := z.Name
 				if locationType == "availability-zone-id" {
-					loc = z.id
+					loc = z.ID
 				}
 				all = append(all, offeringXML{InstanceType: it.InstanceType, LocationType: locationType, Location: loc})
 			}
@@ -170,12 +170,12 @@ func (e *Emulator) describeSpotPriceHistory(q query) (ec2Response, error) {
 		if len(types) > 0 && !contains(types, it.InstanceType) {
 			continue
 		}
-		for _, z := range zones {
-			if az := q.get("AvailabilityZone"); az != "" && az != z.name {
+		for _, z := range e.zones {
+			if az := q.get("AvailabilityZone"); az != "" && az != z.Name {
 				continue
 			}
 			all = append(all, spotPriceXML{InstanceType: it.InstanceType, ProductDescription: product,
-				SpotPrice: strconv.FormatFloat(it.spotPrices[z.name], 'f', 6, 64), Timestamp: now, AvailabilityZone: z.name})
+				SpotPrice: strconv.FormatFloat(it.spotPrices[z.Name], 'f', 6, 64), Timestamp: now, AvailabilityZone: z.Name})
 		}
 	}
 	items, err := filterSlice(all, parseFilters(q), func(p spotPriceXML) attributes {

@@ -199,7 +199,7 @@ func (e *Emulator) tryLaunch(c candidate, capacityType string, q query, token st
 	specs := tagSpecs(q, "TagSpecification")
 	inst := &Instance{
 		ID: id, InstanceType: o.InstanceType, Zone: subnet.Zone, SubnetID: subnet.ID, ImageID: image, CapacityType: capacityType,
-		PrivateIP: ip, PrivateDNSName: "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + Region + ".compute.internal",
+		PrivateIP: ip, PrivateDNSName: "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + privateDomain(e.region),
 		State: "running", LaunchTemplate: c.lt.Name, LaunchTime: e.clock.Now(), ClientToken: token,
 		Tags: copyTags(specs["instance"]), VolumeTags: copyTags(specs["volume"]),
 		SecurityGroupIDs: append([]string(nil), c.lt.SecurityGroupIDs...), InstanceProfile: c.lt.InstanceProfile,

@@ -37,7 +37,7 @@ func (e *Emulator) describeSubnets(q query) (ec2Response, error) {
 			case "availability-zone":
 				return []string{s.Zone}, true
 			case "availability-zone-id":
-				return []string{zoneID(s.Zone)}, true
+				return []string{e.zoneID(s.Zone)}, true
 			case "vpc-id":
 				return []string{VPCID}, true
 			case "state":
@@ -56,7 +56,7 @@ func (e *Emulator) describeSubnets(q query) (ec2Response, error) {
 	out := &describeSubnetsOutput{NextToken: next}
 	for _, s := range items {
 		out.Subnets = append(out.Subnets, subnetXML{SubnetID: s.ID, State: "available", VpcID: VPCID, CidrBlock: s.CIDR,
-			AvailableIPAddressCount: s.AvailableIPs, AvailabilityZone: s.Zone, AvailabilityZoneID: zoneID(s.Zone), Tags: tagsXML(s.Tags)})
+			AvailableIPAddressCount: s.AvailableIPs, AvailabilityZone: s.Zone, AvailabilityZoneID: e.zoneID(s.Zone), Tags: tagsXML(s.Tags)})
 	}
 	return out, nil
 }

@@ -14,7 +14,7 @@ type LaunchTemplate struct {
 	UserData         string // decoded
 	SecurityGroupIDs []string
 	InstanceProfile  string
-	// Volumes are the EBS block device mappings; the largest is where the kubelet keeps its data.
+	// Volumes are the EBS block device mappings; kubeletDevice says which holds the kubelet's data.
 	Volumes []Volume
 }
 

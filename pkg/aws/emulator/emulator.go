@@ -3,7 +3,8 @@
 // over HTTP, so their serializers, pagination, error decoding and retryers run exactly as against
 // AWS.
 //
-// Everything in it is SIMULATED: one region (us-west-2), three zones, and the instance types and
+// Everything in it is SIMULATED: one region (us-west-2 unless Options.Region says otherwise), its
+// zones (fake.RegionZones), and the instance types and
 // prices of the fake cloud (pkg/cloud/fake), re-expressed as EC2 would describe them so that the
 // fake and the AWS provider agree on what each type offers. Faults (capacity shortage per
 // offering, throttling, latency) are injected through methods, never by chance.
@@ -26,7 +27,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
-// Region and account the emulator pretends to be.
+// Region (the default) and account the emulator pretends to be.
 const (
 	Region    = fake.Region
 	AccountID = "000000000000"
@@ -43,6 +44,9 @@ type Options struct {
 	// ClusterName is put in the karpenter.sh/discovery tag of the seeded subnets and security
 	// group, and names the seeded node role (NodeRoleName).
 	ClusterName string
+	// Region is the one region emulated, which names its zones, DNS names and ARNs; it must be a
+	// name fake.RegionZones accepts. Default: Region.
+	Region string
 	// KubernetesVersion names the SSM parameters of the seeded EKS AMIs.
 	KubernetesVersion string
 	// MaxPageSize caps the page size of every paginated call, so tests can force pagination.
@@ -58,6 +62,8 @@ type Options struct {
 type Emulator struct {
 	opts   Options
 	clock  clock.Clock
+	region string
+	zones  []fake.Zone
 	server *httptest.Server
 
 	mu       sync.Mutex
@@ -78,15 +84,26 @@ func Start(opts Options) *Emulator {
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = DefaultKubernetesVersion
 	}
+	if opts.Region == "" {
+		opts.Region = Region
+	}
+	zones, err := fake.RegionZones(opts.Region)
+	if err != nil {
+		// A caller's mistake: the sandbox checks a user's region before it starts an emulator.
+		panic(fmt.Sprintf("emulator.Start: %v", err))
+	}
+	types, _ := fake.CatalogIn(opts.Region) // the same region, already checked
 	e := &Emulator{
 		opts:    opts,
 		clock:   opts.Clock,
 		calls:   map[string]int{},
 		faults:  newFaults(),
-		catalog: buildCatalog(fake.Catalog()),
+		region:  opts.Region,
+		zones:   zones,
+		catalog: buildCatalog(types, zones[0].Name),
 		queues:  map[string]*queue{},
 	}
-	e.world = seedWorld(opts.ClusterName, opts.KubernetesVersion, e.clock.Now())
+	e.world = seedWorld(opts.ClusterName, opts.KubernetesVersion, zones, e.clock.Now())
 	// httptest binds the loopback interface only, which is all the emulator may listen on.
 	e.server = httptest.NewServer(e)
 	return e

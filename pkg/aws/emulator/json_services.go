@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
 type getParameterInput struct {
@@ -36,7 +38,7 @@ func (e *Emulator) ssm(action string, body []byte) (any, error) {
 		return nil, &apiError{Code: "ParameterNotFound", Message: fmt.Sprintf("Parameter %s not found.", in.Name)}
 	}
 	return map[string]any{"Parameter": parameterJSON{Name: in.Name, Type: "String", Value: value, Version: 1,
-		DataType: "aws:ec2:image", ARN: "arn:aws:ssm:" + Region + "::parameter" + in.Name,
+		DataType: "aws:ec2:image", ARN: "arn:aws:ssm:" + e.region + "::parameter" + in.Name,
 		LastModifiedDate: float64(e.clock.Now().Unix())}}, nil
 }
 
@@ -67,7 +69,7 @@ func (e *Emulator) pricing(action string, body []byte) (any, error) {
 	var products []string
 	for _, it := range e.catalog {
 		attrs := map[string]string{
-			"servicecode": "AmazonEC2", "instanceType": it.InstanceType, "regionCode": Region, "location": "US West (Oregon)",
+			"servicecode": "AmazonEC2", "instanceType": it.InstanceType, "regionCode": e.region, "location": fake.RegionLocation(e.region),
 			"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
 			"marketoption": "OnDemand", "productFamily": "Compute Instance",
 			"vcpu": strconv.FormatInt(it.VCPUInfo.DefaultVCPUs, 10), "memory": fmt.Sprintf("%d GiB", it.MemoryInfo.SizeInMiB/1024),

@@ -29,6 +29,8 @@ type Launch struct {
 	// the kubelet settings in the user data.
 	Capacity, Allocatable corev1.ResourceList
 	Architecture          string
+	// Region is the emulated region, which the cloud controller labels the node with.
+	Region string
 }
 
 // ProviderID is aws:///<zone>/<instance-id>.
@@ -47,13 +49,13 @@ func (e *Emulator) bootsLocked(instances []*Instance) []Launch {
 	for _, inst := range instances {
 		lt := e.launchTemplateByName(inst.LaunchTemplate)
 		it := e.instanceType(inst.InstanceType)
-		l := Launch{Instance: inst.copy(), NodeName: inst.PrivateDNSName}
+		l := Launch{Instance: inst.copy(), NodeName: inst.PrivateDNSName, Region: e.region}
 		l.Bootstrap, l.BootstrapErr = userdata.Parse(lt.UserData)
 		l.Architecture = "amd64"
 		if it.ProcessorInfo.SupportedArchitectures[0] == "arm64" {
 			l.Architecture = "arm64"
 		}
-		l.Capacity = kubeletCapacity(it, lt, l.Bootstrap, l.Architecture)
+		l.Capacity = kubeletCapacity(it, lt, e.kubeletDeviceLocked(lt.ImageID), l.Bootstrap, l.Architecture)
 		l.Allocatable = kubeletAllocatable(l.Capacity, l.Bootstrap)
 		out = append(out, l)
 	}
@@ -83,7 +85,19 @@ func (e *Emulator) boot(l Launch) {
 	e.opts.OnLaunch(l)
 }
 
-func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, boot userdata.Node, arch string) corev1.ResourceList {
+// kubeletDeviceLocked is the device whose filesystem holds /var/lib/kubelet, which is what the
+// kubelet reports as ephemeral storage: the root volume of the EKS images, Bottlerocket's data
+// volume. Data volumes mapped beside it do not count. Callers hold e.mu.
+func (e *Emulator) kubeletDeviceLocked(imageID string) string {
+	for _, img := range e.world.images {
+		if img.ID == imageID && strings.HasPrefix(img.Name, "bottlerocket") {
+			return "/dev/xvdb"
+		}
+	}
+	return "/dev/xvda"
+}
+
+func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, kubeletDevice string, boot userdata.Node, arch string) corev1.ResourceList {
 	mem := it.MemoryInfo.SizeInMiB
 	if arch == "arm64" {
 		mem -= 64 // the contiguous memory allocator's reservation on Graviton kernels
@@ -93,9 +107,9 @@ func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, boot userdata.Nod
 	if pods == 0 {
 		pods = 110
 	}
-	diskGiB := int64(20)
+	diskGiB := int64(20) // the EKS images' own root volume, when the template maps none
 	for _, v := range lt.Volumes {
-		if v.SizeGiB > 0 && (diskGiB == 20 || v.SizeGiB > diskGiB) {
+		if v.Device == kubeletDevice && v.SizeGiB > 0 {
 			diskGiB = v.SizeGiB
 		}
 	}
@@ -167,7 +181,7 @@ func NodeFor(l Launch) *corev1.Node {
 	labels[corev1.LabelOSStable] = "linux"
 	labels[corev1.LabelInstanceTypeStable] = l.Instance.InstanceType
 	labels[corev1.LabelTopologyZone] = l.Instance.Zone
-	labels[corev1.LabelTopologyRegion] = Region
+	labels[corev1.LabelTopologyRegion] = l.Region
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        l.NodeName,

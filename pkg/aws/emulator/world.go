@@ -7,18 +7,22 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
-type zone struct{ name, id string }
-
-// zones are the fake cloud's, with SIMULATED zone IDs.
-var zones = []zone{{fake.ZoneA, "usw2-az1"}, {fake.ZoneB, "usw2-az2"}, {fake.ZoneC, "usw2-az3"}}
-
-func zoneID(name string) string {
-	for _, z := range zones {
-		if z.name == name {
-			return z.id
+// zoneID is the zone ID of the emulated region's zone name.
+func (e *Emulator) zoneID(name string) string {
+	for _, z := range e.zones {
+		if z.Name == name {
+			return z.ID
 		}
 	}
 	return ""
+}
+
+// privateDomain is the domain of the region's private DNS names: us-east-1 kept EC2's first one.
+func privateDomain(region string) string {
+	if region == "us-east-1" {
+		return "ec2.internal"
+	}
+	return region + ".compute.internal"
 }
 
 // DiscoveryTag is the tag key the seeded subnets and security group carry with the cluster name,
@@ -65,7 +69,7 @@ type world struct {
 // seedWorld creates one subnet per zone and a node security group, all tagged for discovery by
 // the cluster, the cluster's node IAM role (NodeRoleName), and the EKS-optimized images with the
 // SSM parameters that alias selectors read.
-func seedWorld(cluster, k8sVersion string, now time.Time) world {
+func seedWorld(cluster, k8sVersion string, zones []fake.Zone, now time.Time) world {
 	w := world{parameters: map[string]string{}, fleets: map[string]*createFleetOutput{},
 		roles: map[string]*Role{}, profiles: map[string]*InstanceProfile{}}
 	if cluster != "" {
@@ -75,8 +79,8 @@ func seedWorld(cluster, k8sVersion string, now time.Time) world {
 	discovery := map[string]string{DiscoveryTag: cluster}
 	for i, z := range zones {
 		tags := copyTags(discovery)
-		tags["Name"] = "tailor-private-" + z.name
-		w.subnets = append(w.subnets, &Subnet{ID: fmt.Sprintf("subnet-%017x", i+1), Zone: z.name,
+		tags["Name"] = "tailor-private-" + z.Name
+		w.subnets = append(w.subnets, &Subnet{ID: fmt.Sprintf("subnet-%017x", i+1), Zone: z.Name,
 			CIDR: fmt.Sprintf("10.0.%d.0/19", i*32), AvailableIPs: 8187, Tags: tags})
 	}
 	sgTags := copyTags(discovery)

@@ -57,7 +57,15 @@ func parseAL2Script(n *Node, script string) error {
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		// bootstrap.sh takes --flag value and, as hand-written calls often have it, --flag=value.
+		inline, hasInline := "", false
+		if strings.HasPrefix(a, "--") {
+			a, inline, hasInline = strings.Cut(a, "=")
+		}
 		next := func() string {
+			if hasInline {
+				return inline
+			}
 			if i+1 < len(args) {
 				i++
 				return args[i]

@@ -110,3 +110,18 @@ func TestCustomPassesThrough(t *testing.T) {
 		t.Fatalf("Render(Custom) = %q, %v", got, err)
 	}
 }
+
+// A hand-written bootstrap.sh call, as Custom-family user data has it, may give its flags as
+// --flag=value; the node registers with what the kubelet flags say either way.
+func TestParseHandWrittenBootstrap(t *testing.T) {
+	for _, call := range []string{
+		`/etc/eks/bootstrap.sh prod-east --kubelet-extra-args='--node-labels=foo=bar --max-pods=20'`,
+		`/etc/eks/bootstrap.sh prod-east --kubelet-extra-args '--node-labels=foo=bar --max-pods=20'`,
+	} {
+		doc := "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\n--B\nContent-Type: text/x-shellscript\n\n#!/bin/bash\n" + call + "\n\n--B--\n"
+		n, err := Parse(doc)
+		if err != nil || n.Labels["foo"] != "bar" || n.MaxPods != 20 || n.ClusterName != "prod-east" {
+			t.Errorf("%s: labels %v, max pods %d, cluster %q, %v", call, n.Labels, n.MaxPods, n.ClusterName, err)
+		}
+	}
+}

@@ -109,23 +109,36 @@ var families = []family{
 // (computeRequirements in the AWS provider); using it keeps odd names like "u-6tb1" consistent.
 var familyPattern = regexp.MustCompile(`(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.`)
 
-// Catalog returns the SIMULATED instance types, sorted by name. Each call builds fresh values, so
-// callers may change what they get.
+// Catalog returns the SIMULATED instance types of Region, sorted by name. Each call builds fresh
+// values, so callers may change what they get.
 func Catalog() []*cloud.InstanceType {
+	return catalogIn(Zones())
+}
+
+// CatalogIn is Catalog offered in another region's zones (see RegionZones).
+func CatalogIn(region string) ([]*cloud.InstanceType, error) {
+	zones, err := RegionZones(region)
+	if err != nil {
+		return nil, err
+	}
+	return catalogIn(ZoneNames(zones)), nil
+}
+
+func catalogIn(zones []string) []*cloud.InstanceType {
 	var out []*cloud.InstanceType
 	for _, f := range families {
 		for _, s := range sizes {
 			if f.sizes != nil && !contains(f.sizes, s.name) {
 				continue
 			}
-			out = append(out, newInstanceType(f, s))
+			out = append(out, newInstanceType(f, s, zones))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-func newInstanceType(f family, s size) *cloud.InstanceType {
+func newInstanceType(f family, s size, zones []string) *cloud.InstanceType {
 	name := f.name + "." + s.name
 	m := familyPattern.FindStringSubmatch(name)
 	category, generation := m[1], m[3]
@@ -169,7 +182,7 @@ func newInstanceType(f family, s size) *cloud.InstanceType {
 		Labels:    labels,
 		Capacity:  capacity,
 		Overhead:  overhead(s.vcpu, pods),
-		Offerings: offerings(name, category, generation, f.arch, s.vcpu, gpus),
+		Offerings: offerings(name, category, generation, f.arch, s.vcpu, gpus, zones),
 	}
 }
 

@@ -36,7 +36,9 @@ var generationPremium = map[string]float64{"6": 1.02, "7": 1.06}
 
 // zoneFactor is the small, fixed per-zone difference in on-demand price. Real on-demand prices do
 // not vary by zone; the fake does so that a zone choice is never a tie between equal offerings.
-var zoneFactor = map[string]float64{ZoneA: 1.000, ZoneB: 1.004, ZoneC: 0.998}
+// It goes by the zone's place in its region, so the first three zones of every region price as
+// us-west-2's do.
+var zoneFactor = []float64{1.000, 1.004, 0.998}
 
 // Spot is between spotMin and spotMin+spotSpread of on-demand.
 const (
@@ -44,7 +46,7 @@ const (
 	spotSpread = 0.15
 )
 
-func offerings(name, category, generation, arch string, vcpu, gpus int64) []cloud.Offering {
+func offerings(name, category, generation, arch string, vcpu, gpus int64, zones []string) []cloud.Offering {
 	base := onDemandPerVCPU[category]*float64(vcpu) + onDemandPerGPU*float64(gpus)
 	if arch == "arm64" {
 		base *= armDiscount
@@ -53,8 +55,8 @@ func offerings(name, category, generation, arch string, vcpu, gpus int64) []clou
 		base *= p
 	}
 	var out []cloud.Offering
-	for _, zone := range Zones() {
-		od := base * zoneFactor[zone]
+	for i, zone := range zones {
+		od := base * zoneFactor[i%len(zoneFactor)]
 		out = append(out,
 			cloud.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, PricePerHour: round4(od), Available: true},
 			cloud.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeSpot, PricePerHour: round4(od * spotFraction(name, zone)), Available: true},

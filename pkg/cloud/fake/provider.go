@@ -29,6 +29,9 @@ type Options struct {
 	// Catalog replaces the SIMULATED Catalog(); the provider keeps its own copy.
 	Catalog     []*cloud.InstanceType
 	ClusterName string
+	// Region labels the nodes and, without a Catalog, places the catalog in its zones
+	// (CatalogIn); it must be a name RegionZones accepts. Default: Region.
+	Region string
 	// Joiner, when set, is called RegistrationDelay after a launch to play the booting kubelet.
 	Joiner            Joiner
 	RegistrationDelay time.Duration
@@ -66,6 +69,7 @@ type Provider struct {
 	clock       clock.Clock
 	catalog     []*cloud.InstanceType
 	clusterName string
+	region      string
 	joiner      Joiner
 	delay       time.Duration
 
@@ -88,9 +92,13 @@ var _ cloud.CloudProvider = (*Provider)(nil)
 
 // New returns a provider with no instances.
 func New(opts Options) *Provider {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	p := &Provider{
 		clock:       opts.Clock,
 		clusterName: opts.ClusterName,
+		region:      opts.Region,
 		joiner:      opts.Joiner,
 		delay:       opts.RegistrationDelay,
 		instances:   map[string]*Instance{},
@@ -101,11 +109,16 @@ func New(opts Options) *Provider {
 		drift:       map[string]cloud.DriftReason{},
 		notices:     make(chan cloud.Interruption, 64),
 	}
-	if p.clock == nil {
-		p.clock = clock.RealClock{}
+	if p.region == "" {
+		p.region = Region
 	}
 	if opts.Catalog == nil {
-		p.catalog = Catalog()
+		var err error
+		if p.catalog, err = CatalogIn(p.region); err != nil {
+			// A caller's mistake, not a condition of the cloud: callers validate a user's
+			// region with RegionZones first.
+			panic(fmt.Sprintf("fake.New: %v", err))
+		}
 	} else {
 		for _, it := range opts.Catalog {
 			p.catalog = append(p.catalog, copyInstanceType(it))
@@ -192,7 +205,7 @@ func (p *Provider) create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 		LaunchTime:   p.clock.Now(),
 		Tags:         p.tags(claim),
 	}
-	inst.Claim = hydrate(claim, it, offering, inst)
+	inst.Claim = p.hydrate(claim, it, offering, inst)
 	p.instances[inst.ProviderID] = inst
 	p.byClaim[key] = inst.ProviderID
 	klog.FromContext(ctx).V(2).Info("launched fake instance", "nodeclaim", claim.Name,
@@ -231,9 +244,9 @@ func (p *Provider) tags(claim *karpv1.NodeClaim) map[string]string {
 
 // hydrate fills in what the cloud chose. The cloud's labels win over the claim's on a clash
 // because they describe the machine that actually exists.
-func hydrate(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cloud.Offering, inst *Instance) *karpv1.NodeClaim {
+func (p *Provider) hydrate(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cloud.Offering, inst *Instance) *karpv1.NodeClaim {
 	out := claim.DeepCopy()
-	out.Labels = offeringLabels(claim, it, o)
+	out.Labels = offeringLabels(claim, it, o, p.region)
 	out.Status.ProviderID = inst.ProviderID
 	// The fake names nodes after their claims, so, like EC2's private DNS name, the node's name is
 	// known at launch: pods can be nominated to it before it registers.
@@ -245,7 +258,7 @@ func hydrate(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cloud.Offering, 
 }
 
 // offeringLabels is the label set a node launched from the offering would carry.
-func offeringLabels(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cloud.Offering) map[string]string {
+func offeringLabels(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cloud.Offering, region string) map[string]string {
 	labels := make(map[string]string, len(claim.Labels)+len(it.Labels)+3)
 	for k, v := range claim.Labels {
 		labels[k] = v
@@ -254,7 +267,7 @@ func offeringLabels(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cloud.Off
 		labels[k] = v
 	}
 	labels[corev1.LabelTopologyZone] = o.Zone
-	labels[corev1.LabelTopologyRegion] = Region
+	labels[corev1.LabelTopologyRegion] = region
 	labels[karpv1.CapacityTypeLabelKey] = o.CapacityType
 	return labels
 }

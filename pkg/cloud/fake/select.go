@@ -37,7 +37,7 @@ func (p *Provider) choose(claim *karpv1.NodeClaim) (*cloud.InstanceType, cloud.O
 		for _, o := range it.Offerings {
 			// The claim's own labels (nodepool, template labels) are part of the set because the
 			// node will carry them; Karpenter puts single-valued requirements there too.
-			probe.ObjectMeta = metav1.ObjectMeta{Labels: offeringLabels(claim, it, o)}
+			probe.ObjectMeta = metav1.ObjectMeta{Labels: offeringLabels(claim, it, o, p.region)}
 			if selector != nil && !selector.Match(&probe) {
 				continue
 			}

@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// shapeCase is one folder of testdata/karpenter-shapes: a NodePool, an EC2NodeClass and
+// workloads in the shape of one of Karpenter's documented examples.
+type shapeCase struct {
+	name string
+	// pods is how many pods the case's workloads make.
+	pods int
+	// ready is whether every pod must run; when false, done says when the case has settled,
+	// and must say so, with the same count of running pods, for 2 s in a row.
+	ready bool
+	done  func(s *shapeState) (bool, string)
+	// check asserts where the pods run once the case has settled.
+	check func(t *testing.T, e *awsEnv, s *shapeState)
+	// knownGap names a fault being fixed on another branch that makes the case fail today: the
+	// case is skipped with it, to be unskipped once the fix is merged.
+	knownGap string
+	// applyLast applies the case only once every case before it has been checked: a NodePool
+	// whose class is not Ready still stops all provisioning on this branch (the nodeclass-ready
+	// branch leaves such pools out of plans instead), so an unready class must come last.
+	applyLast bool
+}
+
+// The emulated account and the images of our own that the custom-AMI cases select by ID.
+const (
+	shapesCluster = "prod-east"
+	shapesRegion  = "us-east-1"
+	al2AMD64      = "ami-0c0ffee0000000001"
+	al2ARM64      = "ami-0c0ffee0000000002"
+	customAMD64   = "ami-0c0ffee0000000003"
+	customARM64   = "ami-0c0ffee0000000004"
+)
+
+var shapeCases = []shapeCase{
+	{name: "general-purpose", pods: 5, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		s.eachNode(t, "amd64, on-demand, c/m/r of generation 3+ in us-east-1", func(n corev1.Node) bool {
+			return n.Labels[corev1.LabelArchStable] == "amd64" && n.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeOnDemand &&
+				slices.Contains([]string{"c", "m", "r"}, n.Labels[awsv1.LabelInstanceCategory]) && labelInt(n, awsv1.LabelInstanceGeneration) > 2 &&
+				strings.HasPrefix(n.Labels[corev1.LabelTopologyZone], shapesRegion) && n.Labels[corev1.LabelTopologyRegion] == shapesRegion
+		})
+		if len(s.class.Status.Subnets) != 3 || !strings.HasPrefix(s.class.Status.Subnets[0].ZoneID, "use1-az") {
+			t.Errorf("the class resolved subnets %+v, want the 3 of us-east-1", s.class.Status.Subnets)
+		}
+	}},
+	{name: "spot", pods: 3, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		s.eachNode(t, "spot", func(n corev1.Node) bool { return n.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot })
+	}},
+	{name: "cpu-limit", pods: 30, done: func(s *shapeState) (bool, string) {
+		return s.running() > 0, fmt.Sprintf("%d of 30 running", s.running())
+	}, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		cpu := resource.Quantity{}
+		for _, c := range s.claims {
+			cpu.Add(*c.Status.Capacity.Cpu())
+		}
+		if cpu.Cmp(resource.MustParse("100")) > 0 {
+			t.Errorf("the NodePool's claims hold %s vCPUs, over its limit of 100", cpu.String())
+		}
+		// 120 vCPUs are asked for: whatever the shapes, some pods stay pending, and the pool
+		// launches until the limit leaves no room for another 4-vCPU pod.
+		if s.running() == 30 || cpu.Cmp(resource.MustParse("64")) < 0 {
+			t.Errorf("%d of 30 pods run on %s vCPUs", s.running(), cpu.String())
+		}
+	}},
+	{name: "large-instances", pods: 4, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		s.eachNode(t, "at least 4 vCPUs and 8 GiB", func(n corev1.Node) bool {
+			return labelInt(n, awsv1.LabelInstanceCPU) >= 4 && labelInt(n, awsv1.LabelInstanceMemory) >= 8192
+		})
+	}},
+	{name: "multiple-arch", pods: 6, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		for app, arch := range map[string]string{"arm64": "arm64", "amd64": "amd64", "prefer-arm": "arm64"} {
+			for _, p := range s.podsOf(app) {
+				if n := s.nodeOf(p); n.Labels[corev1.LabelArchStable] != arch {
+					t.Errorf("%s pod %s runs on %s node %s", app, p.Name, n.Labels[corev1.LabelArchStable], n.Name)
+				}
+			}
+		}
+		s.eachNode(t, "from the NodePool of its architecture", func(n corev1.Node) bool {
+			return n.Labels[karpv1.NodePoolLabelKey] == "multiple-arch-"+n.Labels[corev1.LabelArchStable]
+		})
+	}},
+	{name: "min-values-family", pods: 3, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		s.eachNode(t, "spot", func(n corev1.Node) bool { return n.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot })
+		for _, c := range s.claims {
+			types, _ := claimValues(c, corev1.LabelInstanceTypeStable)
+			if families := distinct(types, familyOf); families < 5 {
+				t.Errorf("NodeClaim %s may launch as %d families (%v), the NodePool asks for 5", c.Name, families, types)
+			}
+		}
+	}},
+	{name: "min-values-multiple-keys", pods: 3, ready: true, knownGap: "pinned AMI aliases (al2023@v20240625) are AMINotFound: the emulator serves @latest only",
+		check: func(t *testing.T, e *awsEnv, s *shapeState) {
+			for _, c := range s.claims {
+				types, _ := claimValues(c, corev1.LabelInstanceTypeStable)
+				categories := distinct(types, func(it string) string { return it[:1] })
+				if len(types) < 2 || distinct(types, familyOf) < 5 || categories < 2 {
+					t.Errorf("NodeClaim %s may launch as %v: want 2+ types, 5+ families, 2+ categories", c.Name, types)
+				}
+			}
+		}},
+	{name: "al2-custom-ami", pods: 2, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		if amis := classAMIs(s.class); len(amis) != 2 || amis[al2AMD64] == "" || amis[al2ARM64] == "" {
+			t.Errorf("the class resolved images %v, want the two selected by ID", amis)
+		}
+		for _, c := range s.claims {
+			if c.Status.ImageID != al2AMD64 {
+				t.Errorf("NodeClaim %s runs image %s, want the amd64 one of ours, %s", c.Name, c.Status.ImageID, al2AMD64)
+			}
+		}
+	}},
+	{name: "al2023-custom-userdata", pods: 2, ready: true, knownGap: `AL2023 MIME user data whose last boundary lacks the closing "--" fails launch`,
+		check: func(t *testing.T, e *awsEnv, s *shapeState) {
+			s.eachNode(t, "amd64", func(n corev1.Node) bool { return n.Labels[corev1.LabelArchStable] == "amd64" })
+		}},
+	{name: "bottlerocket", pods: 2, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		// The label comes from the class's TOML, merged into the user data Tailor renders.
+		s.eachNode(t, "labelled by its Bottlerocket settings", func(n corev1.Node) bool { return n.Labels["team"] == "platform" })
+		amis := classAMIs(s.class)
+		for _, c := range s.claims {
+			if !strings.HasPrefix(amis[c.Status.ImageID], "bottlerocket-") {
+				t.Errorf("NodeClaim %s runs image %s (%s), not Bottlerocket", c.Name, c.Status.ImageID, amis[c.Status.ImageID])
+			}
+		}
+	}},
+	{name: "custom-family", pods: 2, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		// Custom user data reaches the instance untouched: its bootstrap line labels the node.
+		s.eachNode(t, "labelled by its own bootstrap", func(n corev1.Node) bool { return n.Labels["foo"] == "bar" })
+		for _, c := range s.claims {
+			if c.Status.ImageID != customAMD64 {
+				t.Errorf("NodeClaim %s runs image %s, want %s", c.Name, c.Status.ImageID, customAMD64)
+			}
+		}
+	}},
+	{name: "multiple-ebs", pods: 2, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		// Ephemeral storage is the root volume's, /dev/xvda for AL2023, not the data volumes'.
+		s.eachNode(t, "given the 20 GiB root volume as ephemeral storage", func(n corev1.Node) bool {
+			return n.Status.Capacity.StorageEphemeral().Cmp(resource.MustParse("20Gi")) == 0
+		})
+	}},
+	{name: "instance-store", pods: 2, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		// The emulated catalog has no instance-store family yet: the RAID0 class applies and
+		// launches, which is what can be seen.
+		if s.class.Spec.InstanceStorePolicy == nil || *s.class.Spec.InstanceStorePolicy != awsv1.InstanceStorePolicyRAID0 {
+			t.Errorf("instanceStorePolicy is %v", s.class.Spec.InstanceStorePolicy)
+		}
+	}},
+	{name: "gpu", pods: 1, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		s.eachNode(t, "an NVIDIA GPU node, tainted for GPU pods", func(n corev1.Node) bool {
+			gpus := n.Status.Allocatable[fake.ResourceNvidiaGPU]
+			return labelInt(n, awsv1.LabelInstanceGPUCount) >= 1 && n.Labels[awsv1.LabelInstanceGPUManufacturer] == "nvidia" &&
+				gpus.Value() >= 1 && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "nvidia.com/gpu" })
+		})
+	}},
+	// Slow today (about 35 s): Tailor nominates two pods to each zone's new node, and the
+	// scheduler, which adds only the evaluated node's nominated pods to the spread counts, sees a
+	// skew of 2 on every node and refuses all six until the nominations lapse (20 s) and the next
+	// resync places them.
+	{name: "spread-zone", pods: 6, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		if c := s.counts(corev1.LabelTopologyZone, "us-east-1a", "us-east-1b", "us-east-1c"); len(c) != 3 || skew(c) > 1 {
+			t.Errorf("pods per zone %v: want the 3 us-east-1 zones, skew at most 1", c)
+		}
+	}},
+	{name: "spread-hostname", pods: 4, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		nodes := make([]string, 0, len(s.nodes))
+		for n := range s.nodes {
+			nodes = append(nodes, n)
+		}
+		if c := s.counts(corev1.LabelHostname, nodes...); len(c) < 2 || skew(c) > 1 {
+			t.Errorf("pods per node %v: want skew at most 1", c)
+		}
+	}},
+	{name: "spread-hostname-zone", pods: 10, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		nodes := make([]string, 0, len(s.nodes))
+		for n := range s.nodes {
+			nodes = append(nodes, n)
+		}
+		if c := s.counts(corev1.LabelHostname, nodes...); skew(c) > 2 {
+			t.Errorf("pods per node %v: want skew at most 2", c)
+		}
+		// kube-scheduler counts the zones that have nodes the pods may use; a zone with none is
+		// no domain (Karpenter's own accounting would count the NodePool's empty zones too).
+		if c := s.counts(corev1.LabelTopologyZone); skew(c) > 5 {
+			t.Errorf("pods per zone %v: want skew at most 5", c)
+		}
+	}},
+	{name: "disruption-budgets", pods: 10, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		s.eachNode(t, "amd64", func(n corev1.Node) bool { return n.Labels[corev1.LabelArchStable] == "amd64" })
+		waitShape(t, e, "the PodDisruptionBudget to allow 2 disruptions (80% of 10 must stay)", 30*time.Second, func() (bool, string) {
+			pdb, err := e.cluster.Kube.PolicyV1().PodDisruptionBudgets(s.name).Get(e.ctx, "pdb", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return pdb.Status.DisruptionsAllowed == 2, fmt.Sprintf("status %+v", pdb.Status)
+		})
+		np, err := e.cluster.Tailor.NodePools.Get(e.ctx, s.name)
+		if err != nil || len(np.Spec.Disruption.Budgets) != 3 {
+			t.Errorf("NodePool budgets: %v, %+v", err, np)
+		}
+	}},
+	// Last: it moves Tailor's clock past the other cases' checks.
+	{name: "max-node-lifetime", pods: 2, ready: true, check: checkMaxNodeLifetime},
+	// Windows families are not supported yet: the class must say so, and its pods stay pending.
+	{name: "windows-2022", pods: 1, applyLast: true, done: func(s *shapeState) (bool, string) {
+		ready := s.class.GetCondition(awsv1.ConditionTypeReady)
+		return ready != nil && ready.Status == metav1.ConditionFalse, fmt.Sprintf("class Ready condition %+v", ready)
+	}, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		ready := s.class.GetCondition(awsv1.ConditionTypeReady)
+		if !strings.Contains(strings.ToLower(ready.Message), "windows2022") {
+			t.Errorf("the class is not Ready, but its message does not say why Windows fails: %q", ready.Message)
+		}
+		if s.running() != 0 || len(s.claims) != 0 {
+			t.Errorf("%d Windows pods run on %d NodeClaims", s.running(), len(s.claims))
+		}
+	}},
+}
+
+// TestKarpenterShapes applies every case of testdata/karpenter-shapes at once to one cluster on
+// the AWS provider and the emulator, set up as the account of cluster prod-east in us-east-1 that
+// the manifests were written for, and checks, case by case, that the pods run where their
+// constraints say.
+func TestKarpenterShapes(t *testing.T) {
+	e := newAWSEnvFor(t, shapesCluster, shapesRegion)
+	created := e.clock.Now().Add(-time.Hour)
+	for _, img := range []emulator.Image{
+		{ID: al2AMD64, Name: "my-eks-al2-x86_64", Architecture: "x86_64"},
+		{ID: al2ARM64, Name: "my-eks-al2-arm64", Architecture: "arm64"},
+		{ID: customAMD64, Name: "my-hardened-x86_64", Architecture: "x86_64"},
+		{ID: customARM64, Name: "my-hardened-arm64", Architecture: "arm64"},
+	} {
+		img.OwnerID, img.Created = emulator.AccountID, created
+		e.emu.AddImage(img)
+	}
+	var dirs []string
+	for _, c := range shapeCases {
+		if c.knownGap == "" && !c.applyLast {
+			dirs = append(dirs, filepath.Join("testdata", "karpenter-shapes", c.name))
+		}
+	}
+	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, dirs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range shapeCases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.knownGap != "" {
+				t.Skip("known gap: " + c.knownGap)
+			}
+			if c.applyLast {
+				if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{filepath.Join("testdata", "karpenter-shapes", c.name)}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var s *shapeState
+			streak, lastRunning := 0, -1
+			waitShape(t, e, c.name+" to settle", time.Minute, func() (bool, string) {
+				var err error
+				if s, err = e.readShape(c.name); err != nil {
+					return false, err.Error()
+				}
+				ok, why := s.settled(c.pods)
+				if ok && c.ready {
+					ok, why = s.running() == c.pods, fmt.Sprintf("%d of %d pods running%s", s.running(), c.pods, s.stuck())
+				}
+				if ok && c.done != nil {
+					ok, why = c.done(s)
+					if !ok || s.running() != lastRunning {
+						streak, lastRunning = 0, s.running()
+					}
+					if streak++; streak < 10 {
+						ok = false
+					}
+				}
+				return ok, why
+			})
+			if c.ready {
+				if ready := s.class.GetCondition(awsv1.ConditionTypeReady); ready == nil || ready.Status != metav1.ConditionTrue {
+					t.Errorf("EC2NodeClass %s is not Ready: %+v", c.name, ready)
+				}
+			}
+			c.check(t, e, s)
+		})
+	}
+}
+
+// checkMaxNodeLifetime: the claims carry the NodePool's expireAfter and terminationGracePeriod;
+// once 7 days have passed on Tailor's clock, every node of the case is replaced and the pods run
+// on new ones. The other cases' NodePools keep Karpenter's default of 30 days.
+func checkMaxNodeLifetime(t *testing.T, e *awsEnv, s *shapeState) {
+	old := map[string]bool{}
+	for _, c := range s.claims {
+		old[c.Name] = true
+		if c.Spec.ExpireAfter.Duration == nil || *c.Spec.ExpireAfter.Duration != 168*time.Hour ||
+			c.Spec.TerminationGracePeriod == nil || c.Spec.TerminationGracePeriod.Duration != 24*time.Hour {
+			t.Errorf("NodeClaim %s: expireAfter %v, terminationGracePeriod %v", c.Name, c.Spec.ExpireAfter, c.Spec.TerminationGracePeriod)
+		}
+	}
+	e.clock.Step(169 * time.Hour)
+	waitShape(t, e, "the expired nodes to be replaced", time.Minute, func() (bool, string) {
+		now, err := e.readShape(s.name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range now.claims {
+			if old[c.Name] {
+				return false, fmt.Sprintf("NodeClaim %s is still there", c.Name)
+			}
+		}
+		return now.running() == 2, fmt.Sprintf("%d of 2 pods running on %d new claims", now.running(), len(now.claims))
+	})
+}
