@@ -31,13 +31,6 @@ type shapeCase struct {
 	done  func(s *shapeState) (bool, string)
 	// check asserts where the pods run once the case has settled.
 	check func(t *testing.T, e *awsEnv, s *shapeState)
-	// knownGap names a fault being fixed on another branch that makes the case fail today: the
-	// case is skipped with it, to be unskipped once the fix is merged.
-	knownGap string
-	// applyLast applies the case only once every case before it has been checked: a NodePool
-	// whose class is not Ready still stops all provisioning on this branch (the nodeclass-ready
-	// branch leaves such pools out of plans instead), so an unready class must come last.
-	applyLast bool
 }
 
 // The emulated account and the images of our own that the custom-AMI cases select by ID.
@@ -106,7 +99,7 @@ var shapeCases = []shapeCase{
 			}
 		}
 	}},
-	{name: "min-values-multiple-keys", pods: 3, ready: true, knownGap: "pinned AMI aliases (al2023@v20240625) are AMINotFound: the emulator serves @latest only",
+	{name: "min-values-multiple-keys", pods: 3, ready: true,
 		check: func(t *testing.T, e *awsEnv, s *shapeState) {
 			for _, c := range s.claims {
 				types, _ := claimValues(c, corev1.LabelInstanceTypeStable)
@@ -126,7 +119,7 @@ var shapeCases = []shapeCase{
 			}
 		}
 	}},
-	{name: "al2023-custom-userdata", pods: 2, ready: true, knownGap: `AL2023 MIME user data whose last boundary lacks the closing "--" fails launch`,
+	{name: "al2023-custom-userdata", pods: 2, ready: true,
 		check: func(t *testing.T, e *awsEnv, s *shapeState) {
 			s.eachNode(t, "amd64", func(n corev1.Node) bool { return n.Labels[corev1.LabelArchStable] == "amd64" })
 		}},
@@ -218,7 +211,7 @@ var shapeCases = []shapeCase{
 	// Last: it moves Tailor's clock past the other cases' checks.
 	{name: "max-node-lifetime", pods: 2, ready: true, check: checkMaxNodeLifetime},
 	// Windows families are not supported yet: the class must say so, and its pods stay pending.
-	{name: "windows-2022", pods: 1, applyLast: true, done: func(s *shapeState) (bool, string) {
+	{name: "windows-2022", pods: 1, done: func(s *shapeState) (bool, string) {
 		ready := s.class.GetCondition(awsv1.ConditionTypeReady)
 		return ready != nil && ready.Status == metav1.ConditionFalse, fmt.Sprintf("class Ready condition %+v", ready)
 	}, check: func(t *testing.T, e *awsEnv, s *shapeState) {
@@ -250,23 +243,13 @@ func TestKarpenterShapes(t *testing.T) {
 	}
 	var dirs []string
 	for _, c := range shapeCases {
-		if c.knownGap == "" && !c.applyLast {
-			dirs = append(dirs, filepath.Join("testdata", "karpenter-shapes", c.name))
-		}
+		dirs = append(dirs, filepath.Join("testdata", "karpenter-shapes", c.name))
 	}
 	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, dirs, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range shapeCases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.knownGap != "" {
-				t.Skip("known gap: " + c.knownGap)
-			}
-			if c.applyLast {
-				if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{filepath.Join("testdata", "karpenter-shapes", c.name)}, nil); err != nil {
-					t.Fatal(err)
-				}
-			}
 			var s *shapeState
 			streak, lastRunning := 0, -1
 			waitShape(t, e, c.name+" to settle", time.Minute, func() (bool, string) {
