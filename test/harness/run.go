@@ -122,6 +122,14 @@ func comparePrice(ctx context.Context, t *testing.T, cluster *sandbox.Cluster, r
 	live := FleetPrice(ctx, cluster.Cloud, r)
 	t.Logf("fleet $%.4f/h on %d nodes; plan $%.4f/h on %d NodeClaims (%d unplaceable), bound $%.4f/h; live/plan %.3f",
 		live, len(r.launched()), planned.PricePerHour, len(planned.NodeClaims), len(planned.Unplaceable), planned.LowerBoundPerHour, live/max(planned.PricePerHour, 1e-9))
+	if pending := len(r.Pending()); len(planned.Unplaceable) > pending {
+		// The live fleet holds pods the plan left out: a NodePool limit counts a claim at the
+		// largest type it may launch as until it has launched (as Karpenter's does), so an
+		// all-at-once plan runs into limits that launched nodes, at their real size, leave room
+		// under. A dearer fleet that holds more pods is no fault of price.
+		t.Logf("price not compared: the plan leaves %d pods out, the fleet %d", len(planned.Unplaceable), pending)
+		return nil
+	}
 	if live > planned.PricePerHour*PriceTolerance+1e-6 {
 		return []Finding{{"price", "fleet", fmt.Sprintf("live fleet $%.4f/h is %.2f x the plan's $%.4f/h (tolerance %.2f)",
 			live, live/planned.PricePerHour, planned.PricePerHour, PriceTolerance)}}
