@@ -13,12 +13,12 @@ import (
 var FixedSeeds = []uint64{1, 2, 3, 5}
 
 // RegressionSeeds are seeds that found Tailor bugs (see the README's harness section); they run
-// with the fixed set and may fail until the bug is fixed.
+// with the fixed set, so the bug they found stays fixed.
 //
 // Seed 4 (AWS): a 6-replica Deployment (3 cpu, 1Gi, priority -10 without preemption) with zone
-// spread maxSkew 1, minDomains 3, DoNotSchedule: all 6 stay Pending for 90 s with "waiting for
-// Tailor to provision capacity" and no FailedProvisioning event, while a new c6g.12xlarge
-// spot node in us-west-2c passes every Filter plugin.
+// spread maxSkew 1, minDomains 3, DoNotSchedule: all 6 stayed Pending beside the nodes launched
+// for them, nominated two to a zone, which the scheduler's Filter with nominated pods refuses.
+// Fixed by nominating only what the scheduler takes (pkg/provision/admissible.go).
 var RegressionSeeds = []uint64{4}
 
 // SeedsEnv and FirstSeedEnv select other seeds: HARNESS_SEEDS=N runs N seeds from
