@@ -23,8 +23,10 @@ e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-proc
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/ ./cmd/tailor/
 
 SEEDS ?= 100
-fuzz: ## the workload harness over SEEDS generated scenarios from HARNESS_FIRST_SEED (1000); failing ones go to HARNESS_OUT
-	HARNESS_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 0 -run TestWorkloadHarness ./test/harness/
+FIRST ?= 1000
+JOBS ?= 2
+fuzz: ## the workload harness over SEEDS generated scenarios from FIRST, in JOBS processes; failing seeds' manifests and the logs go to OUT
+	SEEDS=$(SEEDS) FIRST=$(FIRST) JOBS=$(JOBS) OUT=$(OUT) GO=$(GO) ./hack/fuzz.sh
 
 run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in one process
 	$(GO) run ./cmd/tailor sandbox --apply examples/
