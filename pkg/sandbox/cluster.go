@@ -134,6 +134,13 @@ func (c *Cluster) stopScheduler() {
 	c.schedCancel = nil
 }
 
+// StopScheduler stops Tailor's scheduler, as scaling its Deployment to zero would, leaving the
+// cluster and the cloud running; StartScheduler starts a new one.
+func (c *Cluster) StopScheduler() { c.stopScheduler() }
+
+// StartScheduler starts Tailor's scheduler after StopScheduler.
+func (c *Cluster) StartScheduler(ctx context.Context) error { return c.startScheduler(ctx) }
+
 // RestartScheduler stops Tailor's scheduler, wherever it is in its work, and starts a new one
 // against the same cluster and cloud: the memory of the old one is lost, as in a crash.
 func (c *Cluster) RestartScheduler(ctx context.Context) error {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/controller"
 )
@@ -48,6 +49,9 @@ type Options struct {
 	// Hash, when set, gives the class's static hash and its version, stamped on the class as
 	// annotations (as Karpenter does) so that kubectl shows what launches are compared with.
 	Hash func(nc *awsv1.EC2NodeClass) (hash, version string)
+	// NodeClaims, when set, lets a change of hash version re-stamp the class's claims (see
+	// restampClaims).
+	NodeClaims *client.Typed[*karpv1.NodeClaim]
 }
 
 // Controller writes EC2NodeClass status on every add and spec change, and periodically.
@@ -77,12 +81,13 @@ func New(opts Options) (*Controller, error) {
 	c.queue = controller.NewQueue("ec2nodeclass", opts.Clock, c.reconcile)
 	_, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueue(obj) },
-		// Only spec changes (a new generation): the controller's own status writes come back as
-		// updates too, and must not start another round.
+		// Only spec changes (a new generation) and hash annotations someone else wrote (Karpenter,
+		// before it was scaled down): the controller's own status writes come back as updates
+		// too, and must not start another round.
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*awsv1.EC2NodeClass)
 			n, ok2 := newObj.(*awsv1.EC2NodeClass)
-			if ok1 && ok2 && o.Generation != n.Generation {
+			if ok1 && ok2 && (o.Generation != n.Generation || !c.hashCurrent(n)) {
 				c.enqueue(n)
 			}
 		},
@@ -133,22 +138,35 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 
 // stampHash writes the class's hash annotations when they are not current.
 func (c *Controller) stampHash(ctx context.Context, nc *awsv1.EC2NodeClass) error {
-	if c.opts.Hash == nil {
+	if c.hashCurrent(nc) {
 		return nil
 	}
 	hash, version := c.opts.Hash(nc)
-	if nc.Annotations[awsv1.AnnotationEC2NodeClassHash] == hash && nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == version {
-		return nil
-	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 		awsv1.AnnotationEC2NodeClassHash: hash, awsv1.AnnotationEC2NodeClassHashVersion: version}}})
 	if err != nil {
 		return err
 	}
+	// Claims first: once the class carries the new version, this is not called again.
+	if nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != version {
+		if err := c.restampClaims(ctx, nc, hash, version); err != nil {
+			return err
+		}
+	}
 	if _, err := c.opts.NodeClasses.Patch(ctx, nc.Name, types.MergePatchType, patch); err != nil {
 		return fmt.Errorf("stamping the hash on EC2NodeClass %s: %w", nc.Name, err)
 	}
 	return nil
+}
+
+// hashCurrent says whether the class carries its current hash and version (true when the
+// controller stamps none).
+func (c *Controller) hashCurrent(nc *awsv1.EC2NodeClass) bool {
+	if c.opts.Hash == nil {
+		return true
+	}
+	hash, version := c.opts.Hash(nc)
+	return nc.Annotations[awsv1.AnnotationEC2NodeClassHash] == hash && nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == version
 }
 
 // logReadiness logs a change of Ready, with the reason when it is not.
