@@ -137,4 +137,3 @@ func idsOf(claims map[string]string) map[string]struct{} {
 	}
 	return out
 }
-
