@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/discovery/cached/memory"
@@ -40,7 +41,7 @@ func StartKubelets(ctx context.Context, kube kubernetes.Interface) error {
 		return fmt.Errorf("loading kwok's node stage: %w", err)
 	}
 	var podStages []*internalversion.Stage
-	for _, raw := range []string{podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete} {
+	for _, raw := range []string{podfast.DefaultPodReady, withJobRuntime(podfast.DefaultPodComplete), podfast.DefaultPodDelete} {
 		s, err := config.UnmarshalWithType[*internalversion.Stage](raw)
 		if err != nil {
 			return fmt.Errorf("loading kwok's pod stages: %w", err)
@@ -65,6 +66,20 @@ func StartKubelets(ctx context.Context, kube kubernetes.Interface) error {
 	}
 	// kwok logs every status patch; keep its warnings and errors only.
 	return ctrl.Start(kwoklog.NewContext(ctx, kwoklog.NewLogger(os.Stderr, kwoklog.LevelWarn)))
+}
+
+// JobRuntimeAnnotation, on a Job's pod, is how long it runs before it completes (a Go duration;
+// kwok's own annotation for its pod-complete stage). Without it a Job's pod completes as soon as
+// it runs, which no real Job does: its node is free again before the nodes launched for its
+// siblings are up, and they land there instead.
+const JobRuntimeAnnotation = "pod-complete.stage.kwok.x-k8s.io/delay"
+
+// withJobRuntime gives kwok's fast pod-complete stage the delay its general one has, read from
+// JobRuntimeAnnotation (none: no delay).
+func withJobRuntime(stage string) string {
+	delay := "spec:\n  delay:\n    durationMilliseconds: 0\n    durationFrom:\n      expressionFrom: '.metadata.annotations[\"" +
+		JobRuntimeAnnotation + "\"]'\n"
+	return strings.Replace(stage, "spec:\n", delay, 1)
 }
 
 // StartWorkloadControllers runs the Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and

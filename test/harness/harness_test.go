@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+	"github.com/tailor-sh/tailor/test/workload"
 )
 
 // FixedSeeds run in `make test`: a spread of scenarios, half on each cloud. Four, because a
@@ -79,4 +82,11 @@ func seedsToRun() ([]uint64, error) {
 		out = append(out, first+i)
 	}
 	return out, nil
+}
+
+// The generator names the sandbox's annotation without importing the sandbox.
+func TestJobRuntimeAnnotationIsTheSandboxs(t *testing.T) {
+	if workload.JobRuntimeAnnotation != sandbox.JobRuntimeAnnotation {
+		t.Fatalf("test/workload sets %q on Job pods; the sandbox reads %q", workload.JobRuntimeAnnotation, sandbox.JobRuntimeAnnotation)
+	}
 }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math/rand/v2"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -62,6 +63,12 @@ func Generate(seed uint64) *Scenario {
 			name := appName("batch", i)
 			tmpl := podTemplate(r, name, traits, wantGPU, priorities)
 			tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+			// Longer than a node takes to come up in the sandbox, so that the pods of a Job run
+			// side by side, as real ones do, and each needs the room it was planned.
+			if tmpl.Annotations == nil {
+				tmpl.Annotations = map[string]string{}
+			}
+			tmpl.Annotations[JobRuntimeAnnotation] = jobRuntime.String()
 			s.Jobs = append(s.Jobs, &batchv1.Job{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
 				Spec:       batchv1.JobSpec{Parallelism: ptr.To(replicas), Completions: ptr.To(replicas), Template: tmpl},
@@ -70,6 +77,14 @@ func Generate(seed uint64) *Scenario {
 	}
 	return s
 }
+
+// jobRuntime is how long a Job's pod runs in the sandbox, told to it through kwok's
+// pod-complete annotation (sandbox.JobRuntimeAnnotation; not imported, to keep this package free
+// of the sandbox's dependencies).
+const (
+	jobRuntime           = 20 * time.Second
+	JobRuntimeAnnotation = "pod-complete.stage.kwok.x-k8s.io/delay"
+)
 
 // addDeployment adds a Deployment, sometimes with a PodDisruptionBudget, and the replicas it is
 // cut to in the scale-down half.
