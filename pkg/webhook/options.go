@@ -1,12 +1,12 @@
 package webhook
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -55,7 +55,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertDir, "webhook-cert-dir", o.CertDir, "serve the webhook with tls.crt and tls.key from this folder (e.g. cert-manager's Secret mounted), reloaded when they change; exclusive with --webhook-cert-secret")
 	fs.StringVar(&o.CertSecret, "webhook-cert-secret", o.CertSecret, "keep a self-signed CA and serving certificate in this Secret of --webhook-namespace (created when missing, rotated at two thirds of their lifetime), serve with it, and put its CA in the caBundle of --webhook-configuration; exclusive with --webhook-cert-dir")
 	fs.StringVar(&o.Service, "webhook-service", o.Service, "with --webhook-cert-secret: the Service in front of the webhook; the certificate is for SERVICE.NAMESPACE.svc")
-	fs.StringVar(&o.Namespace, "webhook-namespace", o.Namespace, "with --webhook-cert-secret: the namespace of the Secret and the Service (default: $POD_NAMESPACE, else "+DefaultNamespace+")")
+	fs.StringVar(&o.Namespace, "webhook-namespace", o.Namespace, "with --webhook-cert-secret: the namespace of the Secret and the Service; the default is $POD_NAMESPACE, or "+DefaultNamespace+" without it")
 	fs.StringVar(&o.Configuration, "webhook-configuration", o.Configuration, "with --webhook-cert-secret: the MutatingWebhookConfiguration whose webhooks get the CA as caBundle")
 }
 
@@ -91,7 +91,8 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
-	return utilerrors.NewAggregate(errs)
+	// One mistake a line.
+	return errors.Join(errs...)
 }
 
 // hosts are the names the certificate of CertSecret is for: the Service's, which the API server
