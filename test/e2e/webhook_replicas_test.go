@@ -40,7 +40,7 @@ func TestWebhookReplicasAgreeOnOneCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	mwcs := kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	if _, err := mwcs.Create(ctx, podWebhookConfiguration("tailor", "https://127.0.0.1:1/mutate-pods", "a.tailor.sh", "b.tailor.sh"), metav1.CreateOptions{}); err != nil {
+	if _, err := mwcs.Create(ctx, podWebhookConfiguration(t, "tailor", "https://127.0.0.1:1/mutate-pods", "a.tailor.sh", "b.tailor.sh"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,34 +12,44 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
 	"github.com/tailor-sh/tailor/pkg/webhook"
 )
 
 // optInLabel is the label the shipped MutatingWebhookConfiguration selects namespaces by.
 const optInLabel = "scheduling.tailor.sh/enabled"
 
-// podWebhookConfiguration is what manifests/deploy/webhook.yaml registers, pointed at url: new
-// pods of namespaces labelled optInLabel=true, failurePolicy Ignore.
-func podWebhookConfiguration(name, url string, webhookNames ...string) *admissionregistrationv1.MutatingWebhookConfiguration {
+// podWebhookConfiguration is the MutatingWebhookConfiguration of manifests/deploy/webhook.yaml
+// (new pods of namespaces labelled optInLabel=true, failurePolicy Ignore, 5 s timeout, no side
+// effects), named name, with its webhook copied under each of webhookNames, each pointed at url:
+// the sandbox's API server reaches the webhook on loopback, not through a Service.
+func podWebhookConfiguration(t *testing.T, name, url string, webhookNames ...string) *admissionregistrationv1.MutatingWebhookConfiguration {
+	t.Helper()
+	objs, err := sandbox.ReadObjects([]string{filepath.Join("..", "..", "manifests", "deploy", "webhook.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shipped admissionregistrationv1.MutatingWebhookConfiguration
+	for _, o := range objs {
+		if o.GetKind() == "MutatingWebhookConfiguration" {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &shipped); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(shipped.Webhooks) != 1 {
+		t.Fatalf("manifests/deploy/webhook.yaml: %d webhooks; want one", len(shipped.Webhooks))
+	}
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, n := range webhookNames {
-		cfg.Webhooks = append(cfg.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name:         n,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url)},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{optInLabel: "true"}},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			TimeoutSeconds:          ptr.To[int32](5),
-			AdmissionReviewVersions: []string{"v1"},
-		})
+		w := *shipped.Webhooks[0].DeepCopy()
+		w.Name, w.ClientConfig = n, admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url)}
+		cfg.Webhooks = append(cfg.Webhooks, w)
 	}
 	return cfg
 }
@@ -57,7 +68,7 @@ func TestWebhookOptsInNamespacesByLabel(t *testing.T) {
 		}
 	}
 	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(e.ctx,
-		podWebhookConfiguration("tailor", e.cluster.WebhookURL, "pods.scheduling.tailor.sh"), metav1.CreateOptions{}); err != nil {
+		podWebhookConfiguration(t, "tailor", e.cluster.WebhookURL, "pods.scheduling.tailor.sh"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("Tailor to put its CA in the caBundle", 30*time.Second, func() (bool, string) {
