@@ -140,10 +140,11 @@ func (s *secretCertificates) reconcileOnce(ctx context.Context) (time.Duration, 
 	if err := s.trust(ctx, b); err != nil {
 		return 0, err
 	}
-	if next, why, err = renewServing(now, b, s.hosts); err != nil || why != "" {
-		if err != nil {
-			return 0, err
-		}
+	next, why, err = renewServing(now, b, s.hosts)
+	if err != nil {
+		return 0, err
+	}
+	if why != "" {
 		return 0, s.write(ctx, secret, next, why)
 	}
 	// Look again when something is due, and at least hourly in case the clock jumped.
