@@ -19,6 +19,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/clock"
@@ -42,9 +43,7 @@ func main() {
 // same; it differs only in what runs: operator.Run instead of app.Run.
 func newCommand() *cobra.Command {
 	opts := options.NewOptions()
-	cloudName := "fake"
-	clusterName := "tailor"
-	var awsOpts awsFlags
+	tf := newTailorFlags()
 	cmd := &cobra.Command{
 		Use:  "tailor-scheduler",
 		Long: "kube-scheduler with Tailor: pods that fit no node get new nodes launched for them.",
@@ -53,6 +52,9 @@ func newCommand() *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			verflag.PrintAndExitIfRequested()
+			if err := tf.validate(); err != nil {
+				return err
+			}
 			fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 			if err := logsapi.ValidateAndApply(opts.Logs, fg); err != nil {
 				return err
@@ -68,31 +70,23 @@ func newCommand() *cobra.Command {
 				cancel()
 			}()
 			return operator.Run(ctx, opts, func(kube kubernetes.Interface) (cloud.CloudProvider, error) {
-				return newCloud(ctx, cloudName, clusterName, awsOpts, kube)
-			}, clock.RealClock{})
+				return newCloud(ctx, tf.cloud, tf.cluster(), tf.aws, kube)
+			}, clock.RealClock{}, operator.WithWebhook(*tf.webhook))
 		},
 		Args: cobra.NoArgs,
 	}
 	nfs := opts.Flags
 	verflag.AddFlags(nfs.FlagSet("global"))
 	globalflag.AddGlobalFlags(nfs.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
-	tfs := nfs.FlagSet("Tailor")
-	tfs.StringVar(&cloudName, "cloud", cloudName, "cloud to launch capacity in: aws (EC2) or fake (simulated, in memory)")
-	tfs.StringVar(&clusterName, "cluster-name", clusterName, "name of the cluster, used to tag and find its instances (with --cloud aws: the EKS cluster name)")
-	tfs.StringVar(&awsOpts.endpoint, "aws-endpoint", "", "with --cloud aws: send every AWS API call to this URL (an emulator) with test credentials; empty means AWS itself, with the default credential chain")
-	tfs.StringVar(&awsOpts.region, "aws-region", "", "with --cloud aws: the AWS region (default: AWS_REGION or the shared config's)")
-	tfs.StringVar(&awsOpts.clusterEndpoint, "cluster-endpoint", "", "with --cloud aws: the API server URL new nodes join (the EKS cluster endpoint); required against AWS")
-	tfs.StringVar(&awsOpts.interruptionQueue, "interruption-queue", "", "with --cloud aws: name of the SQS queue EventBridge sends EC2 interruption notices to; empty disables interruption handling")
+	tf.addFlags(nfs.FlagSet("Tailor"))
 	fs := cmd.Flags()
 	for _, f := range nfs.FlagSets {
 		fs.AddFlagSet(f)
 	}
+	// --help prints the flags in their sections, as kube-scheduler's does.
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, *nfs, cols)
 	return cmd
-}
-
-// awsFlags configure --cloud aws.
-type awsFlags struct {
-	endpoint, region, clusterEndpoint, interruptionQueue string
 }
 
 // newCloud builds the named cloud. The fake one registers a kwok Node for each instance it
@@ -102,9 +96,6 @@ func newCloud(ctx context.Context, name, cluster string, a awsFlags, kube kubern
 	case "fake":
 		return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: cluster, Joiner: &fake.KubeletJoiner{Client: kube}}), nil
 	case "aws":
-		if a.endpoint == "" && a.clusterEndpoint == "" {
-			return nil, fmt.Errorf("--cloud=aws needs --cluster-endpoint: the API server URL new nodes join (aws eks describe-cluster --query cluster.endpoint)")
-		}
 		opts := tailoraws.Options{ClusterName: cluster, ClusterEndpoint: a.clusterEndpoint, Region: a.region, Endpoint: a.endpoint,
 			InterruptionQueue: a.interruptionQueue, NodeClasses: tailoraws.NodeClassesFromKube(kube)}
 		discoverCtx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -4,28 +4,35 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/klog/v2"
+	"github.com/spf13/pflag"
 )
 
 func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "tailor:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tailor",
 		Short:         "Tailor: a node autoscaler built into kube-scheduler",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	root.PersistentFlags().AddGoFlagSet(klogFlags)
+	addLogFlags(root.PersistentFlags())
+	// cobra shows every flag of pflag's global set; the only one there is component-base's
+	// --version, registered when its package loads, which prints Kubernetes' version and only in
+	// a binary that asks it to: not this one.
+	if f := pflag.CommandLine.Lookup("version"); f != nil {
+		f.Hidden = true
+	}
 	root.AddCommand(newSandboxCommand())
 	root.AddCommand(newPlanCommand())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "tailor:", err)
-		os.Exit(1)
-	}
+	return root
 }

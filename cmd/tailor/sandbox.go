@@ -247,9 +247,8 @@ func logToFile(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	fs := flagSetForKlog()
 	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "log_file": path, "stderrthreshold": "FATAL"} {
-		if err := fs.Set(name, value); err != nil {
+		if err := klogSettings.Set(name, value); err != nil {
 			return err
 		}
 	}

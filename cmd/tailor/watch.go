@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
@@ -110,17 +108,6 @@ func describe(cond string) string {
 func claimSummary(c *karpv1.NodeClaim) string {
 	return fmt.Sprintf("%s %s %s node=%s", c.Labels[corev1.LabelInstanceTypeStable], c.Labels[karpv1.CapacityTypeLabelKey],
 		c.Labels[corev1.LabelTopologyZone], c.Status.NodeName)
-}
-
-var klogFlagSet *flag.FlagSet
-
-// flagSetForKlog returns a flag set bound to klog's settings, for changing them in code.
-func flagSetForKlog() *flag.FlagSet {
-	if klogFlagSet == nil {
-		klogFlagSet = flag.NewFlagSet("klog-settings", flag.ContinueOnError)
-		klog.InitFlags(klogFlagSet)
-	}
-	return klogFlagSet
 }
 
 func hasTaint(n *corev1.Node, key string) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -13,13 +14,34 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
+	"github.com/tailor-sh/tailor/pkg/webhook"
 )
+
+// RunOption adds to what Run runs beside the scheduler.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	webhook webhook.Options
+}
+
+// WithWebhook serves the mutating webhook that sets spec.schedulerName to Tailor's profile. It runs
+// on every replica, leader or not: the API server calls whichever the Service picks.
+func WithWebhook(o webhook.Options) RunOption {
+	return func(c *runConfig) { c.webhook = o }
+}
 
 // Run is kube-scheduler's own Setup and Run with the Tailor plugin registered. Tailor's
 // controllers start when the scheduler asks for its first pod: the scheduler does that only once
 // it leads, so a standby replica runs neither the scheduler nor the controllers. It returns when
 // ctx ends or either side fails.
-func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk clock.WithTicker) error {
+func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk clock.WithTicker, runOpts ...RunOption) error {
+	var rc runConfig
+	for _, o := range runOpts {
+		o(&rc)
+	}
+	if err := rc.webhook.Validate(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	op := New(newCloud, clk)
@@ -31,6 +53,11 @@ func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk 
 	if err != nil {
 		return err
 	}
+	stopWebhook, err := serveWebhook(ctx, rc.webhook, profile.SchedulerName, cc.Client, clk, cancel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stopWebhook() }() // the error is returned below, on the path that gets there
 	var (
 		once     sync.Once
 		startErr error
@@ -48,10 +75,16 @@ func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk 
 		return next(logger)
 	}
 	err = app.Run(ctx, cc, sched)
+	stopped := ctx.Err() != nil
+	// The port is free again once Run returns, for a scheduler started after this one.
+	webhookErr := stopWebhook()
 	if startErr != nil {
 		return fmt.Errorf("starting Tailor: %w", startErr)
 	}
-	if ctx.Err() != nil {
+	if webhookErr != nil {
+		return webhookErr
+	}
+	if stopped {
 		return nil
 	}
 	return err
@@ -70,4 +103,30 @@ func (o *Operator) profile(profiles []config.KubeSchedulerProfile) (*config.Kube
 		}
 	}
 	return nil, fmt.Errorf("profile %q not found in the scheduler configuration", o.handle.ProfileName())
+}
+
+// serveWebhook serves the webhook, if o enables it, until ctx ends or stop is called; if it fails,
+// it calls failed, so the scheduler stops too rather than run without it. stop waits until the
+// port is closed and says why the webhook stopped if it failed.
+func serveWebhook(ctx context.Context, o webhook.Options, schedulerName string, kube kubernetes.Interface, clk clock.WithTicker, failed func()) (stop func() error, err error) {
+	if !o.Enabled() {
+		return func() error { return nil }, nil
+	}
+	srv, err := webhook.NewServer(o, schedulerName, kube, clk)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		err := srv.Run(ctx)
+		if err != nil {
+			failed()
+		}
+		done <- err
+	}()
+	return sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	}), nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/operator"
+	"github.com/tailor-sh/tailor/pkg/webhook"
 )
 
 // Options shape a sandbox cluster.
@@ -42,6 +44,10 @@ type Options struct {
 	// TailorArgs override the Tailor plugin's args of the shipped configuration, by JSON name
 	// (e.g. "consolidationValidationPeriod": "1s"), so tests need not wait Karpenter's periods.
 	TailorArgs map[string]any
+	// Webhook, if set, is served by the scheduler as tailor-scheduler serves it, on a free
+	// loopback port the sandbox picks (Cluster.WebhookURL), with a certificate valid for 127.0.0.1
+	// as well, since the API server is pointed at it by URL.
+	Webhook *webhook.Options
 }
 
 // Cluster is a running sandbox.
@@ -51,6 +57,9 @@ type Cluster struct {
 	Tailor     *client.Set
 	Kubeconfig string
 	Cloud      cloud.CloudProvider
+	// WebhookURL is where the webhook of Options.Webhook is served, for a
+	// MutatingWebhookConfiguration's clientConfig.url.
+	WebhookURL string
 
 	cp          *ControlPlane
 	cancel      context.CancelFunc
@@ -59,6 +68,7 @@ type Cluster struct {
 	tailorArgs  map[string]any
 	schedCancel context.CancelFunc
 	schedErr    chan error
+	webhook     *webhook.Options
 }
 
 // Start brings up the control plane, installs Tailor's CRDs, and starts the workload
@@ -96,6 +106,16 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	}
 	StartStartupTaintAgent(ctx, c.Kube, c.Tailor)
 	c.Cloud = opts.NewCloud(c.Kube)
+	if opts.Webhook != nil {
+		port, err := freePort()
+		if err != nil {
+			return fail(err)
+		}
+		w := *opts.Webhook
+		w.Port, w.BindAddress, w.ExtraHosts = port, "127.0.0.1", append(slices.Clone(w.ExtraHosts), "127.0.0.1")
+		c.webhook = &w
+		c.WebhookURL = fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.Path)
+	}
 	if err := c.startScheduler(ctx); err != nil {
 		return fail(err)
 	}
@@ -112,11 +132,18 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 	useCloud := func(kubernetes.Interface) (cloud.CloudProvider, error) { return c.Cloud, nil }
 	errs := make(chan error, 1)
 	c.schedErr = errs
-	go func() { errs <- operator.Run(ctx, schedOpts, useCloud, c.clock) }()
+	var runOpts []operator.RunOption
+	if c.webhook != nil {
+		runOpts = append(runOpts, operator.WithWebhook(*c.webhook))
+	}
+	go func() { errs <- operator.Run(ctx, schedOpts, useCloud, c.clock, runOpts...) }()
 	return nil
 }
 
-// stopScheduler stops Tailor's scheduler, as a crash or a rollout would, and waits for it.
+// StopScheduler stops Tailor's scheduler, and its webhook, as a crash or a rollout would, and
+// waits for it; RestartScheduler starts it again.
+func (c *Cluster) StopScheduler() { c.stopScheduler() }
+
 func (c *Cluster) stopScheduler() {
 	if c.schedCancel == nil {
 		return

@@ -25,6 +25,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
+	"github.com/tailor-sh/tailor/pkg/webhook"
 )
 
 // env is one test's cluster.
@@ -51,6 +52,18 @@ func newEnv(t *testing.T) *env { return newEnvWithJoiner(t, nil) }
 // registers them with the cluster.
 func newEnvWithJoiner(t *testing.T, wrap func(fake.Joiner) fake.Joiner) *env {
 	t.Helper()
+	return startEnv(t, wrap, nil)
+}
+
+// newEnvWithWebhook starts a cluster whose scheduler also serves the mutating webhook, at
+// e.cluster.WebhookURL.
+func newEnvWithWebhook(t *testing.T, o webhook.Options) *env {
+	t.Helper()
+	return startEnv(t, nil, &o)
+}
+
+func startEnv(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Options) *env {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e tests start a control plane; skipped in -short mode")
 	}
@@ -63,6 +76,7 @@ func newEnvWithJoiner(t *testing.T, wrap func(fake.Joiner) fake.Joiner) *env {
 		// Karpenter's 15 s validation period and 10 s poll would make every disruption test
 		// wait; the re-check itself is the same.
 		TailorArgs: map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
+		Webhook:    hook,
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
 			var joiner fake.Joiner = &fake.KubeletJoiner{Client: kube}
 			if wrap != nil {
