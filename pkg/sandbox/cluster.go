@@ -161,10 +161,6 @@ func (c *Cluster) stopScheduler() {
 	c.schedCancel = nil
 }
 
-// StopScheduler stops Tailor's scheduler, as scaling its Deployment to zero would, leaving the
-// cluster and the cloud running; StartScheduler starts a new one.
-func (c *Cluster) StopScheduler() { c.stopScheduler() }
-
 // StartScheduler starts Tailor's scheduler after StopScheduler.
 func (c *Cluster) StartScheduler(ctx context.Context) error { return c.startScheduler(ctx) }
 
