@@ -1,18 +1,13 @@
 package manifests_test
 
 import (
-	"os"
-	"reflect"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tailor-sh/tailor/manifests"
-	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
 // The shipped scheduler configuration decodes and validates as kube-scheduler would load it, and
@@ -40,46 +35,6 @@ func TestSchedulerConfigIsValid(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("plugin Tailor is not enabled at %s", point)
-		}
-	}
-}
-
-// The ConfigMap in deploy/deployment.yaml carries the same configuration as scheduler-config.yaml.
-func TestDeployedConfigMatchesSchedulerConfig(t *testing.T) {
-	objs, err := sandbox.ReadObjects([]string{"deploy/deployment.yaml"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data string
-	for _, o := range objs {
-		if o.GetKind() == "ConfigMap" {
-			data, _, _ = unstructured.NestedString(o.Object, "data", "scheduler-config.yaml")
-		}
-	}
-	if data == "" {
-		t.Fatal("deploy/deployment.yaml has no ConfigMap with scheduler-config.yaml")
-	}
-	var deployed, shipped map[string]any
-	if err := yaml.Unmarshal([]byte(data), &deployed); err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(manifests.SchedulerConfig, &shipped); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(deployed, shipped) {
-		t.Fatalf("the ConfigMap differs from scheduler-config.yaml:\n%v\nvs\n%v", deployed, shipped)
-	}
-}
-
-// Every deploy manifest parses.
-func TestDeployManifestsParse(t *testing.T) {
-	entries, err := os.ReadDir("deploy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if _, err := sandbox.ReadObjects([]string{"deploy/" + e.Name()}); err != nil {
-			t.Errorf("%s: %v", e.Name(), err)
 		}
 	}
 }
