@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate
+.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate chart-lint
 
 all: build test
 
@@ -19,8 +19,8 @@ unit: ## unit and table tests, fast
 	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
 
-e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e, the workload harness's fixed seeds, the CLI's sandbox tests
-	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/ ./cmd/tailor/
+e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e, the workload harness's fixed seeds, the CLI's sandbox tests, the chart applied
+	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/ ./cmd/tailor/ ./charts/
 
 SEEDS ?= 100
 FIRST ?= 1000
@@ -39,7 +39,10 @@ generate: ## deepcopy and CRDs from the API types
 	./hack/generate.sh
 
 verify-generate: generate ## fails if generated files are stale
-	git diff --exit-code -- pkg/apis manifests/crds
+	git diff --exit-code -- pkg/apis manifests/crds charts/tailor/crds
+
+chart-lint: ## helm lint of charts/tailor, through Helm's Go SDK
+	$(GO) test -count=1 -run TestChartLint ./charts/
 
 lint:
 	$(GOLANGCI_LINT) run ./...

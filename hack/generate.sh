@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the deepcopy functions of the API packages and the CRDs in manifests/crds from the
-# kubebuilder markers in pkg/apis. Run from anywhere; it works from the repository root.
+# kubebuilder markers in pkg/apis, and copies the CRDs into the Helm chart (charts/tailor/crds).
+# Run from anywhere; it works from the repository root.
 #
 # controller-gen runs through `go run module@version`, pinned here, so no tool needs installing
 # and every checkout generates byte-identical output.
@@ -22,3 +23,7 @@ go run "${CONTROLLER_GEN}" \
 
 # Validation that markers cannot express (fields of corev1.Taint, values of string maps).
 go run ./hack/crdpatch manifests/crds
+
+# The chart ships the same CRDs; Helm reads them only from inside the chart's folder.
+find charts/tailor/crds -name '*.yaml' -delete
+cp manifests/crds/*.yaml charts/tailor/crds/

@@ -27,8 +27,10 @@ type ControlPlane struct {
 }
 
 // StartControlPlane starts etcd in dir and kube-apiserver on a free loopback port. tb receives
-// the API server's logs and cleanups; outside tests use NewProcessTB.
-func StartControlPlane(tb ktesting.TB, dir string) (*ControlPlane, error) {
+// the API server's logs and cleanups; outside tests use NewProcessTB. apiserverFlags are added
+// to kube-apiserver's, e.g. --authorization-mode=RBAC where a test needs RBAC enforced (the
+// default, AlwaysAllow, lets every request through).
+func StartControlPlane(tb ktesting.TB, dir string, apiserverFlags ...string) (*ControlPlane, error) {
 	cp := &ControlPlane{}
 	etcdURL, stopEtcd, err := startEtcd(dir)
 	if err != nil {
@@ -37,12 +39,13 @@ func StartControlPlane(tb ktesting.TB, dir string) (*ControlPlane, error) {
 	cp.stop = append(cp.stop, stopEtcd)
 	storage := storagebackend.NewDefaultConfig("/registry", nil)
 	storage.Transport.ServerList = []string{etcdURL}
-	server, err := kubeapiservertesting.StartTestServer(tb, kubeapiservertesting.NewDefaultTestServerOptions(), []string{
+	flags := append([]string{
 		// No controller manager removes the not-ready taint that TaintNodesByCondition adds, and
 		// no token controller creates the default ServiceAccount that ServiceAccount wants.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--endpoint-reconciler-type=none",
-	}, storage)
+	}, apiserverFlags...)
+	server, err := kubeapiservertesting.StartTestServer(tb, kubeapiservertesting.NewDefaultTestServerOptions(), flags, storage)
 	if err != nil {
 		cp.Stop()
 		return nil, fmt.Errorf("starting kube-apiserver: %w", err)

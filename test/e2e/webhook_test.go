@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,26 +15,27 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/tailor-sh/tailor/charts"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/sandbox"
 	"github.com/tailor-sh/tailor/pkg/webhook"
 )
 
 // optInLabel is the label the shipped MutatingWebhookConfiguration selects namespaces by.
 const optInLabel = "scheduling.tailor.sh/enabled"
 
-// podWebhookConfiguration is the MutatingWebhookConfiguration of manifests/deploy/webhook.yaml
-// (new pods of namespaces labelled optInLabel=true, failurePolicy Ignore, 5 s timeout, no side
+// podWebhookConfiguration is the MutatingWebhookConfiguration the Helm chart renders with its
+// default values (new pods of namespaces labelled optInLabel=true, failurePolicy Ignore, no side
 // effects), named name, with its webhook copied under each of webhookNames, each pointed at url:
 // the sandbox's API server reaches the webhook on loopback, not through a Service.
 func podWebhookConfiguration(t *testing.T, name, url string, webhookNames ...string) *admissionregistrationv1.MutatingWebhookConfiguration {
 	t.Helper()
-	objs, err := sandbox.ReadObjects([]string{filepath.Join("..", "..", "manifests", "deploy", "webhook.yaml")})
+	m, err := charts.Render("tailor", "tailor", map[string]any{"settings": map[string]any{
+		"clusterName": "e2e", "clusterEndpoint": "https://e2e.example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var shipped admissionregistrationv1.MutatingWebhookConfiguration
-	for _, o := range objs {
+	for _, o := range m.Objects {
 		if o.GetKind() == "MutatingWebhookConfiguration" {
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &shipped); err != nil {
 				t.Fatal(err)
@@ -43,7 +43,7 @@ func podWebhookConfiguration(t *testing.T, name, url string, webhookNames ...str
 		}
 	}
 	if len(shipped.Webhooks) != 1 {
-		t.Fatalf("manifests/deploy/webhook.yaml: %d webhooks; want one", len(shipped.Webhooks))
+		t.Fatalf("the chart's MutatingWebhookConfiguration: %d webhooks; want one", len(shipped.Webhooks))
 	}
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, n := range webhookNames {
