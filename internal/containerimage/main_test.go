@@ -2,7 +2,6 @@ package containerimage
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,6 +89,6 @@ func binaryFor(t *testing.T, s Spec, arch string) Binary {
 			return b
 		}
 	}
-	t.Fatal(fmt.Sprintf("no %s binary in %v", arch, s.Binaries))
+	t.Fatalf("no %s binary in %v", arch, s.Binaries)
 	return Binary{}
 }

@@ -132,7 +132,7 @@ func checkImage(s Spec, b Binary, img v1.Image) []error {
 		errs = append(errs, fmt.Errorf("config entrypoint %q and cmd %q, want entrypoint %q and no cmd", cf.Config.Entrypoint, cf.Config.Cmd, want))
 	}
 	errs = append(errs, labelDiff(cf.Config.Labels, s.Labels())...)
-	if !cf.Created.Time.Equal(s.Created) {
+	if !cf.Created.Equal(s.Created) {
 		errs = append(errs, fmt.Errorf("config created %s, want %s", cf.Created.Time, s.Created))
 	}
 	layers, err := img.Layers()
