@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate chart-lint
+.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate chart-lint image
 
 all: build test
 
@@ -46,3 +46,16 @@ chart-lint: ## helm lint of charts/tailor, through Helm's Go SDK
 
 lint:
 	$(GOLANGCI_LINT) run ./...
+
+# make image: the version, revision and time come from git, so one commit gives one set of
+# digests. Override any of them, e.g. `make image VERSION=v0.3.0 IMAGE=$$REGISTRY/tailor-scheduler`.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE ?= tailor-scheduler
+PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_FLAGS = --repository $(IMAGE) --version $(VERSION) --revision "$(REVISION)" \
+	--source-date-epoch $(SOURCE_DATE_EPOCH) --platforms $(PLATFORMS) --out bin/image
+image: ## tailor-scheduler for PLATFORMS as an OCI layout and docker tarballs in bin/image/, then verified
+	$(GO) run ./hack/image build --go $(GO) $(IMAGE_FLAGS) ./cmd/scheduler
+	$(GO) run ./hack/image verify $(IMAGE_FLAGS)
