@@ -99,7 +99,7 @@ func (c *Consolidatable) Run(ctx context.Context) { c.queue.Run(ctx, 2) }
 
 // PoolChanged re-checks every claim of a NodePool, e.g. when its consolidateAfter changed.
 func (c *Consolidatable) PoolChanged(pool string) {
-	claims, _ := c.opts.ClaimLister.List(labels.Everything())
+	claims, _ := c.opts.ClaimLister.List(labels.Everything()) // an informer's lister never fails
 	for _, claim := range claims {
 		if claim.Labels[karpv1.NodePoolLabelKey] == pool {
 			c.queue.Add(claim.Name)

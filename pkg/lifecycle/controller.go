@@ -146,7 +146,7 @@ func (c *Controller) claimForNode(n *corev1.Node) *karpv1.NodeClaim {
 	if n.Spec.ProviderID == "" {
 		return nil
 	}
-	claims, _ := c.opts.ClaimLister.List(labels.Everything())
+	claims, _ := c.opts.ClaimLister.List(labels.Everything()) // an informer's lister never fails
 	for _, claim := range claims {
 		if claim.Status.ProviderID == n.Spec.ProviderID {
 			return claim

@@ -87,7 +87,7 @@ func (c *Controller) NodeClassChanged(name string) {
 }
 
 func (c *Controller) enqueueClaims(match func(*karpv1.NodeClaim) bool) {
-	claims, _ := c.opts.ClaimLister.List(labels.Everything())
+	claims, _ := c.opts.ClaimLister.List(labels.Everything()) // an informer's lister never fails
 	for _, claim := range claims {
 		if match(claim) {
 			c.queue.Add(claim.Name)

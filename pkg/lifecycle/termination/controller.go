@@ -185,7 +185,7 @@ func (c *Controller) attachedVolumes(node string) []string {
 }
 
 func (c *Controller) claimFor(node *corev1.Node) *karpv1.NodeClaim {
-	claims, _ := c.opts.ClaimLister.List(labels.Everything())
+	claims, _ := c.opts.ClaimLister.List(labels.Everything()) // an informer's lister never fails
 	for _, claim := range claims {
 		if node.Spec.ProviderID != "" && claim.Status.ProviderID == node.Spec.ProviderID {
 			return claim
