@@ -35,11 +35,15 @@ bench: ## benchmarks; compare two runs with benchstat
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... | tee bench.txt
 	$(GO) test -run '^$$' -bench Burst -benchtime 1x -count 3 ./test/e2e/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok)' | tee -a bench.txt
 
-generate: ## deepcopy and CRDs from the API types
+GENERATED := pkg/apis manifests/crds charts/tailor/crds pkg/generated
+
+generate: ## deepcopy, CRDs, and the clientset, listers and informers from the API types
 	./hack/generate.sh
 
+# git diff misses a generated file that is new (untracked), so git status is asked as well.
 verify-generate: generate ## fails if generated files are stale
-	git diff --exit-code -- pkg/apis manifests/crds charts/tailor/crds
+	git diff --exit-code -- $(GENERATED)
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || { git status --short -- $(GENERATED); echo "generated files are not committed: run make generate and commit"; exit 1; }
 
 chart-lint: ## helm lint of charts/tailor, through Helm's Go SDK
 	$(GO) test -count=1 -run TestChartLint ./charts/

@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
-# Regenerates the deepcopy functions of the API packages and the CRDs in manifests/crds from the
-# kubebuilder markers in pkg/apis, and copies the CRDs into the Helm chart (charts/tailor/crds).
+# Regenerates, from the markers in pkg/apis:
+#   - the deepcopy functions of the API packages and the CRDs in manifests/crds (controller-gen),
+#     and copies the CRDs into the Helm chart (charts/tailor/crds);
+#   - the typed clientset, listers and informers in pkg/generated (k8s.io/code-generator).
 # Run from anywhere; it works from the repository root.
 #
-# controller-gen runs through `go run module@version`, pinned here, so no tool needs installing
-# and every checkout generates byte-identical output.
+# Every generator runs through `go run module@version`, pinned here, so no tool needs installing
+# and every checkout generates byte-identical output. code-generator's version matches the k8s.io
+# staging modules in go.mod.
 set -euo pipefail
 
 CONTROLLER_GEN="sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0"
+CODE_GENERATOR="k8s.io/code-generator/cmd"
+CODE_GENERATOR_VERSION="v0.36.3"
+
+MODULE="github.com/tailor-sh/tailor"
+APIS="${MODULE}/pkg/apis"
+OUT="pkg/generated"
+# Group/version folders under pkg/apis whose types carry +genclient.
+GROUP_VERSIONS=(karpenter/v1 aws/v1)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -27,3 +38,36 @@ go run ./hack/crdpatch manifests/crds
 # The chart ships the same CRDs; Helm reads them only from inside the chart's folder.
 find charts/tailor/crds -name '*.yaml' -delete
 cp manifests/crds/*.yaml charts/tailor/crds/
+
+# Everything under pkg/generated is generated, so it is rebuilt from nothing: a removed type leaves
+# no stale client behind. The fake clientset is not generated: tests run against a real API server.
+rm -rf "${OUT}"
+inputs=()
+packages=()
+for gv in "${GROUP_VERSIONS[@]}"; do
+  inputs+=(--input "${gv}")
+  packages+=("${APIS}/${gv}")
+done
+
+go run "${CODE_GENERATOR}/client-gen@${CODE_GENERATOR_VERSION}" \
+  --go-header-file /dev/null \
+  --output-dir "${OUT}/clientset" \
+  --output-pkg "${MODULE}/${OUT}/clientset" \
+  --clientset-name versioned \
+  --fake-clientset=false \
+  --input-base "${APIS}" \
+  "${inputs[@]}"
+
+go run "${CODE_GENERATOR}/lister-gen@${CODE_GENERATOR_VERSION}" \
+  --go-header-file /dev/null \
+  --output-dir "${OUT}/listers" \
+  --output-pkg "${MODULE}/${OUT}/listers" \
+  "${packages[@]}"
+
+go run "${CODE_GENERATOR}/informer-gen@${CODE_GENERATOR_VERSION}" \
+  --go-header-file /dev/null \
+  --output-dir "${OUT}/informers" \
+  --output-pkg "${MODULE}/${OUT}/informers" \
+  --versioned-clientset-package "${MODULE}/${OUT}/clientset/versioned" \
+  --listers-package "${MODULE}/${OUT}/listers" \
+  "${packages[@]}"

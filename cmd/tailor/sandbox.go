@@ -212,17 +212,17 @@ func printReport(ctx context.Context, out io.Writer, cluster *sandbox.Cluster, f
 	if err != nil {
 		return err
 	}
-	pools, _, err := cluster.Tailor.NodePools.List(ctx, metav1.ListOptions{})
+	pools, err := cluster.Tailor.KarpenterV1().NodePools().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	report := state.Report(ctx, cluster.Cloud, pools)
+	report := state.Report(ctx, cluster.Cloud, pools.Items)
 	report.Seconds = time.Since(since).Seconds()
-	classes, _, err := cluster.Tailor.EC2NodeClasses.List(ctx, metav1.ListOptions{})
+	classes, err := cluster.Tailor.AWSV1().EC2NodeClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	for _, nc := range classes {
+	for _, nc := range classes.Items {
 		r := sandbox.NodeClassReport{Name: nc.Name, Ready: string(metav1.ConditionUnknown)}
 		if c := nc.GetCondition(awsv1.ConditionTypeReady); c != nil {
 			r.Ready, r.Message = string(c.Status), c.Message

@@ -10,13 +10,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	karpinformers "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
 // watchFleet narrates, as they happen, NodeClaims being launched, registered, initialized and
 // deleted, and pods being bound.
 func watchFleet(ctx context.Context, cluster *sandbox.Cluster) {
-	claims := cluster.Tailor.NodeClaims.NewInformer(0)
+	claims := karpinformers.NewNodeClaimInformer(cluster.Tailor, 0, cache.Indexers{})
 	_, _ = claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if c, ok := obj.(*karpv1.NodeClaim); ok {

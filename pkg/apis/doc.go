@@ -4,7 +4,9 @@
 //     taints and finalizers of the karpenter.sh domain.
 //   - aws/v1: karpenter.k8s.aws/v1 EC2NodeClass and the AWS instance labels.
 //
-// Types carry kubebuilder markers; hack/generate.sh turns them into deepcopy functions and into
-// the CRDs embedded by manifests/crds. The tests in this package run the CRDs through the API
-// server's own defaulting and validation code, so they check what admission will really accept.
+// Types carry kubebuilder and +genclient markers; hack/generate.sh turns them into deepcopy
+// functions, the CRDs embedded by manifests/crds, and the clientset, listers and informers in
+// pkg/generated. ForEvents is the one helper the generated code does not provide. The tests in
+// this package run the CRDs through the API server's own defaulting and validation code, so they
+// check what admission will really accept.
 package apis

@@ -6,7 +6,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/tailor-sh/tailor/pkg/client"
+	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
 )
 
 // Runnable is a loop a cloud provider brings along, such as a status controller for its node
@@ -18,7 +18,7 @@ type Runnable interface {
 // ControllerDeps is what a provider's controllers may use of the cluster.
 type ControllerDeps struct {
 	Kube    kubernetes.Interface
-	Clients *client.Set
+	Clients clientset.Interface
 	// Recorder may be nil, in which case no Events are written.
 	Recorder events.EventRecorder
 }

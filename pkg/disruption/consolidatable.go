@@ -8,12 +8,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
 // lastPodEventWriteInterval is how stale status.lastPodEventTime may be: a busy node would
@@ -23,9 +25,9 @@ const lastPodEventWriteInterval = 10 * time.Second
 
 // ConsolidatableOptions are what the Consolidatable controller reads and writes.
 type ConsolidatableOptions struct {
-	NodeClaims  *client.Typed[*karpv1.NodeClaim]
-	ClaimLister client.Lister[*karpv1.NodeClaim]
-	PoolLister  client.Lister[*karpv1.NodePool]
+	NodeClaims  karpclient.NodeClaimInterface
+	ClaimLister karplisters.NodeClaimLister
+	PoolLister  karplisters.NodePoolLister
 	ClaimInform cache.SharedIndexInformer
 	PodInform   cache.SharedIndexInformer
 	Clock       clock.WithTicker
@@ -97,7 +99,8 @@ func (c *Consolidatable) Run(ctx context.Context) { c.queue.Run(ctx, 2) }
 
 // PoolChanged re-checks every claim of a NodePool, e.g. when its consolidateAfter changed.
 func (c *Consolidatable) PoolChanged(pool string) {
-	for _, claim := range c.opts.ClaimLister.List() {
+	claims, _ := c.opts.ClaimLister.List(labels.Everything()) // an informer's lister never fails
+	for _, claim := range claims {
 		if claim.Labels[karpv1.NodePoolLabelKey] == pool {
 			c.queue.Add(claim.Name)
 		}
@@ -128,12 +131,12 @@ func (c *Consolidatable) podEvent(node string) {
 const byNodeName = "tailor.sh/nodeName"
 
 func (c *Consolidatable) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	claim, ok := c.opts.ClaimLister.Get(name)
-	if !ok || claim.DeletionTimestamp != nil || !claim.IsTrue(karpv1.ConditionTypeInitialized) {
+	claim, err := c.opts.ClaimLister.Get(name)
+	if err != nil || claim.DeletionTimestamp != nil || !claim.IsTrue(karpv1.ConditionTypeInitialized) {
 		return 0, nil
 	}
-	pool, ok := c.opts.PoolLister.Get(claim.Labels[karpv1.NodePoolLabelKey])
-	if !ok {
+	pool, err := c.opts.PoolLister.Get(claim.Labels[karpv1.NodePoolLabelKey])
+	if err != nil {
 		return 0, nil
 	}
 	now := c.opts.Clock.Now()
@@ -156,7 +159,7 @@ func (c *Consolidatable) reconcile(ctx context.Context, name string) (time.Durat
 		changed = true
 	}
 	if changed {
-		if _, err := c.opts.NodeClaims.UpdateStatus(ctx, out); err != nil {
+		if _, err := c.opts.NodeClaims.UpdateStatus(ctx, out, metav1.UpdateOptions{}); err != nil {
 			return 0, err
 		}
 		if status == metav1.ConditionTrue && c.opts.Changed != nil {

@@ -17,8 +17,9 @@ import (
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/provision"
 )
@@ -37,9 +38,9 @@ type Gate interface {
 // Options are what the disruption loop reads and writes.
 type Options struct {
 	Kube        kubernetes.Interface
-	NodeClaims  *client.Typed[*karpv1.NodeClaim]
-	ClaimLister client.Lister[*karpv1.NodeClaim]
-	PoolLister  client.Lister[*karpv1.NodePool]
+	NodeClaims  karpclient.NodeClaimInterface
+	ClaimLister karplisters.NodeClaimLister
+	PoolLister  karplisters.NodePoolLister
 	Nodes       corelisters.NodeLister
 	Pods        corelisters.PodLister
 	PDBs        policylisters.PodDisruptionBudgetLister
@@ -210,11 +211,19 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Nodes: nodes, Pods: pods, Claims: c.opts.ClaimLister.List(), PDBs: pdbs, DaemonSets: provision.DaemonSetPods(dss),
+	claims, err := c.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	pools, err := c.opts.PoolLister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Nodes: nodes, Pods: pods, Claims: claims, PDBs: pdbs, DaemonSets: provision.DaemonSetPods(dss),
 		Pools: map[string]*karpv1.NodePool{}, TypesByPool: map[string][]*cloud.InstanceType{}, Now: c.opts.Clock.Now()}
 	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
 	s.Unavailable = map[string]string{}
-	for _, np := range c.opts.PoolLister.List() {
+	for _, np := range pools {
 		its, err := c.opts.Cloud.InstanceTypes(ctx, np)
 		if nr := cloud.AsNodeClassNotReady(err); nr != nil {
 			s.Unavailable[np.Name] = nr.Error()

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 	"github.com/tailor-sh/tailor/pkg/provision"
@@ -183,7 +183,7 @@ func (c *Controller) validate(ctx context.Context, s *State, cmd *Command) (*Com
 func (c *Controller) launch(ctx context.Context, cmd *Command) ([]string, error) {
 	var names []string
 	for _, r := range cmd.Replacements {
-		claim, err := c.opts.NodeClaims.Create(ctx, provision.NewNodeClaim(r))
+		claim, err := c.opts.NodeClaims.Create(ctx, provision.NewNodeClaim(r), metav1.CreateOptions{})
 		if err != nil {
 			return names, fmt.Errorf("creating the replacement NodeClaim in NodePool %s: %w", r.NodePool.Name, err)
 		}
@@ -205,8 +205,8 @@ func (c *Controller) waitInitialized(ctx context.Context, names []string) error 
 	var failed error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, c.opts.ReplacementTimeout, true, func(context.Context) (bool, error) {
 		for _, name := range names {
-			claim, ok := c.opts.ClaimLister.Get(name)
-			if !ok || claim.DeletionTimestamp != nil {
+			claim, err := c.opts.ClaimLister.Get(name)
+			if err != nil || claim.DeletionTimestamp != nil {
 				failed = fmt.Errorf("replacement NodeClaim %s went away before it initialized", name)
 				return false, failed
 			}
@@ -273,14 +273,14 @@ func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
 
 func (c *Controller) setReason(ctx context.Context, name string, cmd *Command) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		claim, err := c.opts.NodeClaims.Get(ctx, name)
+		claim, err := c.opts.NodeClaims.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		if !claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, string(cmd.Reason), cmd.String(), c.opts.Clock.Now()) {
 			return nil
 		}
-		_, err = c.opts.NodeClaims.UpdateStatus(ctx, claim)
+		_, err = c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 		return err
 	})
 }
@@ -289,7 +289,7 @@ func (c *Controller) event(cand *Candidate, kind, reason, msg string) {
 	if c.opts.Recorder == nil {
 		return
 	}
-	for _, obj := range []runtime.Object{cand.Node, client.ForEvents(cand.Claim)} {
+	for _, obj := range []runtime.Object{cand.Node, apis.ForEvents(cand.Claim)} {
 		c.opts.Recorder.Eventf(obj, nil, kind, reason, "Disrupt", "%s", msg)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
@@ -43,7 +44,7 @@ func (c *Controller) recoverAbandoned(ctx context.Context) {
 // loop's: a reason the forceful path wrote in the meantime stays.
 func (c *Controller) clearReason(ctx context.Context, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		claim, err := c.opts.NodeClaims.Get(ctx, name)
+		claim, err := c.opts.NodeClaims.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -51,7 +52,7 @@ func (c *Controller) clearReason(ctx context.Context, name string) error {
 			!claim.ClearCondition(karpv1.ConditionTypeDisruptionReason) {
 			return nil
 		}
-		_, err = c.opts.NodeClaims.UpdateStatus(ctx, claim)
+		_, err = c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 		return err
 	})
 }

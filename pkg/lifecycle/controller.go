@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -18,17 +19,19 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
 // Options are what the controller reads and writes.
 type Options struct {
 	Kube         kubernetes.Interface
-	NodeClaims   *client.Typed[*karpv1.NodeClaim]
-	ClaimLister  client.Lister[*karpv1.NodeClaim]
+	NodeClaims   karpclient.NodeClaimInterface
+	ClaimLister  karplisters.NodeClaimLister
 	ClaimInform  cache.SharedIndexInformer
 	NodeInformer cache.SharedIndexInformer
 	Nodes        corelisters.NodeLister
@@ -100,8 +103,8 @@ func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, wo
 
 // reconcile moves the claim one or more steps along; it returns when to look again.
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	claim, ok := c.opts.ClaimLister.Get(name)
-	if !ok {
+	claim, err := c.opts.ClaimLister.Get(name)
+	if err != nil {
 		return 0, nil
 	}
 	claim = claim.DeepCopy()
@@ -110,7 +113,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	}
 	if !hasFinalizer(claim.Finalizers, karpv1.TerminationFinalizer) {
 		claim.Finalizers = append(claim.Finalizers, karpv1.TerminationFinalizer)
-		_, err := c.opts.NodeClaims.Update(ctx, claim)
+		_, err := c.opts.NodeClaims.Update(ctx, claim, metav1.UpdateOptions{})
 		return 0, err // the update brings the claim back through the queue
 	}
 	if !claim.IsTrue(karpv1.ConditionTypeRegistered) {
@@ -143,7 +146,8 @@ func (c *Controller) claimForNode(n *corev1.Node) *karpv1.NodeClaim {
 	if n.Spec.ProviderID == "" {
 		return nil
 	}
-	for _, claim := range c.opts.ClaimLister.List() {
+	claims, _ := c.opts.ClaimLister.List(labels.Everything()) // an informer's lister never fails
+	for _, claim := range claims {
 		if claim.Status.ProviderID == n.Spec.ProviderID {
 			return claim
 		}
@@ -197,10 +201,10 @@ const livenessRecheck = 10 * time.Second
 func (c *Controller) expire(ctx context.Context, claim *karpv1.NodeClaim) error {
 	msg := fmt.Sprintf("the Node did not register within %s of the NodeClaim's creation", RegistrationTTL)
 	claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, "Liveness", msg, c.opts.Clock.Now())
-	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, "NotRegistered", "Delete", "Deleting NodeClaim %s: %s", claim.Name, msg)
+	c.opts.Recorder.Eventf(apis.ForEvents(claim), nil, corev1.EventTypeWarning, "NotRegistered", "Delete", "Deleting NodeClaim %s: %s", claim.Name, msg)
 	klog.FromContext(ctx).Info("Deleting NodeClaim whose node never registered", "nodeClaim", claim.Name, "ttl", RegistrationTTL)
 	if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err

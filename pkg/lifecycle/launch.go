@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
@@ -40,7 +40,7 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 	// Labels and annotations first (such as the node class hash the cloud launched with, which
 	// drift is measured against): they are metadata, written by Update; then the status.
 	if changed := mergeLabels(claim, launched.Labels); mergeAnnotations(claim, launched.Annotations) || changed {
-		updated, err := c.opts.NodeClaims.Update(ctx, claim)
+		updated, err := c.opts.NodeClaims.Update(ctx, claim, metav1.UpdateOptions{})
 		if err != nil {
 			return 0, err
 		}
@@ -56,7 +56,7 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 	claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched",
 		fmt.Sprintf("launched %s %s in %s", launched.Labels[corev1.LabelInstanceTypeStable],
 			launched.Labels[karpv1.CapacityTypeLabelKey], launched.Labels[corev1.LabelTopologyZone]), c.opts.Clock.Now())
-	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -91,10 +91,10 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 	now := c.opts.Clock.Now()
 	claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, truncate(launchErr.Error()), now)
 	claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, reason, "", now)
-	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeWarning, reason, "Launch",
+	c.opts.Recorder.Eventf(apis.ForEvents(claim), nil, corev1.EventTypeWarning, reason, "Launch",
 		"NodeClaim %s could not launch: %v", claim.Name, launchErr)
 	klog.FromContext(ctx).Info("Launch failed; deleting the NodeClaim so its pods are planned again",
 		"nodeClaim", claim.Name, "reason", reason, "error", launchErr.Error())

@@ -45,7 +45,7 @@ func (c *Controller) register(ctx context.Context, claim *karpv1.NodeClaim) (tim
 	claim.Status.NodeName = node.Name
 	claim.SetCondition(karpv1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered",
 		fmt.Sprintf("Node %s joined", node.Name), c.opts.Clock.Now())
-	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -63,7 +63,7 @@ func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (t
 	}
 	if why := notInitialized(node, claim); why != "" {
 		if claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why, c.opts.Clock.Now()) {
-			_, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+			_, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 			return 0, err
 		}
 		return 0, nil
@@ -74,7 +74,7 @@ func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (t
 	}
 	now := c.opts.Clock.Now()
 	claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", now)
-	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 	if err != nil {
 		return 0, err
 	}

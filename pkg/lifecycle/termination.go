@@ -55,7 +55,7 @@ func (c *Controller) finalize(ctx context.Context, claim *karpv1.NodeClaim) (tim
 	if err != nil {
 		return 0, err
 	}
-	if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, patch); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return 0, err
 	}
 	logger.Info("NodeClaim terminated")

@@ -8,8 +8,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/disruption"
+	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/provision"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -25,14 +25,13 @@ type voluntary struct {
 
 // attachDisruption builds the disruption loop; call it from Attach, after the provisioner. Its
 // planner is built in Start, once the profile is known.
-func (o *Operator) attachDisruption(h fwk.Handle, clients *client.Set) error {
+func (o *Operator) attachDisruption(h fwk.Handle, clients clientset.Interface) error {
 	v := &o.voluntary
 	factory := h.SharedInformerFactory()
-	claimLister := client.Lister[*karpv1.NodeClaim]{Store: o.claimInform.GetStore()}
-	poolLister := client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()}
+	claimLister, poolLister := o.claimLister, o.poolLister
 	v.opts = disruption.Options{
 		Kube:             h.ClientSet(),
-		NodeClaims:       clients.NodeClaims,
+		NodeClaims:       clients.KarpenterV1().NodeClaims(),
 		ClaimLister:      claimLister,
 		PoolLister:       poolLister,
 		Nodes:            factory.Core().V1().Nodes().Lister(),
@@ -49,7 +48,7 @@ func (o *Operator) attachDisruption(h fwk.Handle, clients *client.Set) error {
 	}
 	var err error
 	v.consolidatable, err = disruption.NewConsolidatable(disruption.ConsolidatableOptions{
-		NodeClaims:  clients.NodeClaims,
+		NodeClaims:  clients.KarpenterV1().NodeClaims(),
 		ClaimLister: claimLister,
 		PoolLister:  poolLister,
 		ClaimInform: o.claimInform,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -21,8 +22,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
+	tailorinformers "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/lifecycle"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/gc"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/termination"
@@ -42,9 +45,12 @@ type Operator struct {
 	mu          sync.Mutex
 	handle      fwk.Handle
 	args        *tailor.Args
-	clients     *client.Set
+	clients     clientset.Interface
+	informers   tailorinformers.SharedInformerFactory
 	claimInform cache.SharedIndexInformer
 	poolInform  cache.SharedIndexInformer
+	claimLister karplisters.NodeClaimLister
+	poolLister  karplisters.NodePoolLister
 	provisioner *provision.Provisioner
 	lifecycle   *lifecycle.Controller
 	termination *termination.Controller
@@ -73,21 +79,27 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	if o.handle != nil {
 		return fmt.Errorf("plugin %s attached twice", tailor.Name)
 	}
+	// The scheduler's config may ask for protobuf, which the API server does not speak for
+	// custom resources.
 	cfg := rest.CopyConfig(h.KubeConfig())
-	clients, err := client.NewSet(cfg)
+	cfg.ContentType = runtime.ContentTypeJSON
+	clients, err := clientset.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("building the client for Tailor's resources: %w", err)
 	}
 	if o.cloud, err = o.newCloud(h.ClientSet()); err != nil {
 		return err
 	}
 	o.handle, o.args, o.clients = h, args, clients
-	o.claimInform = clients.NodeClaims.NewInformer(0)
-	o.poolInform = clients.NodePools.NewInformer(0)
+	// One informer per resource, shared by every controller; Start starts the factory.
+	o.informers = tailorinformers.NewSharedInformerFactory(clients, 0)
+	claims, pools := o.informers.Karpenter().V1().NodeClaims(), o.informers.Karpenter().V1().NodePools()
+	o.claimInform, o.claimLister = claims.Informer(), claims.Lister()
+	o.poolInform, o.poolLister = pools.Informer(), pools.Lister()
+	claimLister, poolLister := o.claimLister, o.poolLister
+	nodeClaims := clients.KarpenterV1().NodeClaims()
 	podInformer := h.SharedInformerFactory().Core().V1().Pods()
 	nodeInformer := h.SharedInformerFactory().Core().V1().Nodes()
-	claimLister := client.Lister[*karpv1.NodeClaim]{Store: o.claimInform.GetStore()}
-	poolLister := client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()}
 	// Shared by the lifecycle controller, which holds a NodePool back after a permanent launch
 	// failure, and the provisioner, which leaves it out of plans meanwhile.
 	backoff := cloud.NewLaunchBackoff(o.clock)
@@ -95,7 +107,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	o.provisioner = provision.New(provision.Options{
 		SchedulerName: h.ProfileName(),
 		Kube:          h.ClientSet(),
-		NodeClaims:    clients.NodeClaims,
+		NodeClaims:    nodeClaims,
 		ClaimLister:   claimLister,
 		PoolLister:    poolLister,
 		Pods:          podInformer.Lister(),
@@ -112,7 +124,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	})
 	o.lifecycle, err = lifecycle.New(lifecycle.Options{
 		Kube:         h.ClientSet(),
-		NodeClaims:   clients.NodeClaims,
+		NodeClaims:   nodeClaims,
 		ClaimLister:  claimLister,
 		ClaimInform:  o.claimInform,
 		NodeInformer: nodeInformer.Informer(),
@@ -126,14 +138,14 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	if err != nil {
 		return err
 	}
-	o.readiness, err = readiness.New(readiness.Options{NodePools: clients.NodePools, PoolLister: poolLister, PoolInform: o.poolInform,
+	o.readiness, err = readiness.New(readiness.Options{NodePools: clients.KarpenterV1().NodePools(), PoolLister: poolLister, PoolInform: o.poolInform,
 		Cloud: o.cloud, Clock: o.clock})
 	if err != nil {
 		return err
 	}
 	o.termination, err = termination.New(termination.Options{
 		Kube:              h.ClientSet(),
-		NodeClaims:        clients.NodeClaims,
+		NodeClaims:        nodeClaims,
 		ClaimLister:       claimLister,
 		NodeInformer:      nodeInformer.Informer(),
 		PodInformer:       podInformer.Informer(),
@@ -149,7 +161,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	}
 	o.gc = gc.New(gc.Options{
 		Kube:        h.ClientSet(),
-		NodeClaims:  clients.NodeClaims,
+		NodeClaims:  nodeClaims,
 		ClaimLister: claimLister,
 		Nodes:       nodeInformer.Lister(),
 		Cloud:       o.cloud,
@@ -243,8 +255,7 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	logger := klog.FromContext(ctx).WithName("tailor")
 	ctx = klog.NewContext(ctx, logger)
 
-	go o.claimInform.Run(ctx.Done())
-	go o.poolInform.Run(ctx.Done())
+	o.informers.Start(ctx.Done())
 	factory := h.SharedInformerFactory()
 	factory.Start(ctx.Done())
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -8,9 +8,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/drift"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/expiration"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/forceful"
@@ -22,7 +21,6 @@ import (
 // and expiration (forceful, not budgeted), drift (only marks; the disruption loop acts on it),
 // and the NodePool hash drift is measured against.
 type signals struct {
-	classInform  cache.SharedIndexInformer
 	poolHash     *hash.Controller
 	drift        *drift.Controller
 	expiration   *expiration.Controller
@@ -30,14 +28,14 @@ type signals struct {
 }
 
 // attachSignals builds the signal controllers; call it from Attach, after the provisioner.
-func (o *Operator) attachSignals(h fwk.Handle, clients *client.Set) error {
+func (o *Operator) attachSignals(h fwk.Handle, clients clientset.Interface) error {
 	s := &o.signals
-	claimLister := client.Lister[*karpv1.NodeClaim]{Store: o.claimInform.GetStore()}
-	poolLister := client.Lister[*karpv1.NodePool]{Store: o.poolInform.GetStore()}
+	claimLister, poolLister := o.claimLister, o.poolLister
+	nodeClaims := clients.KarpenterV1().NodeClaims()
 	nodes := h.SharedInformerFactory().Core().V1().Nodes().Lister()
 	disrupter := forceful.New(forceful.Options{
 		Kube:       h.ClientSet(),
-		NodeClaims: clients.NodeClaims,
+		NodeClaims: nodeClaims,
 		Nodes:      nodes,
 		Pods:       h.SharedInformerFactory().Core().V1().Pods().Lister(),
 		Recorder:   h.EventRecorder(),
@@ -45,11 +43,11 @@ func (o *Operator) attachSignals(h fwk.Handle, clients *client.Set) error {
 		PlanNow:    o.provisioner.PlanNow,
 	})
 	var err error
-	if s.poolHash, err = hash.NewController(hash.Options{NodePools: clients.NodePools, NodeClaims: clients.NodeClaims,
+	if s.poolHash, err = hash.NewController(hash.Options{NodePools: clients.KarpenterV1().NodePools(), NodeClaims: nodeClaims,
 		PoolLister: poolLister, ClaimLister: claimLister, PoolInform: o.poolInform, ClaimInform: o.claimInform, Clock: o.clock}); err != nil {
 		return err
 	}
-	if s.drift, err = drift.New(drift.Options{NodeClaims: clients.NodeClaims, ClaimLister: claimLister, PoolLister: poolLister,
+	if s.drift, err = drift.New(drift.Options{NodeClaims: nodeClaims, ClaimLister: claimLister, PoolLister: poolLister,
 		ClaimInform: o.claimInform, PoolInform: o.poolInform, Cloud: o.cloud, Recorder: h.EventRecorder(), Clock: o.clock}); err != nil {
 		return err
 	}
@@ -57,13 +55,13 @@ func (o *Operator) attachSignals(h fwk.Handle, clients *client.Set) error {
 		Clock: o.clock, Disrupter: disrupter}); err != nil {
 		return err
 	}
-	s.interruption = interruption.New(interruption.Options{NodeClaims: clients.NodeClaims, ClaimLister: claimLister,
+	s.interruption = interruption.New(interruption.Options{NodeClaims: nodeClaims, ClaimLister: claimLister,
 		Nodes: nodes, Recorder: h.EventRecorder(), Disrupter: disrupter})
 	// A node class's spec (its hash) or resolved status (images, subnets, security groups) is
 	// what cloud drift is measured against: re-check its claims when it changes, rather than at
 	// the next periodic look.
-	s.classInform = clients.EC2NodeClasses.NewInformer(0)
-	_, err = s.classInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	// The informer comes from the operator's factory, which Start starts.
+	_, err = o.informers.AWS().V1().EC2NodeClasses().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if nc, ok := obj.(*awsv1.EC2NodeClass); ok {
 				s.drift.NodeClassChanged(nc.Name)
@@ -82,7 +80,6 @@ func (o *Operator) attachSignals(h fwk.Handle, clients *client.Set) error {
 // informers have synced.
 func (o *Operator) startSignals(ctx context.Context) {
 	s := &o.signals
-	go s.classInform.Run(ctx.Done())
 	go s.poolHash.Run(ctx)
 	go s.drift.Run(ctx)
 	go s.expiration.Run(ctx)

@@ -54,8 +54,8 @@ func (p *Provisioner) claimNode(pod *corev1.Pod) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	claim, ok := p.opts.ClaimLister.Get(claimName)
-	if !ok || claim.Status.NodeName == "" || claim.DeletionTimestamp != nil {
+	claim, err := p.opts.ClaimLister.Get(claimName)
+	if err != nil || claim.Status.NodeName == "" || claim.DeletionTimestamp != nil {
 		return "", false
 	}
 	return claim.Status.NodeName, true
@@ -94,8 +94,9 @@ func (p *Provisioner) nominateSoon(ctx context.Context) {
 		for {
 			nodes, err := p.opts.Nodes.List(labels.Everything())
 			pods, err2 := p.opts.Pods.List(labels.Everything())
-			if err == nil && err2 == nil {
-				p.nominate(ctx, nodes, pods, p.opts.ClaimLister.List())
+			claims, err3 := p.opts.ClaimLister.List(labels.Everything())
+			if err == nil && err2 == nil && err3 == nil {
+				p.nominate(ctx, nodes, pods, claims)
 			}
 			p.mu.Lock()
 			again := p.nominateAgain && ctx.Err() == nil

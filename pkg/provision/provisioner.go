@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,10 +23,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -42,9 +45,9 @@ const createWorkers = 32
 type Options struct {
 	SchedulerName string
 	Kube          kubernetes.Interface
-	NodeClaims    *client.Typed[*karpv1.NodeClaim]
-	ClaimLister   client.Lister[*karpv1.NodeClaim]
-	PoolLister    client.Lister[*karpv1.NodePool]
+	NodeClaims    karpclient.NodeClaimInterface
+	ClaimLister   karplisters.NodeClaimLister
+	PoolLister    karplisters.NodePoolLister
 	Pods          corelisters.PodLister
 	Nodes         corelisters.NodeLister
 	DaemonSets    appslisters.DaemonSetLister
@@ -263,7 +266,11 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	if err != nil {
 		return err
 	}
-	claims := p.withCreated(p.opts.ClaimLister.List())
+	cached, err := p.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	claims := p.withCreated(cached)
 	pools, typesByPool, unavailable, err := p.pools(ctx)
 	if err != nil {
 		return err
@@ -351,7 +358,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			continue
 		}
 		for _, pod := range plan.Claims[i].Pods {
-			p.opts.Recorder.Eventf(pod, client.ForEvents(claim), corev1.EventTypeNormal, "Nominated", "Provisioning",
+			p.opts.Recorder.Eventf(pod, apis.ForEvents(claim), corev1.EventTypeNormal, "Nominated", "Provisioning",
 				"Pod should schedule on NodeClaim %s", claim.Name)
 		}
 	}
@@ -374,7 +381,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 
 // create creates the NodeClaim for a planned claim and books its pods on it.
 func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.NodeClaim, error) {
-	created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc))
+	created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc), metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
@@ -401,7 +408,11 @@ func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.In
 	var pools []Pool
 	var unavailable []unavailablePool
 	byPool := map[string][]*cloud.InstanceType{}
-	for _, np := range p.opts.PoolLister.List() {
+	listed, err := p.opts.PoolLister.List(labels.Everything())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, np := range listed {
 		if np.DeletionTimestamp != nil {
 			continue
 		}
@@ -458,8 +469,8 @@ func (p *Provisioner) explain(u Unplaceable) {
 		var related runtime.Object
 		if name != "" {
 			msg = fmt.Sprintf("incompatible with NodePool %q: %s", name, msg)
-			if np, ok := p.opts.PoolLister.Get(name); ok {
-				related = client.ForEvents(np)
+			if np, err := p.opts.PoolLister.Get(name); err == nil {
+				related = apis.ForEvents(np)
 			}
 		}
 		p.opts.Recorder.Eventf(u.Pod, related, corev1.EventTypeWarning, "FailedProvisioning", "Provisioning", "%s", msg)

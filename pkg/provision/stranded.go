@@ -70,7 +70,10 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	claims := p.opts.ClaimLister.List()
+	claims, err := p.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
 	now, after := p.opts.Clock.Now(), p.strandedAfter()
 	nodeExists := make(map[string]bool, len(nodes))
 	for _, n := range nodes {

@@ -15,7 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
@@ -32,7 +32,7 @@ func TestStrandedPodsAndUnusedNodesAreReported(t *testing.T) {
 	pod := newPod("stuck", "500m", "512Mi", nodeSelector("example.com/team", "payments"))
 	pod.Status.NominatedNodeName = nodes[0].Name
 	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
-	claimStore := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	claimStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
 	for i, n := range nodes {
 		_ = nodeStore.Add(n)
 		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + n.Name}}
@@ -45,7 +45,7 @@ func TestStrandedPodsAndUnusedNodesAreReported(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	p := New(Options{SchedulerName: "tailor", Kube: kube, Clock: clk, Recorder: recorder,
 		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
-		ClaimLister: client.Lister[*karpv1.NodeClaim]{Store: claimStore}})
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
 	p.checker = sim
 	p.mu.Lock()
 	p.headFor(pod.UID, nodes[0].Name)

@@ -9,8 +9,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 )
@@ -89,7 +89,7 @@ func (p *Provisioner) tellUnavailable(unplaceable []Unplaceable, unavailable []u
 			}
 			p.told[u.Pod.UID][up.pool.Name] = up.cause
 			metrics.PodsToldUnavailable.WithLabelValues(up.pool.Name, up.reason).Inc()
-			p.opts.Recorder.Eventf(u.Pod, client.ForEvents(up.pool), corev1.EventTypeWarning, "FailedProvisioning", "Provisioning",
+			p.opts.Recorder.Eventf(u.Pod, apis.ForEvents(up.pool), corev1.EventTypeWarning, "FailedProvisioning", "Provisioning",
 				"NodePool %q (%s) cannot launch: %s: %s", up.pool.Name, up.class, up.reason, up.message)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,8 +27,8 @@ import (
 
 	"github.com/tailor-sh/tailor/manifests"
 	"github.com/tailor-sh/tailor/manifests/crds"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
 	"github.com/tailor-sh/tailor/pkg/operator"
 	"github.com/tailor-sh/tailor/pkg/webhook"
 )
@@ -54,7 +55,7 @@ type Options struct {
 type Cluster struct {
 	Config     *rest.Config
 	Kube       kubernetes.Interface
-	Tailor     *client.Set
+	Tailor     clientset.Interface
 	Kubeconfig string
 	Cloud      cloud.CloudProvider
 	// WebhookURL is where the webhook of Options.Webhook is served, for a
@@ -89,7 +90,11 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	if c.Kube, err = kubernetes.NewForConfig(cp.Config); err != nil {
 		return fail(err)
 	}
-	if c.Tailor, err = client.NewSet(cp.Config); err != nil {
+	// The control plane's config asks for protobuf, which the API server does not speak for
+	// custom resources.
+	tailorConfig := rest.CopyConfig(cp.Config)
+	tailorConfig.ContentType = runtime.ContentTypeJSON
+	if c.Tailor, err = clientset.NewForConfig(tailorConfig); err != nil {
 		return fail(err)
 	}
 	if err := InstallCRDs(ctx, cp.Config); err != nil {

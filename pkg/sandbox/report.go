@@ -66,7 +66,7 @@ type PodReport struct {
 type State struct {
 	Nodes  []corev1.Node
 	Pods   []corev1.Pod
-	Claims []*karpv1.NodeClaim
+	Claims []karpv1.NodeClaim
 	// Explained maps pods to the latest reason Tailor gave for not placing them.
 	Explained map[string]string
 	// Stranded and Unused are what Tailor's Stranded and Unused Events said, by object.
@@ -88,9 +88,11 @@ func (c *Cluster) Read(ctx context.Context) (*State, error) {
 		return nil, err
 	}
 	s.Pods = pods.Items
-	if s.Claims, _, err = c.Tailor.NodeClaims.List(ctx, metav1.ListOptions{}); err != nil {
+	claims, err := c.Tailor.KarpenterV1().NodeClaims().List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return nil, err
 	}
+	s.Claims = claims.Items
 	events, err := c.Kube.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedProvisioning"})
 	if err != nil {
 		return nil, err
@@ -185,10 +187,10 @@ func (s *State) Settled() bool {
 }
 
 // Report builds the report, pricing nodes with the cloud's current offerings.
-func (s *State) Report(ctx context.Context, cp cloud.CloudProvider, pools []*karpv1.NodePool) Report {
+func (s *State) Report(ctx context.Context, cp cloud.CloudProvider, pools []karpv1.NodePool) Report {
 	prices := map[cloud.OfferingKey]float64{}
 	for _, np := range pools {
-		its, err := cp.InstanceTypes(ctx, np)
+		its, err := cp.InstanceTypes(ctx, &np)
 		if err != nil {
 			continue
 		}

@@ -14,19 +14,20 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
+	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
 )
 
 // StartStartupTaintAgent plays the agent (a CNI or device-plugin DaemonSet in a real cluster)
 // that removes a NodePool's startup taints once its node is Ready. Without it a node launched
 // from a pool with startupTaints would never be initialized, since kwok runs no such DaemonSet.
-func StartStartupTaintAgent(ctx context.Context, kube kubernetes.Interface, clients *client.Set) {
+func StartStartupTaintAgent(ctx context.Context, kube kubernetes.Interface, clients clientset.Interface) {
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		claims, _, err := clients.NodeClaims.List(ctx, metav1.ListOptions{})
+		claims, err := clients.KarpenterV1().NodeClaims().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return
 		}
-		for _, c := range claims {
+		for i := range claims.Items {
+			c := &claims.Items[i]
 			if len(c.Spec.StartupTaints) == 0 || c.Status.NodeName == "" {
 				continue
 			}

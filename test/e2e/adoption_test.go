@@ -50,17 +50,17 @@ func TestKarpenterNodeClaimsAreAdopted(t *testing.T) {
 	}
 	poolPatch := karpenterHashes(karpv1.NodePoolHashAnnotationKey, karpv1.NodePoolHashVersionAnnotationKey, karpenterPoolHashVersion)
 	classPatch := karpenterHashes(awsv1.AnnotationEC2NodeClassHash, awsv1.AnnotationEC2NodeClassHashVersion, karpenterClassHashVersion)
-	if _, err := e.cluster.Tailor.NodePools.Patch(e.ctx, "default", types.MergePatchType, poolPatch); err != nil {
+	if _, err := e.cluster.Tailor.KarpenterV1().NodePools().Patch(e.ctx, "default", types.MergePatchType, poolPatch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for name := range before {
 		for _, p := range [][]byte{poolPatch, classPatch} {
-			if _, err := e.cluster.Tailor.NodeClaims.Patch(e.ctx, name, types.MergePatchType, p); err != nil {
+			if _, err := e.cluster.Tailor.KarpenterV1().NodeClaims().Patch(e.ctx, name, types.MergePatchType, p, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if _, err := e.cluster.Tailor.EC2NodeClasses.Patch(e.ctx, "default", types.MergePatchType, classPatch); err != nil {
+	if _, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Patch(e.ctx, "default", types.MergePatchType, classPatch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.cluster.StartScheduler(e.ctx); err != nil {
@@ -68,20 +68,20 @@ func TestKarpenterNodeClaimsAreAdopted(t *testing.T) {
 	}
 
 	e.waitFor("every NodeClaim re-stamped with Tailor's hashes", time.Minute, func() (bool, string) {
-		pool, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+		pool, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, "default", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		class, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+		class, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "default", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+		claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		var stale []string
-		for _, c := range claims {
+		for _, c := range claims.Items {
 			if !hash.Stamped(c.Annotations, pool) || c.Annotations[awsv1.AnnotationEC2NodeClassHash] != tailoraws.NodeClassHash(class) ||
 				c.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != tailoraws.NodeClassHashVersion {
 				stale = append(stale, fmt.Sprintf("%s %v", c.Name, c.Annotations))
@@ -92,11 +92,11 @@ func TestKarpenterNodeClaimsAreAdopted(t *testing.T) {
 	if after := e.claimInstances(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("adopting changed the fleet:\nbefore %v\nafter  %v", before, after)
 	}
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range claims {
+	for _, c := range claims.Items {
 		if c.IsTrue(karpv1.ConditionTypeDrifted) {
 			t.Errorf("NodeClaim %s was called drifted for carrying Karpenter's hash versions: %+v", c.Name, c.GetCondition(karpv1.ConditionTypeDrifted))
 		}
@@ -118,12 +118,12 @@ func TestKarpenterNodeClaimsAreAdopted(t *testing.T) {
 // claimInstances maps each NodeClaim to its provider ID.
 func (e *awsEnv) claimInstances() map[string]string {
 	e.t.Helper()
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, c := range claims {
+	for _, c := range claims.Items {
 		out[c.Name] = c.Status.ProviderID
 	}
 	return out

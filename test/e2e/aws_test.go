@@ -129,7 +129,7 @@ func TestAWSProviderRunsTheExamples(t *testing.T) {
 
 	profile := tailoraws.InstanceProfileName(awsCluster, emulator.Region, emulator.NodeRoleName(awsCluster))
 	e.waitFor("EC2NodeClass default Ready", time.Minute, func() (bool, string) {
-		nc, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+		nc, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "default", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -141,17 +141,17 @@ func TestAWSProviderRunsTheExamples(t *testing.T) {
 	})
 
 	// A class whose role does not exist says so in its Ready condition.
-	broken, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+	broken, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	broken = &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "no-role"}, Spec: *broken.Spec.DeepCopy()}
 	broken.Spec.Role = "KarpenterNodeRole-nowhere"
-	if _, err := e.cluster.Tailor.EC2NodeClasses.Create(e.ctx, broken); err != nil {
+	if _, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Create(e.ctx, broken, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("EC2NodeClass no-role to say why it is not Ready", time.Minute, func() (bool, string) {
-		nc, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "no-role")
+		nc, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "no-role", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -165,7 +165,7 @@ func TestAWSProviderRunsTheExamples(t *testing.T) {
 	}
 	byProviderID := map[string]*karpv1.NodeClaim{}
 	for _, c := range state.Claims {
-		byProviderID[c.Status.ProviderID] = c
+		byProviderID[c.Status.ProviderID] = &c
 	}
 	for _, n := range state.Nodes {
 		claim := byProviderID[n.Spec.ProviderID]
@@ -182,11 +182,11 @@ func TestAWSProviderRunsTheExamples(t *testing.T) {
 			}
 		}
 	}
-	pools, _, err := e.cluster.Tailor.NodePools.List(e.ctx, metav1.ListOptions{})
+	pools, err := e.cluster.Tailor.KarpenterV1().NodePools().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range state.Report(e.ctx, e.cluster.Cloud, pools).Nodes {
+	for _, n := range state.Report(e.ctx, e.cluster.Cloud, pools.Items).Nodes {
 		if n.PricePerHour <= 0 {
 			t.Errorf("the report does not price node %s (%s %s %s)", n.Name, n.InstanceType, n.Zone, n.CapacityType)
 		}
@@ -291,7 +291,7 @@ func (e *awsEnv) waitRunningElsewhere(selector string, want int, node string, ti
 // offering reads one offering of the examples' NodePool from the provider.
 func (e *awsEnv) offering(t *testing.T, key cloud.OfferingKey) cloud.Offering {
 	t.Helper()
-	pool, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+	pool, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,11 +56,11 @@ func burstOnce(b *testing.B, n int) (toClaims, toRunning time.Duration, claims i
 		b.Fatal(err)
 	}
 	// No consolidation: bare pods that a consolidation evicted would never come back.
-	if _, err := cluster.Tailor.NodePools.Create(ctx, nodePool("default")); err != nil {
+	if _, err := cluster.Tailor.KarpenterV1().NodePools().Create(ctx, nodePool("default"), metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	// Watch NodeClaims as they are created, stamping each with when it was seen.
-	w, err := cluster.Tailor.NodeClaims.Watch(ctx, metav1.ListOptions{})
+	w, err := cluster.Tailor.KarpenterV1().NodeClaims().Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

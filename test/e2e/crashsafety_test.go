@@ -31,10 +31,11 @@ func TestCrashBetweenLaunchAndStatusWriteLeavesOneInstance(t *testing.T) {
 	e.waitFor("the launch to hang after the instance exists", time.Minute, func() (bool, string) {
 		return len(e.cloud.Instances()) == 1, fmt.Sprintf("%d instances", len(e.cloud.Instances()))
 	})
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	list, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims := list.Items
 	if len(claims) != 1 || claims[0].Status.ProviderID != "" {
 		t.Fatalf("want one NodeClaim that does not know its instance yet, got %d (%+v)", len(claims), claims)
 	}
@@ -45,10 +46,11 @@ func TestCrashBetweenLaunchAndStatusWriteLeavesOneInstance(t *testing.T) {
 	if n := len(e.cloud.Instances()); n != 1 {
 		t.Fatalf("%d instances after the restart; want exactly 1", n)
 	}
-	claims, _, err = e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	list, err = e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims = list.Items
 	if len(claims) != 1 || claims[0].Status.ProviderID != e.cloud.Instances()[0].ProviderID {
 		t.Fatalf("want the one NodeClaim to own the one instance; got %d claims", len(claims))
 	}
@@ -111,12 +113,12 @@ func TestNodeThatNeverRegistersIsReplaced(t *testing.T) {
 		t.Fatal("no instance launched")
 	}
 	time.Sleep(2 * time.Second)
-	if _, err := e.cluster.Tailor.NodeClaims.Get(e.ctx, stuck); err != nil {
+	if _, err := e.cluster.Tailor.KarpenterV1().NodeClaims().Get(e.ctx, stuck, metav1.GetOptions{}); err != nil {
 		t.Fatalf("NodeClaim %s went away before its registration timeout: %v", stuck, err)
 	}
 	e.clock.Step(lifecycle.RegistrationTTL + time.Minute)
 	pods := e.waitRunning("app=web", 2, 2*time.Minute)
-	if _, err := e.cluster.Tailor.NodeClaims.Get(e.ctx, stuck); err == nil {
+	if _, err := e.cluster.Tailor.KarpenterV1().NodeClaims().Get(e.ctx, stuck, metav1.GetOptions{}); err == nil {
 		t.Fatalf("NodeClaim %s outlived its registration timeout", stuck)
 	}
 	for _, p := range pods {

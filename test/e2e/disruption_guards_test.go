@@ -89,7 +89,7 @@ func TestBudgetWindowBlocksConsolidationInsideItOnly(t *testing.T) {
 	node := e.emptyNode("web")
 	claim := e.claimOfNode(node)
 	e.waitFor("the empty node to be Consolidatable", 30*time.Second, func() (bool, string) {
-		c, err := e.cluster.Tailor.NodeClaims.Get(e.ctx, claim.Name)
+		c, err := e.cluster.Tailor.KarpenterV1().NodeClaims().Get(e.ctx, claim.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -81,12 +81,12 @@ func (e *env) disrupting(pool string) (int, string) {
 	if err != nil {
 		return 0, ""
 	}
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		return 0, ""
 	}
 	deleting := map[string]bool{}
-	for _, c := range claims {
+	for _, c := range claims.Items {
 		if c.DeletionTimestamp != nil && c.Status.ProviderID != "" {
 			deleting[c.Status.ProviderID] = true
 		}
@@ -124,7 +124,7 @@ func (e *env) readyPods(selector string) int {
 // poolTypes reads the NodePool and the instance types the cloud offers it.
 func (e *env) poolTypes(pool string) (*karpv1.NodePool, []*cloud.InstanceType) {
 	e.t.Helper()
-	np, err := e.cluster.Tailor.NodePools.Get(e.ctx, pool)
+	np, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, pool, metav1.GetOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -23,21 +23,22 @@ func TestAWSNodeClassChangeDrifts(t *testing.T) {
 	}
 	e.waitRunning("app=inflate", 5, 2*time.Minute)
 	e.waitFor("EC2NodeClass default to carry its hash", time.Minute, func() (bool, string) {
-		nc, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+		nc, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "default", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return nc.Annotations[awsv1.AnnotationEC2NodeClassHash] == tailoraws.NodeClassHash(nc) &&
 			nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == tailoraws.NodeClassHashVersion, fmt.Sprint(nc.Annotations)
 	})
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	list, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims := list.Items
 	if len(claims) == 0 {
 		t.Fatal("no NodeClaims")
 	}
-	class, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+	class, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestAWSNodeClassChangeDrifts(t *testing.T) {
 	}
 
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		nc, err := e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, "default")
+		nc, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "default", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -59,7 +60,7 @@ func TestAWSNodeClassChangeDrifts(t *testing.T) {
 			nc.Spec.Tags = map[string]string{}
 		}
 		nc.Spec.Tags["team"] = "payments"
-		_, err = e.cluster.Tailor.EC2NodeClasses.Update(e.ctx, nc)
+		_, err = e.cluster.Tailor.AWSV1().EC2NodeClasses().Update(e.ctx, nc, metav1.UpdateOptions{})
 		return err
 	}); err != nil {
 		t.Fatal(err)

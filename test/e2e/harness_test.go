@@ -128,7 +128,7 @@ func (e *env) applyExample(name string) {
 
 func (e *env) createNodePool(np *karpv1.NodePool) *karpv1.NodePool {
 	e.t.Helper()
-	out, err := e.cluster.Tailor.NodePools.Create(e.ctx, np)
+	out, err := e.cluster.Tailor.KarpenterV1().NodePools().Create(e.ctx, np, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("creating NodePool %s: %v", np.Name, err)
 	}

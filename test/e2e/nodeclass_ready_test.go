@@ -54,10 +54,11 @@ func TestNodeClassNotReadyExplained(t *testing.T) {
 	if notes := told(); len(notes) != 1 {
 		t.Errorf("FailedProvisioning Events for the pod: %q, want the one", notes)
 	}
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	list, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims := list.Items
 	if len(claims) != 0 || e.emu.Calls("CreateFleet") != 0 {
 		t.Errorf("%d NodeClaims and %d CreateFleet calls for a NodePool whose class is not ready", len(claims), e.emu.Calls("CreateFleet"))
 	}
@@ -153,7 +154,7 @@ func awsPool(name, class string) *karpv1.NodePool {
 
 func (e *awsEnv) createClass(nc *awsv1.EC2NodeClass) {
 	e.t.Helper()
-	if _, err := e.cluster.Tailor.EC2NodeClasses.Create(e.ctx, nc); err != nil {
+	if _, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Create(e.ctx, nc, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("creating EC2NodeClass %s: %v", nc.Name, err)
 	}
 }
@@ -189,7 +190,7 @@ func (e *awsEnv) nudge(pod *corev1.Pod, n int) {
 func (e *awsEnv) waitPoolCondition(name string, status metav1.ConditionStatus, reason, message string) {
 	e.t.Helper()
 	e.waitFor(fmt.Sprintf("NodePool %s NodeClassReady and Ready %s %s", name, status, reason), time.Minute, func() (bool, string) {
-		np, err := e.cluster.Tailor.NodePools.Get(e.ctx, name)
+		np, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -43,10 +43,11 @@ func TestDeploymentScalesUpFromZeroNodes(t *testing.T) {
 			t.Errorf("pod %s runs on node %s, which NodePool default did not launch (labels %v)", p.Name, n.Name, n.Labels)
 		}
 	}
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	list, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims := list.Items
 	if len(claims) == 0 || len(claims) != len(nodes.Items) {
 		t.Fatalf("%d NodeClaims for %d nodes; want one per node", len(claims), len(nodes.Items))
 	}

@@ -30,11 +30,11 @@ func TestExamplesSettleWithEveryPodRunning(t *testing.T) {
 		state = s
 		return s.Settled() && len(s.Pods) > 0, "not settled"
 	})
-	pools, _, err := e.cluster.Tailor.NodePools.List(e.ctx, metav1.ListOptions{})
+	pools, err := e.cluster.Tailor.KarpenterV1().NodePools().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	report := state.Report(e.ctx, e.cluster.Cloud, pools)
+	report := state.Report(e.ctx, e.cluster.Cloud, pools.Items)
 	if !report.Settled {
 		t.Fatal("report says not settled")
 	}

@@ -27,7 +27,7 @@ type shapeState struct {
 	name   string
 	pods   []corev1.Pod
 	nodes  map[string]corev1.Node
-	claims []*karpv1.NodeClaim
+	claims []karpv1.NodeClaim
 	class  *awsv1.EC2NodeClass
 }
 
@@ -45,12 +45,12 @@ func (e *awsEnv) readShape(name string) (*shapeState, error) {
 	for _, n := range nodes.Items {
 		s.nodes[n.Name] = n
 	}
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{LabelSelector: shapeLabel + "=" + name})
+	claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{LabelSelector: shapeLabel + "=" + name})
 	if err != nil {
 		return nil, err
 	}
-	s.claims = claims
-	if s.class, err = e.cluster.Tailor.EC2NodeClasses.Get(e.ctx, name); err != nil {
+	s.claims = claims.Items
+	if s.class, err = e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, name, metav1.GetOptions{}); err != nil {
 		return nil, err
 	}
 	return s, nil

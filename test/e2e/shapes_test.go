@@ -93,7 +93,7 @@ var shapeCases = []shapeCase{
 	{name: "min-values-family", pods: 3, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
 		s.eachNode(t, "spot", func(n corev1.Node) bool { return n.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot })
 		for _, c := range s.claims {
-			types, _ := claimValues(c, corev1.LabelInstanceTypeStable)
+			types, _ := claimValues(&c, corev1.LabelInstanceTypeStable)
 			if families := distinct(types, familyOf); families < 5 {
 				t.Errorf("NodeClaim %s may launch as %d families (%v), the NodePool asks for 5", c.Name, families, types)
 			}
@@ -102,7 +102,7 @@ var shapeCases = []shapeCase{
 	{name: "min-values-multiple-keys", pods: 3, ready: true,
 		check: func(t *testing.T, e *awsEnv, s *shapeState) {
 			for _, c := range s.claims {
-				types, _ := claimValues(c, corev1.LabelInstanceTypeStable)
+				types, _ := claimValues(&c, corev1.LabelInstanceTypeStable)
 				categories := distinct(types, func(it string) string { return it[:1] })
 				if len(types) < 2 || distinct(types, familyOf) < 5 || categories < 2 {
 					t.Errorf("NodeClaim %s may launch as %v: want 2+ types, 5+ families, 2+ categories", c.Name, types)
@@ -203,7 +203,7 @@ var shapeCases = []shapeCase{
 			}
 			return pdb.Status.DisruptionsAllowed == 2, fmt.Sprintf("status %+v", pdb.Status)
 		})
-		np, err := e.cluster.Tailor.NodePools.Get(e.ctx, s.name)
+		np, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, s.name, metav1.GetOptions{})
 		if err != nil || len(np.Spec.Disruption.Budgets) != 3 {
 			t.Errorf("NodePool budgets: %v, %+v", err, np)
 		}

@@ -17,13 +17,13 @@ import (
 
 func (e *env) claimOfNode(node *corev1.Node) *karpv1.NodeClaim {
 	e.t.Helper()
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	for _, c := range claims {
+	for _, c := range claims.Items {
 		if c.Status.ProviderID == node.Spec.ProviderID {
-			return c
+			return &c
 		}
 	}
 	e.t.Fatalf("no NodeClaim for node %s (%s)", node.Name, node.Spec.ProviderID)
@@ -99,7 +99,7 @@ func notes(evs []eventsv1.Event) []string {
 	return out
 }
 
-func claimSummary(claims []*karpv1.NodeClaim) string {
+func claimSummary(claims []karpv1.NodeClaim) string {
 	var parts []string
 	for _, c := range claims {
 		parts = append(parts, fmt.Sprintf("%s(initialized=%v, deleting=%v)", c.Name, c.IsTrue(karpv1.ConditionTypeInitialized), c.DeletionTimestamp != nil))
@@ -110,12 +110,12 @@ func claimSummary(claims []*karpv1.NodeClaim) string {
 func (e *env) editNodePool(name string, edit func(*karpv1.NodePool)) {
 	e.t.Helper()
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		np, err := e.cluster.Tailor.NodePools.Get(e.ctx, name)
+		np, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		edit(np)
-		_, err = e.cluster.Tailor.NodePools.Update(e.ctx, np)
+		_, err = e.cluster.Tailor.KarpenterV1().NodePools().Update(e.ctx, np, metav1.UpdateOptions{})
 		return err
 	}); err != nil {
 		e.t.Fatalf("editing NodePool %s: %v", name, err)
@@ -127,7 +127,7 @@ func (e *env) editNodePool(name string, edit func(*karpv1.NodePool)) {
 func (e *env) waitDrifted(claim, reason string) {
 	e.t.Helper()
 	e.waitFor(fmt.Sprintf("NodeClaim %s Drifted=%q", claim, reason), time.Minute, func() (bool, string) {
-		c, err := e.cluster.Tailor.NodeClaims.Get(e.ctx, claim)
+		c, err := e.cluster.Tailor.KarpenterV1().NodeClaims().Get(e.ctx, claim, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -53,12 +53,13 @@ func TestInterruptionReplacesTheNodeBeforeItsDeadline(t *testing.T) {
 	}
 
 	// The old claim's finalizer goes last, a moment after its node and instance.
-	var claims []*karpv1.NodeClaim
+	var claims []karpv1.NodeClaim
 	e.waitFor("one new, Initialized NodeClaim in place of "+old.Name, 30*time.Second, func() (bool, string) {
-		var err error
-		if claims, _, err = e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{}); err != nil {
+		list, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
+		if err != nil {
 			return false, err.Error()
 		}
+		claims = list.Items
 		return len(claims) == 1 && claims[0].Name != old.Name && claims[0].IsTrue(karpv1.ConditionTypeInitialized), claimSummary(claims)
 	})
 	for _, p := range pods {
@@ -137,10 +138,11 @@ func TestExpiredNodeIsReplaced(t *testing.T) {
 		return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return ev.Regarding.Name == old.Name }), fmt.Sprint(notes(evs))
 	})
 	// The replacement's age counts from its own launch: it stays.
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	list, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	claims := list.Items
 	if len(claims) != 1 || claims[0].Name == old.Name || claims[0].DeletionTimestamp != nil {
 		t.Fatalf("want one live replacement NodeClaim; have %s", claimSummary(claims))
 	}
@@ -152,7 +154,7 @@ func TestNodePoolChangeDriftsItsClaims(t *testing.T) {
 	e := newEnv(t)
 	node := e.launchOneNode("web", 1)
 	claim := e.claimOfNode(node)
-	pool, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+	pool, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestNodePoolChangeDriftsItsClaims(t *testing.T) {
 		t.Fatalf("NodeClaim %s does not carry NodePool %s's hash: %v", claim.Name, pool.Name, claim.Annotations)
 	}
 	e.waitFor("NodePool default to be stamped with its hash", 30*time.Second, func() (bool, string) {
-		np, err := e.cluster.Tailor.NodePools.Get(e.ctx, "default")
+		np, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, "default", metav1.GetOptions{})
 		return err == nil && hash.Stamped(np.Annotations, np), fmt.Sprintf("annotations %v", np.Annotations)
 	})
 

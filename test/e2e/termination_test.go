@@ -89,11 +89,11 @@ func TestDeletingANodeDrainsItAndItsPodsMove(t *testing.T) {
 		}
 	}
 	e.waitFor("the NodeClaim of the deleted node to be gone", time.Minute, func() (bool, string) {
-		claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+		claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, c := range claims {
+		for _, c := range claims.Items {
 			if c.Status.ProviderID == node.Spec.ProviderID {
 				return false, "claim " + c.Name + " still there"
 			}
@@ -170,11 +170,11 @@ func TestTerminationGracePeriodForcesDrainPastPDB(t *testing.T) {
 }
 
 func (e *env) claimConditionForNode(node *corev1.Node, condType string) *metav1.Condition {
-	claims, _, err := e.cluster.Tailor.NodeClaims.List(e.ctx, metav1.ListOptions{})
+	claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil
 	}
-	for _, c := range claims {
+	for _, c := range claims.Items {
 		if c.Status.ProviderID == node.Spec.ProviderID {
 			return c.GetCondition(condType)
 		}

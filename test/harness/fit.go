@@ -47,7 +47,8 @@ func NewFitter(ctx context.Context, cp cloud.CloudProvider, r *Reading) (*Fitter
 	}
 	f := &Fitter{sim: sim}
 	used := usedByPool(r.Claims)
-	for _, pool := range r.Pools {
+	for i := range r.Pools {
+		pool := &r.Pools[i]
 		sel, err := scheduling.NewSelector(scheduling.NodeSelectorRequirements(pool.Spec.Template.Spec.Requirements))
 		if err != nil {
 			return nil, fmt.Errorf("NodePool %s: %w", pool.Name, err)
@@ -203,7 +204,7 @@ func withinLimits(pool *karpv1.NodePool, used corev1.ResourceList, it *cloud.Ins
 }
 
 // usedByPool sums the capacity of each pool's NodeClaims, as limits count it.
-func usedByPool(claims []*karpv1.NodeClaim) map[string]corev1.ResourceList {
+func usedByPool(claims []karpv1.NodeClaim) map[string]corev1.ResourceList {
 	out := map[string]corev1.ResourceList{}
 	for _, c := range claims {
 		pool := c.Labels[karpv1.NodePoolLabelKey]

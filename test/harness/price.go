@@ -22,8 +22,8 @@ const PriceTolerance = 1.25
 // FleetPrice sums, over the nodes Tailor launched, the price of each node's offering.
 func FleetPrice(ctx context.Context, cp cloud.CloudProvider, r *Reading) float64 {
 	prices := map[cloud.OfferingKey]float64{}
-	for _, pool := range r.Pools {
-		its, err := cp.InstanceTypes(ctx, pool)
+	for i := range r.Pools {
+		its, err := cp.InstanceTypes(ctx, &r.Pools[i])
 		if err != nil {
 			continue
 		}

@@ -18,7 +18,7 @@ import (
 // Reading is the cluster as the checks see it, read from the API server alone.
 type Reading struct {
 	*sandbox.State
-	Pools      []*karpv1.NodePool
+	Pools      []karpv1.NodePool
 	DaemonSets []appsv1.DaemonSet
 }
 
@@ -29,9 +29,11 @@ func Read(ctx context.Context, c *sandbox.Cluster) (*Reading, error) {
 		return nil, err
 	}
 	r := &Reading{State: s}
-	if r.Pools, _, err = c.Tailor.NodePools.List(ctx, metav1.ListOptions{}); err != nil {
+	pools, err := c.Tailor.KarpenterV1().NodePools().List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return nil, err
 	}
+	r.Pools = pools.Items
 	dss, err := c.Kube.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -116,7 +118,7 @@ func (r *Reading) launched() map[string]*karpv1.NodeClaim {
 	out := map[string]*karpv1.NodeClaim{}
 	for _, c := range r.Claims {
 		if c.Status.NodeName != "" {
-			out[c.Status.NodeName] = c
+			out[c.Status.NodeName] = &c
 		}
 	}
 	return out

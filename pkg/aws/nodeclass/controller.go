@@ -20,9 +20,11 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
+	awsclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/aws/v1"
+	awsinformers "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions/aws/v1"
+	awslisters "github.com/tailor-sh/tailor/pkg/generated/listers/aws/v1"
 )
 
 // ResolveFunc returns a copy of the node class with its status resolved against the cloud. An
@@ -39,9 +41,9 @@ const (
 	DefaultNotReadyInterval = time.Minute
 )
 
-// Options configure a Controller. NodeClasses and Resolve are required.
+// Options configure a Controller. Clients and Resolve are required.
 type Options struct {
-	NodeClasses      *client.Typed[*awsv1.EC2NodeClass]
+	Clients          clientset.Interface
 	Resolve          ResolveFunc
 	Clock            clock.WithTicker
 	Interval         time.Duration
@@ -49,22 +51,20 @@ type Options struct {
 	// Hash, when set, gives the class's static hash and its version, stamped on the class as
 	// annotations (as Karpenter does) so that kubectl shows what launches are compared with.
 	Hash func(nc *awsv1.EC2NodeClass) (hash, version string)
-	// NodeClaims, when set, lets a change of hash version re-stamp the class's claims (see
-	// restampClaims).
-	NodeClaims *client.Typed[*karpv1.NodeClaim]
 }
 
 // Controller writes EC2NodeClass status on every add and spec change, and periodically.
 type Controller struct {
-	opts     Options
-	informer cache.SharedIndexInformer
-	lister   client.Lister[*awsv1.EC2NodeClass]
-	queue    *controller.Queue
+	opts        Options
+	informer    cache.SharedIndexInformer
+	lister      awslisters.EC2NodeClassLister
+	nodeClasses awsclient.EC2NodeClassInterface
+	queue       *controller.Queue
 }
 
 // New builds the controller; nothing runs until Run.
 func New(opts Options) (*Controller, error) {
-	if opts.NodeClasses == nil || opts.Resolve == nil {
+	if opts.Clients == nil || opts.Resolve == nil {
 		return nil, fmt.Errorf("the EC2NodeClass controller needs the EC2NodeClass client and a resolver")
 	}
 	if opts.Clock == nil {
@@ -76,8 +76,11 @@ func New(opts Options) (*Controller, error) {
 	if opts.NotReadyInterval == 0 {
 		opts.NotReadyInterval = DefaultNotReadyInterval
 	}
-	c := &Controller{opts: opts, informer: opts.NodeClasses.NewInformer(0)}
-	c.lister = client.Lister[*awsv1.EC2NodeClass]{Store: c.informer.GetStore()}
+	// An informer of its own rather than a shared one: the controller runs in hosts (the operator,
+	// the sandbox) that share no informer factory with it, and starts and stops it with itself.
+	c := &Controller{opts: opts, nodeClasses: opts.Clients.AWSV1().EC2NodeClasses(),
+		informer: awsinformers.NewEC2NodeClassInformer(opts.Clients, 0, cache.Indexers{})}
+	c.lister = awslisters.NewEC2NodeClassLister(c.informer.GetIndexer())
 	c.queue = controller.NewQueue("ec2nodeclass", opts.Clock, c.reconcile)
 	_, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueue(obj) },
@@ -113,8 +116,8 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	nc, ok := c.lister.Get(name)
-	if !ok || nc.DeletionTimestamp != nil {
+	nc, err := c.lister.Get(name)
+	if err != nil || nc.DeletionTimestamp != nil {
 		return 0, nil
 	}
 	resolved, err := c.opts.Resolve(ctx, nc.DeepCopy())
@@ -122,7 +125,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return 0, fmt.Errorf("resolving EC2NodeClass %s: %w", name, err)
 	}
 	if !equality.Semantic.DeepEqual(nc.Status, resolved.Status) {
-		if _, err := c.opts.NodeClasses.UpdateStatus(ctx, resolved); err != nil {
+		if _, err := c.nodeClasses.UpdateStatus(ctx, resolved, metav1.UpdateOptions{}); err != nil {
 			return 0, fmt.Errorf("writing EC2NodeClass %s status: %w", name, err)
 		}
 		logReadiness(ctx, nc, resolved)
@@ -153,7 +156,7 @@ func (c *Controller) stampHash(ctx context.Context, nc *awsv1.EC2NodeClass) erro
 			return err
 		}
 	}
-	if _, err := c.opts.NodeClasses.Patch(ctx, nc.Name, types.MergePatchType, patch); err != nil {
+	if _, err := c.nodeClasses.Patch(ctx, nc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("stamping the hash on EC2NodeClass %s: %w", nc.Name, err)
 	}
 	return nil

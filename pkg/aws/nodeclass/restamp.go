@@ -24,10 +24,8 @@ import (
 // It runs when the class itself is re-stamped with a new version, which is when such claims
 // appear: at install (the class carries Karpenter's version) and after an upgrade.
 func (c *Controller) restampClaims(ctx context.Context, nc *awsv1.EC2NodeClass, hash, version string) error {
-	if c.opts.NodeClaims == nil {
-		return nil
-	}
-	claims, _, err := c.opts.NodeClaims.List(ctx, metav1.ListOptions{})
+	nodeClaims := c.opts.Clients.KarpenterV1().NodeClaims()
+	claims, err := nodeClaims.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing NodeClaims to re-stamp the hash of EC2NodeClass %s: %w", nc.Name, err)
 	}
@@ -36,11 +34,12 @@ func (c *Controller) restampClaims(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	if err != nil {
 		return err
 	}
-	for _, claim := range claims {
+	for i := range claims.Items {
+		claim := &claims.Items[i]
 		if !needsRestamp(claim, nc.Name, version) {
 			continue
 		}
-		if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, patch); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := nodeClaims.Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("re-stamping the EC2NodeClass hash on NodeClaim %s: %w", claim.Name, err)
 		}
 		klog.FromContext(ctx).Info("Re-stamped NodeClaim with the current EC2NodeClass hash version", "nodeClaim", claim.Name,

@@ -8,15 +8,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
 // Recheck is how often a claim is looked at again without an event, as Karpenter does: the
@@ -25,9 +28,9 @@ const Recheck = 5 * time.Minute
 
 // Options are what the controller reads and writes.
 type Options struct {
-	NodeClaims  *client.Typed[*karpv1.NodeClaim]
-	ClaimLister client.Lister[*karpv1.NodeClaim]
-	PoolLister  client.Lister[*karpv1.NodePool]
+	NodeClaims  karpclient.NodeClaimInterface
+	ClaimLister karplisters.NodeClaimLister
+	PoolLister  karplisters.NodePoolLister
 	ClaimInform cache.SharedIndexInformer
 	PoolInform  cache.SharedIndexInformer
 	Cloud       cloud.CloudProvider
@@ -84,7 +87,8 @@ func (c *Controller) NodeClassChanged(name string) {
 }
 
 func (c *Controller) enqueueClaims(match func(*karpv1.NodeClaim) bool) {
-	for _, claim := range c.opts.ClaimLister.List() {
+	claims, _ := c.opts.ClaimLister.List(labels.Everything()) // an informer's lister never fails
+	for _, claim := range claims {
 		if match(claim) {
 			c.queue.Add(claim.Name)
 		}
@@ -96,8 +100,8 @@ func (c *Controller) enqueueClaims(match func(*karpv1.NodeClaim) bool) {
 func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 2) }
 
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	claim, ok := c.opts.ClaimLister.Get(name)
-	if !ok || claim.DeletionTimestamp != nil {
+	claim, err := c.opts.ClaimLister.Get(name)
+	if err != nil || claim.DeletionTimestamp != nil {
 		return 0, nil
 	}
 	claim = claim.DeepCopy()
@@ -105,13 +109,13 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		// Nothing launched cannot have drifted; a claim is launched only once, so a stale
 		// condition is all there can be to clear.
 		if claim.ClearCondition(karpv1.ConditionTypeDrifted) {
-			_, err := c.opts.NodeClaims.UpdateStatus(ctx, claim)
+			_, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 			return 0, err
 		}
 		return 0, nil
 	}
-	pool, ok := c.opts.PoolLister.Get(claim.Labels[karpv1.NodePoolLabelKey])
-	if !ok {
+	pool, err := c.opts.PoolLister.Get(claim.Labels[karpv1.NodePoolLabelKey])
+	if err != nil {
 		// A claim without its pool is garbage-collected with it; judging it against nothing
 		// would say nothing useful.
 		return 0, nil
@@ -129,14 +133,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if !changed {
 		return Recheck, nil
 	}
-	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim); err != nil {
+	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
 		return 0, err
 	}
 	logger := klog.FromContext(ctx).WithValues("nodeClaim", claim.Name)
 	if found != nil {
 		logger.Info("NodeClaim drifted", "reason", found.Reason, "message", found.Message)
 		if c.opts.Recorder != nil {
-			c.opts.Recorder.Eventf(client.ForEvents(claim), nil, corev1.EventTypeNormal, "Drifted", "Drift", "%s: %s", found.Reason, found.Message)
+			c.opts.Recorder.Eventf(apis.ForEvents(claim), nil, corev1.EventTypeNormal, "Drifted", "Drift", "%s: %s", found.Reason, found.Message)
 		}
 	} else {
 		logger.Info("NodeClaim no longer drifted")

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/forceful"
 )
 
@@ -29,7 +29,7 @@ const Recheck = 10 * time.Second
 
 // Options are what the controller reads and writes.
 type Options struct {
-	ClaimLister client.Lister[*karpv1.NodeClaim]
+	ClaimLister karplisters.NodeClaimLister
 	ClaimInform cache.SharedIndexInformer
 	Clock       clock.WithTicker
 	Disrupter   *forceful.Disrupter
@@ -60,8 +60,8 @@ func New(opts Options) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 1) }
 
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	claim, ok := c.opts.ClaimLister.Get(name)
-	if !ok || claim.DeletionTimestamp != nil {
+	claim, err := c.opts.ClaimLister.Get(name)
+	if err != nil || claim.DeletionTimestamp != nil {
 		return 0, nil
 	}
 	left, expires := TimeLeft(claim, c.opts.Clock.Now())

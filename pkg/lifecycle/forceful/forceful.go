@@ -22,19 +22,23 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
-// Claims is what a Disrupter writes of NodeClaims; *client.Typed[*karpv1.NodeClaim] is one.
+// Claims is what a Disrupter writes of NodeClaims; the generated NodeClaim client is one. It is
+// this narrow so that a test can record the order of the writes.
 type Claims interface {
-	Get(ctx context.Context, name string) (*karpv1.NodeClaim, error)
-	UpdateStatus(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*karpv1.NodeClaim, error)
+	UpdateStatus(ctx context.Context, claim *karpv1.NodeClaim, opts metav1.UpdateOptions) (*karpv1.NodeClaim, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
+
+var _ Claims = karpclient.NodeClaimInterface(nil)
 
 // Options are what a Disrupter reads and writes.
 type Options struct {
@@ -101,7 +105,7 @@ func (d *Disrupter) Disrupt(ctx context.Context, claim *karpv1.NodeClaim, why Re
 		}
 		cancel()
 	}
-	d.event(client.ForEvents(claim), why)
+	d.event(apis.ForEvents(claim), why)
 	if node != nil {
 		d.event(node, why)
 	}
@@ -121,14 +125,14 @@ func (d *Disrupter) Disrupt(ctx context.Context, claim *karpv1.NodeClaim, why Re
 // here would delay the whole disruption until the notice is delivered again.
 func (d *Disrupter) setReason(ctx context.Context, name string, why Reason) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		claim, err := d.opts.NodeClaims.Get(ctx, name)
+		claim, err := d.opts.NodeClaims.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		if !claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, why.Method, why.Message, d.opts.Clock.Now()) {
 			return nil
 		}
-		_, err = d.opts.NodeClaims.UpdateStatus(ctx, claim)
+		_, err = d.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 		return err
 	})
 }

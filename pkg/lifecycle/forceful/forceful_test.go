@@ -42,11 +42,11 @@ func (s *steps) get() []string {
 
 type fakeClaims struct{ steps *steps }
 
-func (f fakeClaims) Get(_ context.Context, name string) (*karpv1.NodeClaim, error) {
+func (f fakeClaims) Get(_ context.Context, name string, _ metav1.GetOptions) (*karpv1.NodeClaim, error) {
 	return claim(name, ""), nil
 }
 
-func (f fakeClaims) UpdateStatus(_ context.Context, c *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+func (f fakeClaims) UpdateStatus(_ context.Context, c *karpv1.NodeClaim, _ metav1.UpdateOptions) (*karpv1.NodeClaim, error) {
 	f.steps.add("condition " + c.GetCondition(karpv1.ConditionTypeDisruptionReason).Reason)
 	return c, nil
 }

@@ -15,9 +15,10 @@ import (
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
 // Grace is how long an instance, claim or node must have been seen unmatched before it is
@@ -32,8 +33,8 @@ const Interval = 10 * time.Second
 // Options are what the collector reads and writes.
 type Options struct {
 	Kube        kubernetes.Interface
-	NodeClaims  *client.Typed[*karpv1.NodeClaim]
-	ClaimLister client.Lister[*karpv1.NodeClaim]
+	NodeClaims  karpclient.NodeClaimInterface
+	ClaimLister karplisters.NodeClaimLister
 	Nodes       corelisters.NodeLister
 	Cloud       cloud.CloudProvider
 	Clock       clock.WithTicker
@@ -78,7 +79,10 @@ func (g *Collector) Collect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	claims := g.opts.ClaimLister.List()
+	claims, err := g.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
 	byProviderID := map[string]*karpv1.NodeClaim{}
 	byName := map[string]bool{}
 	for _, c := range claims {
@@ -119,7 +123,7 @@ func (g *Collector) Collect(ctx context.Context) error {
 		}
 		fresh := c.DeepCopy()
 		fresh.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, "GarbageCollected", "the instance is gone", now)
-		if _, err := g.opts.NodeClaims.UpdateStatus(ctx, fresh); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := g.opts.NodeClaims.UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		if err := g.opts.NodeClaims.Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

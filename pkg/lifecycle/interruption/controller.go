@@ -11,13 +11,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/forceful"
 )
 
@@ -26,8 +29,8 @@ const Method = "Interrupted"
 
 // Options are what the controller reads and writes.
 type Options struct {
-	NodeClaims  *client.Typed[*karpv1.NodeClaim]
-	ClaimLister client.Lister[*karpv1.NodeClaim]
+	NodeClaims  karpclient.NodeClaimInterface
+	ClaimLister karplisters.NodeClaimLister
 	Nodes       corelisters.NodeLister
 	// Recorder may be nil, in which case no Events are written.
 	Recorder  events.EventRecorder
@@ -65,17 +68,21 @@ func (c *Controller) Handle(ctx context.Context, n cloud.Interruption) error {
 // claimOf finds the NodeClaim of the instance: from the cache, or from the API server when the
 // cache does not know it yet (a claim launched a moment ago must not miss its notice).
 func (c *Controller) claimOf(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
-	for _, claim := range c.opts.ClaimLister.List() {
+	cached, err := c.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, claim := range cached {
 		if claim.Status.ProviderID == providerID {
 			return claim, nil
 		}
 	}
-	claims, _, err := c.opts.NodeClaims.List(ctx, metav1.ListOptions{})
+	claims, err := c.opts.NodeClaims.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing NodeClaims to find instance %s: %w", providerID, err)
 	}
-	for _, claim := range claims {
-		if claim.Status.ProviderID == providerID {
+	for i := range claims.Items {
+		if claim := &claims.Items[i]; claim.Status.ProviderID == providerID {
 			return claim, nil
 		}
 	}
@@ -121,7 +128,7 @@ func (c *Controller) record(claim *karpv1.NodeClaim, eventType, reason, msg stri
 	if c.opts.Recorder == nil {
 		return
 	}
-	c.opts.Recorder.Eventf(client.ForEvents(claim), nil, eventType, reason, "Interruption", "%s", msg)
+	c.opts.Recorder.Eventf(apis.ForEvents(claim), nil, eventType, reason, "Interruption", "%s", msg)
 	if claim.Status.NodeName == "" {
 		return
 	}

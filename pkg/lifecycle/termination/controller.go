@@ -22,16 +22,17 @@ import (
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
 // Options are what the controller reads and writes.
 type Options struct {
 	Kube              kubernetes.Interface
-	NodeClaims        *client.Typed[*karpv1.NodeClaim]
-	ClaimLister       client.Lister[*karpv1.NodeClaim]
+	NodeClaims        karpclient.NodeClaimInterface
+	ClaimLister       karplisters.NodeClaimLister
 	NodeInformer      cache.SharedIndexInformer
 	PodInformer       cache.SharedIndexInformer
 	VolumeAttachments storagelisters.VolumeAttachmentLister
@@ -184,7 +185,8 @@ func (c *Controller) attachedVolumes(node string) []string {
 }
 
 func (c *Controller) claimFor(node *corev1.Node) *karpv1.NodeClaim {
-	for _, claim := range c.opts.ClaimLister.List() {
+	claims, _ := c.opts.ClaimLister.List(labels.Everything()) // an informer's lister never fails
+	for _, claim := range claims {
 		if node.Spec.ProviderID != "" && claim.Status.ProviderID == node.Spec.ProviderID {
 			return claim
 		}

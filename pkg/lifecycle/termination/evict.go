@@ -123,15 +123,15 @@ func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, c
 }
 
 func (c *Controller) setCondition(ctx context.Context, claim *karpv1.NodeClaim, condType string, status metav1.ConditionStatus, reason, msg string) error {
-	fresh, ok := c.opts.ClaimLister.Get(claim.Name)
-	if !ok {
-		return nil
+	fresh, err := c.opts.ClaimLister.Get(claim.Name)
+	if err != nil {
+		return nil // the claim is gone
 	}
 	fresh = fresh.DeepCopy()
 	if !fresh.SetCondition(condType, status, reason, msg, c.opts.Clock.Now()) {
 		return nil
 	}
-	_, err := c.opts.NodeClaims.UpdateStatus(ctx, fresh)
+	_, err = c.opts.NodeClaims.UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

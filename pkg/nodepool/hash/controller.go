@@ -7,22 +7,25 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
 // Options are what the controller reads and writes.
 type Options struct {
-	NodePools   *client.Typed[*karpv1.NodePool]
-	NodeClaims  *client.Typed[*karpv1.NodeClaim]
-	PoolLister  client.Lister[*karpv1.NodePool]
-	ClaimLister client.Lister[*karpv1.NodeClaim]
+	NodePools   karpclient.NodePoolInterface
+	NodeClaims  karpclient.NodeClaimInterface
+	PoolLister  karplisters.NodePoolLister
+	ClaimLister karplisters.NodeClaimLister
 	PoolInform  cache.SharedIndexInformer
 	ClaimInform cache.SharedIndexInformer
 	Clock       clock.WithTicker
@@ -66,21 +69,25 @@ func NewController(opts Options) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 1) }
 
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	np, ok := c.opts.PoolLister.Get(name)
-	if !ok || np.DeletionTimestamp != nil {
+	np, err := c.opts.PoolLister.Get(name)
+	if err != nil || np.DeletionTimestamp != nil {
 		return 0, nil
 	}
 	if !Stamped(np.Annotations, np) {
-		if _, err := c.opts.NodePools.Patch(ctx, np.Name, types.MergePatchType, stampPatch(np)); err != nil {
+		if _, err := c.opts.NodePools.Patch(ctx, np.Name, types.MergePatchType, stampPatch(np), metav1.PatchOptions{}); err != nil {
 			return 0, fmt.Errorf("stamping the template hash on NodePool %s: %w", np.Name, err)
 		}
 	}
-	for _, claim := range c.opts.ClaimLister.List() {
+	claims, err := c.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return 0, err
+	}
+	for _, claim := range claims {
 		if claim.Labels[karpv1.NodePoolLabelKey] != np.Name || claim.DeletionTimestamp != nil ||
 			claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == Version || claim.IsTrue(karpv1.ConditionTypeDrifted) {
 			continue
 		}
-		if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, stampPatch(np)); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, stampPatch(np), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, fmt.Errorf("re-stamping the NodePool hash on NodeClaim %s: %w", claim.Name, err)
 		}
 		klog.FromContext(ctx).Info("Re-stamped NodeClaim with the current NodePool hash version", "nodeClaim", claim.Name,

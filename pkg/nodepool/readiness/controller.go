@@ -14,9 +14,10 @@ import (
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/client"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/controller"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
 // Interval is how often a pool's node class is looked at again: node class changes raise no
@@ -27,8 +28,8 @@ const Interval = 15 * time.Second
 // Options are what the controller reads and writes. Cloud may not implement
 // cloud.NodeClassReadiness; its pools' node classes are then Ready.
 type Options struct {
-	NodePools  *client.Typed[*karpv1.NodePool]
-	PoolLister client.Lister[*karpv1.NodePool]
+	NodePools  karpclient.NodePoolInterface
+	PoolLister karplisters.NodePoolLister
 	PoolInform cache.SharedIndexInformer
 	Cloud      cloud.CloudProvider
 	Clock      clock.WithTicker
@@ -57,8 +58,8 @@ func New(opts Options) (*Controller, error) {
 func (c *Controller) Run(ctx context.Context) { c.queue.Run(ctx, 1) }
 
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	np, ok := c.opts.PoolLister.Get(name)
-	if !ok || np.DeletionTimestamp != nil {
+	np, err := c.opts.PoolLister.Get(name)
+	if err != nil || np.DeletionTimestamp != nil {
 		return 0, nil
 	}
 	status, reason, message := metav1.ConditionTrue, "", ""
@@ -77,7 +78,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if !changed {
 		return Interval, nil
 	}
-	if _, err := c.opts.NodePools.UpdateStatus(ctx, np); err != nil {
+	if _, err := c.opts.NodePools.UpdateStatus(ctx, np, metav1.UpdateOptions{}); err != nil {
 		return 0, fmt.Errorf("writing NodePool %s status: %w", name, err)
 	}
 	if status != metav1.ConditionTrue {

@@ -7,4 +7,5 @@
 //
 // +kubebuilder:object:generate=true
 // +groupName=karpenter.k8s.aws
+// +groupGoName=AWS
 package v1

@@ -107,6 +107,8 @@ type InstanceStorePolicy string
 const InstanceStorePolicyRAID0 InstanceStorePolicy = "RAID0"
 
 // EC2NodeClass is the AWS-specific half of a NodePool's template.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=ec2nodeclasses,scope=Cluster,categories=karpenter,shortName={ec2nc,ec2ncs}
 // +kubebuilder:storageversion

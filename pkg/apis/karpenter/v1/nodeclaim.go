@@ -133,6 +133,8 @@ func (r *NodeClassReference) GroupKind() schema.GroupKind {
 }
 
 // NodeClaim is a request for one node, and the record of the instance launched for it.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodeclaims,scope=Cluster,categories=karpenter
 // +kubebuilder:subresource:status

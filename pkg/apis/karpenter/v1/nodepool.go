@@ -174,6 +174,8 @@ type NodeClaimTemplateSpec struct {
 }
 
 // NodePool is a set of nodes Tailor may launch and disrupt under one template and set of limits.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
