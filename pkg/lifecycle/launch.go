@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-sh/tailor/pkg/apis"
@@ -88,10 +89,22 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 		klog.FromContext(ctx).Info("Launch failed permanently; holding the NodePool back", "nodeClaim", claim.Name,
 			"nodePool", pool, "nodeClass", class, "code", pe.Code, "for", held)
 	}
+	// The status write must not fail on a conflict (a finalizer or a hash stamp written since
+	// the informer's copy): an error here retries the reconcile, which would launch, and fail,
+	// once more. So a conflict reads the claim again and writes the conditions onto that.
 	now := c.opts.Clock.Now()
-	claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, truncate(launchErr.Error()), now)
-	claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, reason, "", now)
-	if _, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		claim.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, truncate(launchErr.Error()), now)
+		claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, reason, "", now)
+		_, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if fresh, getErr := c.opts.NodeClaims.Get(ctx, claim.Name, metav1.GetOptions{}); getErr == nil {
+				claim = fresh
+			}
+		}
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	c.opts.Recorder.Eventf(apis.ForEvents(claim), nil, corev1.EventTypeWarning, reason, "Launch",

@@ -98,8 +98,11 @@ func TestPermanentLaunchErrorBacksOff(t *testing.T) {
 	e.createClass(awsClass("denied", "al2023@latest", nil))
 	e.createNodePool(awsPool("denied", "denied"))
 	pod := e.createPendingPod("denied", "denied")
+	// Metrics are process-wide: count from what earlier tests (or -count runs) left.
+	before := testutil.ToFloat64(metrics.NodeClaimsCreated.WithLabelValues("denied", "provisioning"))
+	toldBefore := testutil.ToFloat64(metrics.PodsToldUnavailable.WithLabelValues("denied", "LaunchFailed"))
 	created := func() float64 {
-		return testutil.ToFloat64(metrics.NodeClaimsCreated.WithLabelValues("denied", "provisioning"))
+		return testutil.ToFloat64(metrics.NodeClaimsCreated.WithLabelValues("denied", "provisioning")) - before
 	}
 	e.waitFor("the pod to be told EC2's error", 30*time.Second, func() (bool, string) {
 		for _, ev := range e.eventsFor("FailedProvisioning", "Pod") {
@@ -126,7 +129,7 @@ func TestPermanentLaunchErrorBacksOff(t *testing.T) {
 	expect("held back after the second failure", 2)
 	e.clock.Step(31 * time.Second)
 	expect("still held back: the second hold is 60 s", 2)
-	if n := testutil.ToFloat64(metrics.PodsToldUnavailable.WithLabelValues("denied", "LaunchFailed")); n != 1 {
+	if n := testutil.ToFloat64(metrics.PodsToldUnavailable.WithLabelValues("denied", "LaunchFailed")) - toldBefore; n != 1 {
 		t.Errorf("the pod was told %v times of the same failure, want once", n)
 	}
 	e.emu.Allow("CreateFleet")

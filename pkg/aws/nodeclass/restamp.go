@@ -48,10 +48,13 @@ func (c *Controller) restampClaims(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	return nil
 }
 
-// needsRestamp says whether claim, of some class, should get class's hash of version.
+// needsRestamp says whether claim, of some class, should get class's hash of version. A claim
+// with no version at all has not launched yet: its launch stamps the hash it launched with, and a
+// write now would only race the launch's own status writes.
 func needsRestamp(claim *karpv1.NodeClaim, class, version string) bool {
 	ref := claim.Spec.NodeClassRef
+	had, stamped := claim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion]
 	return ref != nil && ref.Name == class && (ref.Group == "" || ref.Group == awsv1.Group) &&
-		claim.DeletionTimestamp == nil && claim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != version &&
+		claim.DeletionTimestamp == nil && stamped && had != version &&
 		!claim.IsTrue(karpv1.ConditionTypeDrifted)
 }
