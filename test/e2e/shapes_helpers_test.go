@@ -112,6 +112,28 @@ func (s *shapeState) settled(pods int) (bool, string) {
 // nodeOf is the node the pod runs on.
 func (s *shapeState) nodeOf(p corev1.Pod) corev1.Node { return s.nodes[p.Spec.NodeName] }
 
+// readyBefore says whether a node of the case labelled key=value was Ready before pod p was
+// scheduled (both times are whole seconds, so a tie counts as not before).
+func (s *shapeState) readyBefore(key, value string, p corev1.Pod) bool {
+	var scheduled metav1.Time
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			scheduled = c.LastTransitionTime
+		}
+	}
+	for _, n := range s.nodes {
+		if n.Labels[key] != value {
+			continue
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastTransitionTime.Before(&scheduled) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // podsOf are the case's pods of one workload (label app).
 func (s *shapeState) podsOf(app string) []corev1.Pod {
 	var out []corev1.Pod
