@@ -65,6 +65,8 @@ func TestConstraintTopologySpread(t *testing.T) {
 	taintedFull := full.DeepCopy()
 	taintedFull.Spec.Taints = []corev1.Taint{{Key: dedicated, Effect: corev1.TaintEffectNoSchedule}}
 	tolerant := []*corev1.Pod{onNode(newPod("running", "500m", "512Mi", labelled(app), tolerates(dedicated)), "full")}
+	// An empty node in zone b: a domain with no replica for the scheduler too.
+	emptyB := zonedNode("empty-b", b, "8", "32Gi")
 	inA := nodeSelector(zone, a)
 	cases := []struct {
 		name    string
@@ -91,19 +93,23 @@ func TestConstraintTopologySpread(t *testing.T) {
 		{name: "two zones without minDomains", pending: replicas(3, app, "500m", "512Mi", twoZones, spread(app, zone, 1, dns)), key: zone,
 			want: map[string]int{a: 2, b: 1}},
 		// The pod must go to zone a, which has a replica already. Honor counts zone a only
-		// (the pod's node selector): no skew. Ignore counts zones b and c at 0: skew 2.
+		// (the pod's node selector): no skew. Ignore counts zone b at 0 where a node is there:
+		// skew 2. Where none is, the empty domains of zones b and c refuse zone a too, but the
+		// scheduler knows zone a alone and takes the pod there, so the plan does (domains.go).
 		{name: "nodeAffinityPolicy Honor", pending: replicas(1, app, "500m", "512Mi", inA, spread(app, zone, 1, dns)),
-			nodes: []*corev1.Node{full}, running: one, key: zone, want: map[string]int{a: 1}},
+			nodes: []*corev1.Node{full, emptyB}, running: one, key: zone, want: map[string]int{a: 1}},
 		{name: "nodeAffinityPolicy Ignore", pending: replicas(1, app, "500m", "512Mi", inA, spread(app, zone, 1, dns, affinityPolicy(corev1.NodeInclusionPolicyIgnore))),
-			nodes: []*corev1.Node{full}, running: one, key: zone, want: map[string]int{}, unplaceable: 1},
-		{name: "ScheduleAnyway is not refused", pending: replicas(1, app, "500m", "512Mi", inA, spread(app, zone, 1, corev1.ScheduleAnyway, affinityPolicy(corev1.NodeInclusionPolicyIgnore))),
+			nodes: []*corev1.Node{full, emptyB}, running: one, key: zone, want: map[string]int{}, unplaceable: 1},
+		{name: "nodeAffinityPolicy Ignore, no node in zone b", pending: replicas(1, app, "500m", "512Mi", inA, spread(app, zone, 1, dns, affinityPolicy(corev1.NodeInclusionPolicyIgnore))),
 			nodes: []*corev1.Node{full}, running: one, key: zone, want: map[string]int{a: 1}},
+		{name: "ScheduleAnyway is not refused", pending: replicas(1, app, "500m", "512Mi", inA, spread(app, zone, 1, corev1.ScheduleAnyway, affinityPolicy(corev1.NodeInclusionPolicyIgnore))),
+			nodes: []*corev1.Node{full, emptyB}, running: one, key: zone, want: map[string]int{a: 1}},
 		// The replica in zone a runs on a node the pod does not tolerate: Honor leaves it uncounted.
 		{name: "nodeTaintsPolicy Ignore", pending: replicas(1, app, "500m", "512Mi", inA, spread(app, zone, 1, dns, affinityPolicy(corev1.NodeInclusionPolicyIgnore))),
-			nodes: []*corev1.Node{taintedFull}, running: tolerant, key: zone, want: map[string]int{}, unplaceable: 1},
+			nodes: []*corev1.Node{taintedFull, emptyB}, running: tolerant, key: zone, want: map[string]int{}, unplaceable: 1},
 		{name: "nodeTaintsPolicy Honor", pending: replicas(1, app, "500m", "512Mi", inA,
 			spread(app, zone, 1, dns, affinityPolicy(corev1.NodeInclusionPolicyIgnore), taintsPolicy(corev1.NodeInclusionPolicyHonor))),
-			nodes: []*corev1.Node{taintedFull}, running: tolerant, key: zone, want: map[string]int{a: 1}},
+			nodes: []*corev1.Node{taintedFull, emptyB}, running: tolerant, key: zone, want: map[string]int{a: 1}},
 		// Karpenter treats ScheduleAnyway as required until it cannot be met (preferences.go).
 		{name: "ScheduleAnyway spreads when it can", pending: replicas(3, app, "500m", "512Mi", spread(app, zone, 1, corev1.ScheduleAnyway)), key: zone,
 			want: map[string]int{a: 1, b: 1, c: 1}},

@@ -222,26 +222,29 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			}
 			continue
 		}
-		// New capacity: in each shape of the ladder (preferences.go), strictest first, on the
-		// claims this plan opened and then on new claims. The claim books the pod itself.
+		// New capacity: in each shape of the ladder (preferences.go), strictest first, and last as
+		// the scheduler sees the pod (domains.go); on the claims this plan opened and then on new
+		// claims. The claim books the pod itself.
 		var reasons map[string]string
 		placed := false
-		for step, as := range preferenceLadder(pod) {
+		for _, w := range newCapacityViews(pod, defaultKeys, len(domains) > 0) {
+			as := w.as
 			asGroup := group
 			if as != pod {
 				// A shape is a function of the pod's spec: the spec and the step name it.
-				asGroup = groupOf(as, fmt.Sprintf("%s/%d", spec, step), defaultKeys)
+				asGroup = groupOf(as, fmt.Sprintf("%s/%d", spec, w.step), defaultKeys)
 			}
+			views := planned
+			if w.domains {
+				views = append(planned, domains...)
+			}
+			pl.sim.Use(snapshot, views...)
 			state, pre := state, pre
-			if as != pod || withDomains {
-				views := planned
-				asDomains := spreads(as, defaultKeys) && len(domains) > 0
-				if asDomains {
-					views = append(planned, domains...)
-				}
-				pl.sim.Use(snapshot, views...)
+			// The state above is the pod's against the nodes and claims, without the domains;
+			// there is none when it spreads and no node exists.
+			if as != pod || w.domains || state == nil {
 				var status *fwk.Status
-				if state, pre, status = pf.run(ctx, as, spec, step, asDomains); status != nil {
+				if state, pre, status = pf.run(ctx, as, spec, w.step, w.domains); status != nil {
 					reasons = map[string]string{"": status.Message()}
 					continue
 				}
