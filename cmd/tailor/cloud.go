@@ -149,6 +149,7 @@ func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kube
 			}
 		}()
 	}
+	s.narrateNodeClasses(ctx, cluster)
 	say("cloud: AWS provider on the emulator at %s (SIMULATED: cluster %s, region %s, account %s)", s.emu.URL(), s.account.cluster, s.account.region, emulator.AccountID)
 	say("  interrupt a node: tailor sandbox interrupt --kubeconfig %s --node NAME", kubeconfig)
 	return nil

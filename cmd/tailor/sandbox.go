@@ -17,7 +17,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
@@ -138,10 +137,10 @@ func runSandbox(ctx context.Context, out io.Writer, f *sandboxFlags) error {
 		case err := <-cluster.SchedulerErr():
 			return fmt.Errorf("the scheduler stopped: %v", err)
 		}
-		return printReport(context.Background(), out, cluster, f.report, settleStart)
+		return printReport(context.Background(), out, cluster, f.report, settleStart, f.account.cluster)
 	}
-	settled := waitSettled(ctx, cluster, f.timeout)
-	if err := printReport(ctx, out, cluster, f.report, settleStart); err != nil {
+	settled := waitSettled(ctx, cluster, f.timeout, clouds.resolved)
+	if err := printReport(ctx, out, cluster, f.report, settleStart, f.account.cluster); err != nil {
 		return err
 	}
 	if !settled {
@@ -180,8 +179,9 @@ func manifestsToApply(paths []string, kubeconfig, dataDir string) ([]string, err
 }
 
 // waitSettled polls until the cluster has been settled for two readings in a row, so that a
-// moment between a NodeClaim's creation and the next pod's arrival does not count.
-func waitSettled(ctx context.Context, cluster *sandbox.Cluster, timeout time.Duration) bool {
+// moment between a NodeClaim's creation and the next pod's arrival does not count, and the
+// cloud has resolved what it resolves (the report then says why a class is not ready).
+func waitSettled(ctx context.Context, cluster *sandbox.Cluster, timeout time.Duration, resolved func(context.Context, *sandbox.Cluster) bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	streak := 0
@@ -197,7 +197,7 @@ func waitSettled(ctx context.Context, cluster *sandbox.Cluster, timeout time.Dur
 		case <-tick.C:
 		}
 		state, err := cluster.Read(ctx)
-		if err != nil || !state.Settled() {
+		if err != nil || !state.Settled() || !resolved(ctx, cluster) {
 			streak = 0
 			continue
 		}
@@ -207,7 +207,7 @@ func waitSettled(ctx context.Context, cluster *sandbox.Cluster, timeout time.Dur
 	}
 }
 
-func printReport(ctx context.Context, out io.Writer, cluster *sandbox.Cluster, format string, since time.Time) error {
+func printReport(ctx context.Context, out io.Writer, cluster *sandbox.Cluster, format string, since time.Time, clusterName string) error {
 	state, err := cluster.Read(ctx)
 	if err != nil {
 		return err
@@ -222,12 +222,8 @@ func printReport(ctx context.Context, out io.Writer, cluster *sandbox.Cluster, f
 	if err != nil {
 		return err
 	}
-	for _, nc := range classes.Items {
-		r := sandbox.NodeClassReport{Name: nc.Name, Ready: string(metav1.ConditionUnknown)}
-		if c := nc.GetCondition(awsv1.ConditionTypeReady); c != nil {
-			r.Ready, r.Message = string(c.Status), c.Message
-		}
-		report.NodeClasses = append(report.NodeClasses, r)
+	for i := range classes.Items {
+		report.NodeClasses = append(report.NodeClasses, readyWithHint(&classes.Items[i], clusterName))
 	}
 	if format == "" {
 		say("%d nodes, $%.4f/h; %d pods", len(report.Nodes), report.PricePerHour, len(report.Pods))

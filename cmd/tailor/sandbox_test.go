@@ -66,6 +66,42 @@ func TestSandboxRunsAnotherClustersManifests(t *testing.T) {
 	}
 }
 
+// TestSandboxSaysWhyAnotherClustersClassIsNotReady: the same manifests without --cluster-name
+// select nothing in the sandbox's account. The sandbox settles (nothing more will happen), and
+// the report says why the class is not ready and which flag fixes it; the pods say why they wait.
+func TestSandboxSaysWhyAnotherClustersClassIsNotReady(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane; skipped in -short mode")
+	}
+	dir := t.TempDir()
+	copyDir(t, "testdata/prod-east", dir)
+	var out bytes.Buffer
+	err := runSandbox(context.Background(), &out, &sandboxFlags{
+		kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), apply: []string{dir},
+		untilSettled: true, timeout: time.Minute, report: "json", cloud: "aws",
+		logFile: filepath.Join(t.TempDir(), "tailor.log"), account: account{cluster: "tailor", region: "us-east-1"},
+	})
+	if err != nil {
+		t.Fatalf("tailor sandbox: %v\n%s", err, out.String())
+	}
+	var report sandbox.Report
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	if len(report.NodeClasses) != 1 || report.NodeClasses[0].Ready != "False" ||
+		!strings.Contains(report.NodeClasses[0].Message, "SubnetsNotFound") || !strings.Contains(report.NodeClasses[0].Message, "--cluster-name") {
+		t.Errorf("the report does not say the class selects no subnet and how to fix it: %+v", report.NodeClasses)
+	}
+	if len(report.Nodes) != 0 || len(report.Pods) != 3 {
+		t.Fatalf("%d pods on %d nodes, want 3 pods and no node", len(report.Pods), len(report.Nodes))
+	}
+	for _, p := range report.Pods {
+		if p.Phase != string(corev1.PodPending) || !strings.Contains(p.Reason, "SubnetsNotFound") {
+			t.Errorf("pod %s: %s, %q; want Pending for SubnetsNotFound", p.Name, p.Phase, p.Reason)
+		}
+	}
+}
+
 // A region that is not one, or no cluster name, is refused before anything starts, naming the flag.
 func TestSandboxRefusesABadAccount(t *testing.T) {
 	for _, tc := range []struct {
