@@ -1,6 +1,7 @@
 package tailor
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // Args are the plugin's knobs, set under pluginConfig in the KubeSchedulerConfiguration.
@@ -58,13 +60,25 @@ const (
 // validates them, naming the offending field.
 func DecodeArgs(obj runtime.Object) (*Args, error) {
 	args := &Args{}
-	if obj != nil {
+	path := field.NewPath("pluginConfig").Key(Name).Child("args")
+	if u, ok := obj.(*runtime.Unknown); ok && u != nil {
+		// An out-of-tree plugin's args reach it as raw JSON, which the framework's DecodeInto
+		// reads leniently: a misspelt knob would be dropped and its default used without a word.
+		// kube-scheduler refuses unknown fields in its own plugins' args; so does Tailor.
+		strictErrs, err := sigsjson.UnmarshalStrict(u.Raw, args)
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", path, err)
+		}
+		if len(strictErrs) > 0 {
+			return nil, fmt.Errorf("decoding %s: %w", path, errors.Join(strictErrs...))
+		}
+	} else if obj != nil {
 		if err := frameworkruntime.DecodeInto(obj, args); err != nil {
 			return nil, fmt.Errorf("decoding %s plugin args: %w", Name, err)
 		}
 	}
 	SetDefaults(args)
-	if errs := Validate(args, field.NewPath("pluginConfig").Key(Name).Child("args")); len(errs) > 0 {
+	if errs := Validate(args, path); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return args, nil

@@ -31,13 +31,19 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "best-effort minValues", raw: `{"minValuesPolicy":"BestEffort"}`, check: func(a *Args) bool { return a.MinValuesPolicy == "BestEffort" }},
 		{name: "unknown minValues policy", raw: `{"minValuesPolicy":"Sometimes"}`, wantErr: "minValuesPolicy"},
 		{name: "max below idle", raw: `{"batchIdleDuration":"2s","batchMaxDuration":"1s"}`, wantErr: "batchMaxDuration"},
+		{name: "misspelt knob", raw: `{"consolidationValidationPeriods":"2s"}`, wantErr: `: unknown field "consolidationValidationPeriods"`},
+		{name: "knob twice", raw: `{"strandedAfter":"1m","strandedAfter":"2m"}`, wantErr: `: duplicate field "strandedAfter"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			args, err := DecodeArgs(&runtime.Unknown{Raw: []byte(tc.raw), ContentType: runtime.ContentTypeJSON})
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), "pluginConfig[Tailor].args."+tc.wantErr) {
-					t.Fatalf("error = %v, want one naming pluginConfig[Tailor].args.%s", err, tc.wantErr)
+				want := "pluginConfig[Tailor].args." + tc.wantErr
+				if strings.HasPrefix(tc.wantErr, ":") {
+					want = "pluginConfig[Tailor].args" + tc.wantErr
+				}
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("error = %v, want one saying %s", err, want)
 				}
 				return
 			}
