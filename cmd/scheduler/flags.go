@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/webhook"
 )
 
@@ -59,6 +60,11 @@ func (f *tailorFlags) validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--cloud=%q: unknown cloud; the choices are aws and fake", f.cloud))
+	}
+	if f.aws.region != "" {
+		if err := fake.CheckRegion(f.aws.region); err != nil {
+			errs = append(errs, fmt.Errorf("--aws-region: %w", err))
+		}
 	}
 	if err := f.webhook.Validate(); err != nil {
 		errs = append(errs, err)

@@ -26,6 +26,9 @@ func TestValidateFlags(t *testing.T) {
 		{name: "fake", args: []string{"--cloud=fake", "--webhook-port=0"}},
 		{name: "unknown cloud", args: []string{"--cloud=gcp", "--webhook-port=0"}, want: []string{`--cloud="gcp"`}},
 		{name: "webhook without a certificate", args: []string{"--cloud=fake"}, want: []string{"--webhook-cert-dir", "--webhook-cert-secret", "--webhook-port=0"}},
+		{name: "a region", args: []string{"--cluster-name=prod", "--cluster-endpoint=https://eks.example", "--aws-region=eu-west-1", certs}},
+		{name: "a zone given as the region", args: []string{"--cluster-name=prod", "--cluster-endpoint=https://eks.example", "--aws-region=eu-west-1a", certs},
+			want: []string{`--aws-region: region "eu-west-1a" is not an AWS region name`}},
 		{name: "all at once", args: []string{"--webhook-cert-dir=/certs", certs}, want: []string{"--cluster-name", "--cluster-endpoint", "not both"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -141,7 +141,7 @@ func SDKConfig(ctx context.Context, o Options) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("loading AWS configuration (credentials, region): %w", err)
 	}
 	if cfg.Region == "" {
-		return aws.Config{}, fmt.Errorf("no AWS region: set AWS_REGION or the provider's Region")
+		return aws.Config{}, fmt.Errorf("no AWS region: set AWS_REGION, a region in the shared AWS config, or --aws-region")
 	}
 	return cfg, nil
 }

@@ -32,15 +32,24 @@ var regionLocations = map[string]string{
 	"ap-northeast-1": "Asia Pacific (Tokyo)", "ap-southeast-1": "Asia Pacific (Singapore)",
 }
 
+// CheckRegion refuses a name that is not shaped like an AWS region, so that a typo in a flag is
+// named at start rather than found as an unreachable endpoint once the first call is made.
+func CheckRegion(region string) error {
+	if !regionPattern.MatchString(region) {
+		return fmt.Errorf("region %q is not an AWS region name (like us-east-1 or eu-west-1)", region)
+	}
+	return nil
+}
+
 // RegionZones returns the SIMULATED zones of an AWS region, with zone IDs in AWS's form: the
 // region's short code and azN (us-east-1a is use1-az1 here; on AWS the letter-to-ID mapping
 // varies by account). Regions not listed in zoneLetters get zones a, b and c. A name that is
 // not shaped like an AWS region is an error, so a typo does not become a region.
 func RegionZones(region string) ([]Zone, error) {
-	m := regionPattern.FindStringSubmatch(region)
-	if m == nil {
-		return nil, fmt.Errorf("region %q is not an AWS region name (like us-east-1 or eu-west-1)", region)
+	if err := CheckRegion(region); err != nil {
+		return nil, err
 	}
+	m := regionPattern.FindStringSubmatch(region)
 	code := m[1]
 	if m[2] != "" {
 		code += m[2][:1] // us-gov-west-1 is usgw1
