@@ -34,5 +34,6 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newSandboxCommand())
 	root.AddCommand(newPlanCommand())
+	root.AddCommand(newTopCommand())
 	return root
 }
