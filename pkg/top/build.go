@@ -38,6 +38,8 @@ type Options struct {
 	Sort    SortKey
 	// Decisions is how many of the latest disruption decisions to keep; 10 when zero.
 	Decisions int
+	// Requests, when set, remembers pods' requests from one Build to the next.
+	Requests *Requests
 }
 
 // Build makes the snapshot. It reads only its arguments.
@@ -68,7 +70,8 @@ func Build(c Cluster, o Options) (*Snapshot, error) {
 
 	// Pods: their requests on the nodes shown, the ones that run there for the bound, and the
 	// pending ones with what was last said about them.
-	var running []*corev1.Pod
+	var running int
+	var cpuMilli, memBytes int64 // of the running pods, for the bound
 	reasons := podReasons(c.Events)
 	for _, p := range c.Pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -88,12 +91,16 @@ func Build(c Cluster, o Options) (*Snapshot, error) {
 		if n == nil {
 			continue
 		}
-		r := scheduling.PodRequests(p)
+		cpu, mem := o.Requests.of(p)
 		n.Pods++
-		n.Usage.CPURequestedMilli += r.Cpu().MilliValue()
-		n.Usage.MemoryRequested += r.Memory().Value()
-		running = append(running, p)
+		n.Usage.CPURequestedMilli += cpu
+		n.Usage.MemoryRequested += mem
+		running++
+		cpuMilli += cpu
+		memBytes += mem
 	}
+
+	o.Requests.sweep()
 
 	pools := map[string]*NodePool{}
 	for _, np := range c.NodePools {
@@ -139,9 +146,9 @@ func Build(c Cluster, o Options) (*Snapshot, error) {
 	}
 	sort.Slice(s.NodePools, func(i, j int) bool { return s.NodePools[i].Name < s.NodePools[j].Name })
 	s.Fleet.PendingPods = len(s.Pending)
-	bound, err := provision.LowerBound(running, o.Catalog)
+	bound, err := provision.LowerBoundOf(float64(cpuMilli)/1e3, float64(memBytes)/(1<<30), o.Catalog)
 	if err != nil {
-		return nil, fmt.Errorf("the lower bound of the %d running pods: %w", len(running), err)
+		return nil, fmt.Errorf("the lower bound of the %d running pods: %w", running, err)
 	}
 	s.Fleet.LowerBoundPerHour = bound
 	if bound > 0 {

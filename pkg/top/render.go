@@ -102,10 +102,10 @@ func pools(b *strings.Builder, st *styles, s *Snapshot) {
 		return
 	}
 	w := width(len("NODEPOOL"), len(s.NodePools), func(i int) string { return s.NodePools[i].Name })
-	b.WriteString(st.head.Render(fmt.Sprintf("%-*s %5s %5s %-13s %-15s %9s  %s", w, "NODEPOOL", "NODES", "PODS", "CPU", "MEMORY", "$/H", "LIMITS")))
+	b.WriteString(st.head.Render(fmt.Sprintf("%-*s %5s %5s %-17s %-15s %9s  %s", w, "NODEPOOL", "NODES", "PODS", "CPU", "MEMORY", "$/H", "LIMITS")))
 	b.WriteString("\n")
 	for _, p := range s.NodePools {
-		fmt.Fprintf(b, "%-*s %5d %5d %-13s %-15s %9.4f  %s\n", w, p.Name, p.Nodes, p.Pods,
+		fmt.Fprintf(b, "%-*s %5d %5d %-17s %-15s %9.4f  %s\n", w, p.Name, p.Nodes, p.Pods,
 			cores(p.Usage.CPURequestedMilli, p.Usage.CPUAllocatableMilli), gibs(p.Usage.MemoryRequested, p.Usage.MemoryAllocatable),
 			p.PricePerHour, limits(p))
 	}
@@ -225,7 +225,7 @@ func dash(s string) string {
 }
 
 func cores(used, of int64) string {
-	return fmt.Sprintf("%.1f/%.1f", float64(used)/1000, float64(of)/1000)
+	return fmt.Sprintf("%.1f/%.1f cores", float64(used)/1000, float64(of)/1000)
 }
 
 func gibs(used, of int64) string {

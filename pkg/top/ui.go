@@ -20,6 +20,9 @@ const (
 
 // Run shows the live view until the user quits or ctx ends.
 func Run(ctx context.Context, src *Source, opts Options) error {
+	if opts.Requests == nil {
+		opts.Requests = NewRequests()
+	}
 	m := &model{src: src, opts: opts, renderer: lipgloss.DefaultRenderer()}
 	m.rebuild()
 	_, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx)).Run()
