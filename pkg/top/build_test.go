@@ -162,3 +162,24 @@ func TestSortKeys(t *testing.T) {
 		t.Error("--sort size accepted")
 	}
 }
+
+// The memo gives what reading the pod gives, reads a pod again when its resourceVersion changes
+// (an in-place resize), and forgets pods that are gone.
+func TestRequestsMemo(t *testing.T) {
+	r := NewRequests()
+	p := pod("default", "a", "n1", 500, 256)
+	if cpu, mem := r.of(p); cpu != 500 || mem != 256<<20 {
+		t.Fatalf("first read: %d, %d", cpu, mem)
+	}
+	r.sweep()
+	resized := pod("default", "a", "n1", 1500, 256)
+	resized.ResourceVersion = "2"
+	if cpu, _ := r.of(resized); cpu != 1500 {
+		t.Errorf("after a resize: %dm", cpu)
+	}
+	r.sweep()
+	r.sweep()
+	if len(r.pods) != 0 {
+		t.Errorf("a pod no build met is still remembered: %v", r.pods)
+	}
+}

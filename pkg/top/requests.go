@@ -12,47 +12,44 @@ import (
 // resources) allocates; on a 50,000-pod cluster it was most of a rebuild, while a watch event
 // changes a handful of pods. A resized pod has a new resourceVersion, so it is read again.
 type Requests struct {
-	seen map[types.UID]podRequests
-	next map[types.UID]podRequests
+	pods map[types.UID]podRequests
+	// gen counts builds; an entry not met in the latest one is a pod that is gone.
+	gen uint64
 }
 
 type podRequests struct {
 	version          string
 	cpuMilli, memory int64
+	gen              uint64
 }
 
 // NewRequests is an empty memo; a nil *Requests reads every pod afresh.
-func NewRequests() *Requests { return &Requests{seen: map[types.UID]podRequests{}} }
+func NewRequests() *Requests { return &Requests{pods: map[types.UID]podRequests{}} }
 
 func (r *Requests) of(p *corev1.Pod) (cpuMilli, memory int64) {
-	if r != nil {
-		if have, ok := r.seen[p.UID]; ok && have.version == p.ResourceVersion && p.UID != "" {
-			r.keep(p.UID, have)
-			return have.cpuMilli, have.memory
-		}
+	if r == nil || p.UID == "" {
+		req := scheduling.PodRequests(p)
+		return req.Cpu().MilliValue(), req.Memory().Value()
 	}
-	req := scheduling.PodRequests(p)
-	got := podRequests{version: p.ResourceVersion, cpuMilli: req.Cpu().MilliValue(), memory: req.Memory().Value()}
-	if r != nil && p.UID != "" {
-		r.keep(p.UID, got)
+	have, ok := r.pods[p.UID]
+	if !ok || have.version != p.ResourceVersion {
+		req := scheduling.PodRequests(p)
+		have = podRequests{version: p.ResourceVersion, cpuMilli: req.Cpu().MilliValue(), memory: req.Memory().Value()}
 	}
-	return got.cpuMilli, got.memory
+	have.gen = r.gen
+	r.pods[p.UID] = have
+	return have.cpuMilli, have.memory
 }
 
-func (r *Requests) keep(uid types.UID, v podRequests) {
-	if r.next == nil {
-		r.next = make(map[types.UID]podRequests, len(r.seen))
-	}
-	r.next[uid] = v
-}
-
-// sweep forgets the pods a build did not meet: they are gone.
+// sweep forgets the pods this build did not meet, and starts the next build.
 func (r *Requests) sweep() {
 	if r == nil {
 		return
 	}
-	if r.next == nil {
-		r.next = map[types.UID]podRequests{}
+	for uid, v := range r.pods {
+		if v.gen != r.gen {
+			delete(r.pods, uid)
+		}
 	}
-	r.seen, r.next = r.next, nil
+	r.gen++
 }
