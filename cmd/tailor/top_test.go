@@ -62,6 +62,9 @@ func TestTopAgainstTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// While the scheduler still runs: the apiserver's collectors in the same registry wait on
+	// etcd once it is gone.
+	checkDashboardServed(t)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("tailor sandbox: %v", err)
@@ -121,7 +124,6 @@ func TestTopAgainstTheSandbox(t *testing.T) {
 		t.Errorf("NodePools %+v", snap.NodePools)
 	}
 
-	checkDashboardServed(t)
 }
 
 // waitForInflate waits until the sandbox wrote its kubeconfig and every inflate pod runs.
