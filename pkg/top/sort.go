@@ -35,6 +35,9 @@ func ParseSortKey(s string) (SortKey, error) {
 
 // Next is the order after k, for the `s` key.
 func (k SortKey) Next() SortKey {
+	if k == "" {
+		k = SortNodePool // the zero order is the default one
+	}
 	for i, have := range SortKeys {
 		if have == k {
 			return SortKeys[(i+1)%len(SortKeys)]

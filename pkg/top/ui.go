@@ -143,13 +143,20 @@ func (m *model) View() string {
 		m.offset = min(max(m.offset, 0), max(len(m.snap.Nodes)-v.MaxNodes, 0))
 		v.Offset = m.offset
 	}
-	out := Render(m.snap, v) + m.renderer.NewStyle().Faint(true).Render("q quit · s sort ("+string(m.opts.Sort)+") · p nodepool · ↑↓ scroll")
+	sortKey := m.opts.Sort
+	if sortKey == "" {
+		sortKey = SortNodePool
+	}
+	lines := strings.Split(strings.TrimSuffix(Render(m.snap, v), "\n"), "\n")
+	// On a short terminal the sections below the nodes give way, so the help line stays.
+	if m.height > 0 && len(lines) > m.height-1 {
+		lines = lines[:max(m.height-1, 0)]
+	}
+	lines = append(lines, m.renderer.NewStyle().Faint(true).Render("q quit · s sort ("+string(sortKey)+") · p nodepool · ↑↓ scroll"))
 	if m.width > 0 {
-		lines := strings.Split(out, "\n")
 		for i, l := range lines {
 			lines[i] = ansi.Truncate(l, m.width, "…")
 		}
-		out = strings.Join(lines, "\n")
 	}
-	return out
+	return strings.Join(lines, "\n")
 }
