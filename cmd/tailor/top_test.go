@@ -169,3 +169,24 @@ func waitForInflate(t *testing.T, kubeconfig string, done <-chan error) kubernet
 		}
 	}
 }
+
+// Flags that cannot work are refused before any cluster is asked, naming the flag.
+func TestTopRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", "json"}, "with --once"},
+		{[]string{"--once", "-o", "yaml"}, `-o "yaml"`},
+		{[]string{"--once", "--sort", "size"}, `--sort="size"`},
+		{[]string{"--once", "-l", "a in (b"}, "--selector"},
+		{[]string{"--once", "--kubeconfig", filepath.Join(t.TempDir(), "none")}, "--kubeconfig"},
+	} {
+		root := newRootCommand()
+		root.SetOut(&bytes.Buffer{})
+		root.SetArgs(append([]string{"top"}, tc.args...))
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("tailor top %v: %v, want an error naming %s", tc.args, err, tc.want)
+		}
+	}
+}
