@@ -2,6 +2,7 @@ package top
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"time"
 
@@ -115,10 +116,13 @@ func (m *model) nextPool() string {
 	if err != nil {
 		return ""
 	}
-	names := []string{""}
+	names := make([]string, 0, len(c.NodePools)+1)
 	for _, p := range c.NodePools {
 		names = append(names, p.Name)
 	}
+	// Listers list in no fixed order; the cycle must be the same on every press.
+	sort.Strings(names)
+	names = append([]string{""}, names...)
 	for i, n := range names {
 		if n == m.opts.Filter.NodePool {
 			return names[(i+1)%len(names)]
