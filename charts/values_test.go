@@ -232,7 +232,7 @@ var combinations = []release{
 	{label: "defaults", values: required},
 	custom,
 	{label: "cert-manager served", values: required, apiVersions: []string{"cert-manager.io/v1"}},
-	{label: "no webhook, ServiceMonitor", values: required + "webhook: {enabled: false}\nserviceMonitor: {enabled: true}"},
+	{label: "no webhook, ServiceMonitor, dashboard", values: required + "webhook: {enabled: false}\nserviceMonitor: {enabled: true}\ndashboard: {enabled: true, namespace: monitoring}"},
 	{label: "kube-system, existing ServiceAccount, no placement", name: "tailor", namespace: "kube-system", values: required + "serviceAccount: {create: false, name: existing}\naffinity: {}\ntopologySpreadConstraints: []\nresources: {}"},
 }
 

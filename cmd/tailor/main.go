@@ -1,6 +1,6 @@
 // Command tailor is Tailor's user CLI. `tailor sandbox` runs a whole cluster, a simulated fleet
 // and Tailor in one process; `tailor plan` shows, offline, what Tailor would launch for a set of
-// manifests.
+// manifests; `tailor top` watches a cluster's fleet, its cost and Tailor's decisions live.
 package main
 
 import (
@@ -34,5 +34,6 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newSandboxCommand())
 	root.AddCommand(newPlanCommand())
+	root.AddCommand(newTopCommand())
 	return root
 }

@@ -12,7 +12,8 @@ func TestHelpShowsTailorsFlagsNotKlogs(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{args: []string{"--help"}, want: []string{"sandbox", "plan"}},
+		{args: []string{"--help"}, want: []string{"sandbox", "plan", "top"}},
+		{args: []string{"top", "--help"}, want: []string{"--kubeconfig", "--once", "--output", "--sort", "--nodepool", "--selector", "--prices"}},
 		{args: []string{"sandbox", "--help"}, want: []string{"--apply", "--cloud", "--cluster-name", "--until-settled"}},
 		{args: []string{"sandbox", "interrupt", "--help"}, want: []string{"--kubeconfig", "--node"}},
 		{args: []string{"plan", "--help"}, want: []string{"--filename", "--output", "--region"}},

@@ -110,10 +110,15 @@ var once sync.Once
 // sandbox and test in one process can call it.
 func Register() {
 	once.Do(func() {
-		legacyregistry.Registerer().MustRegister(NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
-			NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
-			TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
-			PodsStranded, PodsStrandedTotal, NodesUnused, NodesUnusedTotal)
-		legacyregistry.Registerer().MustRegister(disruptionCollectors()...)
+		legacyregistry.Registerer().MustRegister(Collectors()...)
 	})
+}
+
+// Collectors are every metric Register adds. A Vec has no series until a label set is observed,
+// so a check that a dashboard's queries are served reads their names and labels from here.
+func Collectors() []prometheus.Collector {
+	return append([]prometheus.Collector{NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
+		NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
+		TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
+		PodsStranded, PodsStrandedTotal, NodesUnused, NodesUnusedTotal}, disruptionCollectors()...)
 }

@@ -36,6 +36,13 @@ func LowerBound(pods []*corev1.Pod, types []*cloud.InstanceType) (float64, error
 		cpu += float64(r.Cpu().MilliValue()) / 1e3
 		mem += float64(r.Memory().Value()) / gib
 	}
+	return LowerBoundOf(cpu, mem, types)
+}
+
+// LowerBoundOf is LowerBound of pods whose requests sum to cpu cores and mem GiB, for callers
+// that have summed them already (`tailor top` sums them per node anyway, and on a large cluster
+// reading every pod's requests twice is most of a frame).
+func LowerBoundOf(cpu, mem float64, types []*cloud.InstanceType) (float64, error) {
 	if cpu <= 0 && mem <= 0 {
 		return 0, nil
 	}
