@@ -106,6 +106,9 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	if err := StartWorkloadControllers(ctx, cp.Config, c.Kube); err != nil {
 		return fail(err)
 	}
+	if err := StartVolumeControllers(ctx, c.Kube); err != nil {
+		return fail(err)
+	}
 	if err := StartKubelets(ctx, c.Kube); err != nil {
 		return fail(err)
 	}

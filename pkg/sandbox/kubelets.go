@@ -85,8 +85,8 @@ func withJobRuntime(stage string) string {
 // StartWorkloadControllers runs the Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and
 // disruption (PodDisruptionBudget status) controllers, so workloads create pods and PDBs allow
 // evictions as they would in a cluster with kube-controller-manager. There is no garbage
-// collector, namespace controller or volume provisioner: deleting an owner leaves its pods, and
-// a PersistentVolumeClaim never binds.
+// collector nor namespace controller: deleting an owner leaves its pods. Volumes are
+// StartVolumeControllers'.
 func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
 	factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
 	dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube)

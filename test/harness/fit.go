@@ -41,7 +41,7 @@ func (o offering) String() string {
 
 // NewFitter lists the offerings of every pool of r on cp.
 func NewFitter(ctx context.Context, cp cloud.CloudProvider, r *Reading) (*Fitter, error) {
-	sim, err := simulation.NewOffline(ctx, "tailor")
+	sim, err := simulation.NewOffline(ctx, "tailor", r.Storage...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
@@ -20,6 +22,9 @@ type Reading struct {
 	*sandbox.State
 	Pools      []karpv1.NodePool
 	DaemonSets []appsv1.DaemonSet
+	// Storage holds the PersistentVolumeClaims, PersistentVolumes and StorageClasses, which the
+	// Filter plugins read to place a pod with volumes.
+	Storage []runtime.Object
 }
 
 // Read takes a reading of the cluster.
@@ -39,6 +44,9 @@ func Read(ctx context.Context, c *sandbox.Cluster) (*Reading, error) {
 		return nil, err
 	}
 	r.DaemonSets = dss.Items
+	if r.Storage, err = readStorage(ctx, c.Kube); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -146,3 +154,29 @@ func ready(n *corev1.Node) bool {
 }
 
 func key(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func readStorage(ctx context.Context, kube kubernetes.Interface) ([]runtime.Object, error) {
+	var out []runtime.Object
+	claims, err := kube.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range claims.Items {
+		out = append(out, &claims.Items[i])
+	}
+	volumes, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range volumes.Items {
+		out = append(out, &volumes.Items[i])
+	}
+	classes, err := kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range classes.Items {
+		out = append(out, &classes.Items[i])
+	}
+	return out, nil
+}

@@ -72,3 +72,36 @@ func TestWrittenManifestsLoad(t *testing.T) {
 		}
 	}
 }
+
+// Some StatefulSets get a volume per pod, of a WaitForFirstConsumer class the scenario carries,
+// mounted by their container; the pods read them back through plan.Load as bound claims would be.
+func TestStatefulSetVolumes(t *testing.T) {
+	withVolumes, without := 0, 0
+	for seed := range uint64(200) {
+		s := Generate(seed)
+		for _, st := range s.StatefulSets {
+			if len(st.Spec.VolumeClaimTemplates) == 0 {
+				without++
+				continue
+			}
+			withVolumes++
+			if len(s.StorageClasses) != 1 || s.StorageClasses[0].Name != StorageClassName {
+				t.Fatalf("seed %d: StatefulSet %s has volumes, the scenario's classes are %v", seed, st.Name, s.StorageClasses)
+			}
+			if m := s.StorageClasses[0].VolumeBindingMode; m == nil || *m != "WaitForFirstConsumer" {
+				t.Errorf("seed %d: class binding mode %v, want WaitForFirstConsumer", seed, m)
+			}
+			vct := st.Spec.VolumeClaimTemplates[0]
+			if vct.Spec.StorageClassName == nil || *vct.Spec.StorageClassName != StorageClassName {
+				t.Errorf("seed %d: StatefulSet %s's claim template names class %v", seed, st.Name, vct.Spec.StorageClassName)
+			}
+			mounts := st.Spec.Template.Spec.Containers[0].VolumeMounts
+			if len(mounts) == 0 || mounts[len(mounts)-1].Name != vct.Name {
+				t.Errorf("seed %d: StatefulSet %s's container does not mount %s: %v", seed, st.Name, vct.Name, mounts)
+			}
+		}
+	}
+	if withVolumes == 0 || without == 0 {
+		t.Fatalf("over 200 seeds, %d StatefulSets with volumes and %d without; want both", withVolumes, without)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -38,11 +39,13 @@ type Scenario struct {
 	NodeClasses     []*awsv1.EC2NodeClass
 	NodePools       []*karpv1.NodePool
 	PriorityClasses []*schedulingv1.PriorityClass
-	DaemonSets      []*appsv1.DaemonSet
-	Deployments     []*appsv1.Deployment
-	StatefulSets    []*appsv1.StatefulSet
-	Jobs            []*batchv1.Job
-	PDBs            []*policyv1.PodDisruptionBudget
+	// StorageClasses are what StatefulSets' volumeClaimTemplates name.
+	StorageClasses []*storagev1.StorageClass
+	DaemonSets     []*appsv1.DaemonSet
+	Deployments    []*appsv1.Deployment
+	StatefulSets   []*appsv1.StatefulSet
+	Jobs           []*batchv1.Job
+	PDBs           []*policyv1.PodDisruptionBudget
 	// ScaleTo is the replica count each Deployment (by name) is cut to for the scale-down half.
 	ScaleTo map[string]int32
 }
@@ -74,6 +77,9 @@ func (s *Scenario) files() map[string][]runtime.Object {
 	ns.Name = Namespace
 	cluster := []runtime.Object{ns}
 	for _, o := range s.PriorityClasses {
+		cluster = append(cluster, o)
+	}
+	for _, o := range s.StorageClasses {
 		cluster = append(cluster, o)
 	}
 	for _, o := range s.NodeClasses {
@@ -162,6 +168,8 @@ func kindOf(o runtime.Object) schema.GroupVersionKind {
 		return corev1.SchemeGroupVersion.WithKind("Namespace")
 	case *schedulingv1.PriorityClass:
 		return schedulingv1.SchemeGroupVersion.WithKind("PriorityClass")
+	case *storagev1.StorageClass:
+		return storagev1.SchemeGroupVersion.WithKind("StorageClass")
 	case *awsv1.EC2NodeClass:
 		return schema.GroupVersionKind{Group: awsv1.Group, Version: "v1", Kind: "EC2NodeClass"}
 	case *karpv1.NodePool:
