@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -23,6 +22,7 @@ import (
 // one new node's allocatable. When no offering cheaper than the candidates has that much, neither
 // deleting nor replacing can work, and the probe is cut. When the remaining nodes could hold it
 // all by sums, the probe runs: sums say nothing of how pods pack, labels, taints or spread.
+// Nothing is cut when the planner's Filter does not run NodeResourcesFit (Planner.ResourcesFiltered).
 type room struct {
 	// spare is what each node that is up has left, none of it negative; total their sum.
 	spare map[string]amount
@@ -126,15 +126,8 @@ func spareOf(ni fwk.NodeInfo) amount {
 	}
 }
 
-// requestsOf is a pod's cpu and memory as NodeResourcesFit counts them at least, and its slot:
-// the smaller of the requests with and without pod-level resources, since the scheduler counts
-// pod-level resources only when their feature gate is on.
+// requestsOf is a pod's cpu and memory as NodeResourcesFit counts them at the least, and its slot.
 func requestsOf(p *corev1.Pod) amount {
-	with := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-	without := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
-	return amount{
-		milliCPU: min(with.Cpu().MilliValue(), without.Cpu().MilliValue()),
-		memory:   min(with.Memory().Value(), without.Memory().Value()),
-		pods:     1,
-	}
+	r := simulation.MinRequests(p)
+	return amount{milliCPU: r.MilliCPU, memory: r.Memory, pods: 1}
 }

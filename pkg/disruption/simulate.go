@@ -16,6 +16,9 @@ import (
 // Planner is the part of the provisioning planner a simulation asks.
 type Planner interface {
 	Plan(ctx context.Context, in provision.Input) *provision.Plan
+	// ResourcesFiltered reports whether the planner's Filter refuses a pod where it asks for more
+	// than a node has left; only then may a probe be cut by resources (see room).
+	ResourcesFiltered() bool
 }
 
 // Outcome is what removing a set of candidates would take: new NodeClaims for the pods that fit
@@ -68,14 +71,15 @@ func (p *prober) cluster() *passCluster {
 		return p.pass
 	}
 	view := p.state.cluster().View(p.state.TypesByPool)
-	pc := &passCluster{view: view, pools: p.state.pools()}
+	// Every probe plans with the same pools: their offerings are worked out once.
+	pc := &passCluster{view: view, pools: provision.PreparePools(p.state.pools())}
 	pc.snapshot, pc.err = simulation.NewSnapshot(view.Pods, view.Nodes)
 	for _, pod := range view.Pods {
 		if declaresTopology(pod) {
 			pc.topology = append(pc.topology, pod)
 		}
 	}
-	if pc.err == nil {
+	if pc.err == nil && p.planner.ResourcesFiltered() {
 		pc.room = newRoom(pc.snapshot, view, pc.pools)
 	}
 	p.pass = pc

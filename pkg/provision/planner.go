@@ -117,6 +117,10 @@ func (pl *Planner) requestsOf(pod *corev1.Pod) corev1.ResourceList {
 	return scheduling.PodRequests(pod)
 }
 
+// ResourcesFiltered reports whether the planner's Filter runs NodeResourcesFit, so that a pod
+// asking for more than a node has left is never placed there.
+func (pl *Planner) ResourcesFiltered() bool { return pl.sim.ResourcesFiltered() }
+
 // NewPlanner returns a planner over sim.
 func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} }
 
@@ -329,11 +333,14 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	return plan
 }
 
-// firstFit returns the first node in the snapshot on which pod passes every Filter.
+// firstFit returns the first node in the snapshot on which pod passes every Filter. Nodes the pod
+// surely has no room on are passed over without asking Filter (see Simulator.NoRoom): on a full
+// fleet most are, and Filter would refuse each of them all the same.
 func (pl *Planner) firstFit(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, nodes []fwk.NodeInfo, group string, memo *rejections) fwk.NodeInfo {
+	asks := simulation.MinRequests(pod)
 	for _, ni := range nodes {
 		name := ni.Node().Name
-		if !allowedByPreFilter(pre, name) || memo.nodeRejected(group, name, ni.GetGeneration()) {
+		if !allowedByPreFilter(pre, name) || pl.sim.NoRoom(asks, ni) || memo.nodeRejected(group, name, ni.GetGeneration()) {
 			continue
 		}
 		if pl.sim.Filter(ctx, state, pod, ni).IsSuccess() {

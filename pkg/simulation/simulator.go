@@ -41,6 +41,8 @@ type Simulator struct {
 	// the same snapshot and with the same args, so that a caller can ask the two halves of one
 	// Filter pass separately; see FilterCapacity.
 	capacity, placement framework.Framework
+	// resourcesFiltered: see ResourcesFiltered.
+	resourcesFiltered bool
 }
 
 // Deps are what the simulation framework's plugins read besides the snapshot. Inside the
@@ -164,6 +166,11 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	if sim.fw, err = build(p); err != nil {
 		return nil, err
 	}
+	var filters []string
+	for _, pl := range sim.fw.ListPlugins().Filter.Enabled {
+		filters = append(filters, pl.Name)
+	}
+	sim.resourcesFiltered = filtersResources(filters)
 	if sim.capacity, err = build(withFilters(p, true)); err != nil {
 		return nil, err
 	}
