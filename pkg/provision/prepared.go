@@ -13,9 +13,11 @@ type poolCatalog struct {
 	compatible []*candidate
 	types      []*typeInfo
 	bySize     []int
+	varying    []string
 }
 
-// PreparePools returns the pools with their offerings worked out once, for callers that plan
+// PreparePools returns the pools with their offerings (and the label keys on which they differ)
+// worked out once, for callers that plan
 // many times with the same pools. The pools' NodePools and instance types must not change while
 // the prepared pools are used; their Used may differ from plan to plan.
 func PreparePools(pools []Pool) []Pool {
@@ -23,7 +25,8 @@ func PreparePools(pools []Pool) []Pool {
 	for i, p := range pools {
 		p.prepared = nil
 		ps := newPoolState(p)
-		p.prepared = &poolCatalog{reqs: ps.reqs, free: ps.free, compatible: ps.compatible, types: ps.types, bySize: ps.bySize}
+		p.prepared = &poolCatalog{reqs: ps.reqs, free: ps.free, compatible: ps.compatible, types: ps.types, bySize: ps.bySize,
+			varying: ps.varyingKeys()}
 		out[i] = p
 	}
 	return out
@@ -32,7 +35,7 @@ func PreparePools(pools []Pool) []Pool {
 // state is a fresh plan state over the catalog: the catalog's read-only parts are shared, and
 // each offering gets a candidate of its own, since a plan notes on it which daemons it runs.
 func (pc *poolCatalog) state(p Pool) *poolState {
-	ps := &poolState{Pool: p, reqs: pc.reqs, free: pc.free, types: pc.types, bySize: pc.bySize}
+	ps := &poolState{Pool: p, reqs: pc.reqs, free: pc.free, types: pc.types, bySize: pc.bySize, varying: pc.varying}
 	cands := make([]candidate, len(pc.compatible))
 	ps.compatible = make([]*candidate, len(pc.compatible))
 	for i, c := range pc.compatible {
