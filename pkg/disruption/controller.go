@@ -167,6 +167,12 @@ type poolReason struct {
 // Decide is one full pass of the methods over s, without acting: the first command any method
 // finds, or nil. closed are nodes already being removed.
 func Decide(ctx context.Context, s *State, pl Planner, closed map[string]bool, opts DecideOptions) (*Command, Report) {
+	return decideWith(ctx, newProber(s, pl), closed, opts)
+}
+
+// decideWith is Decide with the prober given, so that tests can compare probers.
+func decideWith(ctx context.Context, probe *prober, closed map[string]bool, opts DecideOptions) (*Command, Report) {
+	s := probe.state
 	cands, _ := Candidates(s, closed)
 	b, allowed, errs := poolBudgets(s, closed)
 	report := Report{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: allowed, BudgetErrors: errs}
@@ -186,7 +192,7 @@ func Decide(ctx context.Context, s *State, pl Planner, closed map[string]bool, o
 	if opts.Deadline.IsZero() {
 		opts.Deadline = opts.Now().Add(singleNodeTimeout)
 	}
-	d := &decider{state: s, planner: pl, cands: cands, budgets: b, spotMin: max(1, opts.SpotToSpotMin), deadline: opts.Deadline, now: opts.Now}
+	d := &decider{state: s, probe: probe, cands: cands, budgets: b, spotMin: max(1, opts.SpotToSpotMin), deadline: opts.Deadline, now: opts.Now}
 	return d.next(ctx), report
 }
 

@@ -170,7 +170,7 @@ func (c *Controller) validate(ctx context.Context, s *State, cmd *Command) (*Com
 		return &Command{Reason: cmd.Reason, Method: cmd.Method, Candidates: now, Replacements: out.Replacements,
 			Savings: priceOf(now) - replacementPrice(out.Replacements)}, ""
 	}
-	d := &decider{state: s, planner: c.opts.Planner, spotMin: max(1, c.opts.SpotToSpotMin)}
+	d := &decider{state: s, probe: newProber(s, c.opts.Planner), spotMin: max(1, c.opts.SpotToSpotMin)}
 	spot := len(now) == 1 && now[0].CapacityType() == karpv1.CapacityTypeSpot
 	fresh := d.consolidate(ctx, now, cmd.Method, spot)
 	if fresh == nil {

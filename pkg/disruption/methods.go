@@ -20,7 +20,7 @@ const maxMultiNodeCandidates = 100
 // planner's answers.
 type decider struct {
 	state   *State
-	planner Planner
+	probe   *prober
 	cands   []*Candidate
 	budgets *budgets
 	spotMin int
@@ -83,7 +83,7 @@ func (d *decider) drift(ctx context.Context) *Command {
 		if d.budgets.left(c.Pool.Name, karpv1.DisruptionReasonDrifted) < 1 {
 			continue
 		}
-		out := simulate(ctx, d.planner, d.state, []*Candidate{c})
+		out := d.probe.simulate(ctx, []*Candidate{c})
 		if !out.OK() {
 			continue
 		}
@@ -157,13 +157,17 @@ func (d *decider) singleNode(ctx context.Context) *Command {
 }
 
 // consolidate returns the command that removes cands, if their pods fit on the other nodes plus
-// at most one new node that costs less than they do together.
+// at most one new node that costs less than they do together. Removals that cannot work by
+// resources alone are not simulated (see room).
 func (d *decider) consolidate(ctx context.Context, cands []*Candidate, method string, spot bool) *Command {
-	out := simulate(ctx, d.planner, d.state, cands)
+	price := priceOf(cands)
+	if d.probe.hopeless(cands, price, spot) {
+		return nil
+	}
+	out := d.probe.simulate(ctx, cands)
 	if !out.OK() || len(out.Replacements) > 1 {
 		return nil
 	}
-	price := priceOf(cands)
 	cmd := &Command{Reason: karpv1.DisruptionReasonUnderutilized, Method: method, Candidates: cands, Savings: price}
 	if len(out.Replacements) == 1 {
 		r, ok := cheaper(out.Replacements[0], price, spot, d.spotMin)

@@ -10,11 +10,15 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
 // Planner is the part of the provisioning planner a simulation asks.
 type Planner interface {
 	Plan(ctx context.Context, in provision.Input) *provision.Plan
+	// ResourcesFiltered reports whether the planner's Filter refuses a pod where it asks for more
+	// than a node has left; only then may a probe be cut by resources (see room).
+	ResourcesFiltered() bool
 }
 
 // Outcome is what removing a set of candidates would take: new NodeClaims for the pods that fit
@@ -28,22 +32,113 @@ type Outcome struct {
 // OK reports whether every pod found a place.
 func (o *Outcome) OK() bool { return o.Unplaceable == "" }
 
+// prober answers, for one pass over one State, what removing a set of candidates would take. The
+// cluster the planner sees is built once, on the first probe (a pass that ends at emptiness
+// needs none), as a simulation.Snapshot; each probe is a fork of it, reverted afterwards.
+type prober struct {
+	state   *State
+	planner Planner
+	// rebuild builds the planner's cluster afresh for every probe and never cuts a probe short,
+	// as the loop did before it kept one snapshot per pass: the reference that tests and
+	// benchmarks compare the snapshot with.
+	rebuild bool
+	// pass is built by the first probe.
+	pass *passCluster
+}
+
+// passCluster is what every probe of a pass shares.
+type passCluster struct {
+	view     *provision.View
+	pools    []provision.Pool
+	snapshot *simulation.Snapshot
+	// err is why the snapshot could not be built; every probe then answers with it.
+	err error
+	// topology are the view's pods that declare topology spread or pod (anti-)affinity: all the
+	// planner reads of the cluster's pods besides the snapshot.
+	topology []*corev1.Pod
+	room     *room
+}
+
+func newProber(s *State, pl Planner) *prober { return &prober{state: s, planner: pl} }
+
+// simulate is one probe with no pass around it (the validation before acting).
+func simulate(ctx context.Context, pl Planner, s *State, removed []*Candidate) *Outcome {
+	return newProber(s, pl).simulate(ctx, removed)
+}
+
+func (p *prober) cluster() *passCluster {
+	if p.pass != nil {
+		return p.pass
+	}
+	view := p.state.cluster().View(p.state.TypesByPool)
+	// Every probe plans with the same pools: their offerings are worked out once.
+	pc := &passCluster{view: view, pools: provision.PreparePools(p.state.pools())}
+	pc.snapshot, pc.err = simulation.NewSnapshot(view.Pods, view.Nodes)
+	for _, pod := range view.Pods {
+		if declaresTopology(pod) {
+			pc.topology = append(pc.topology, pod)
+		}
+	}
+	if pc.err == nil && p.planner.ResourcesFiltered() {
+		pc.room = newRoom(pc.snapshot, view, pc.pools)
+	}
+	p.pass = pc
+	return pc
+}
+
 // simulate asks the planner where the candidates' pods would go if the candidates were gone:
 // onto the other nodes, or onto new NodeClaims from the NodePools. It is the very plan the
 // provisioner would make if those nodes were tainted now.
 //
-// The candidates stay in the snapshot as ghosts: the same labels but no hostname, a
+// The candidates stay in the cluster as ghosts: the same labels but no hostname, a
 // karpenter.sh/disrupted taint, no room and no pods. Topology spread keeps counting their zones
 // as domains (as it will once the new node is up there or elsewhere), but not their hostnames,
 // which really do go away; and no pod can be placed on them, whatever it tolerates.
-func simulate(ctx context.Context, pl Planner, s *State, removed []*Candidate) *Outcome {
-	gone := map[string]bool{}
-	var pending []*corev1.Pod
-	for _, c := range removed {
-		gone[c.Node.Name] = true
+func (p *prober) simulate(ctx context.Context, removed []*Candidate) *Outcome {
+	if p.rebuild {
+		return p.simulateRebuilt(ctx, removed)
 	}
-	view := s.cluster().View(s.TypesByPool)
-	in := provision.Input{InFlight: view.InFlight, Pools: s.pools(), DaemonSets: s.DaemonSets}
+	pc := p.cluster()
+	if pc.err != nil {
+		return &Outcome{Unplaceable: pc.err.Error()}
+	}
+	pending := pendingOf(removed, pc.view)
+	if len(pending) == 0 {
+		return &Outcome{}
+	}
+	gone := nodeSet(removed)
+	pc.snapshot.Fork()
+	defer pc.snapshot.Revert()
+	for _, c := range removed {
+		if err := pc.snapshot.Replace(ghost(c.Node)); err != nil {
+			return &Outcome{Unplaceable: err.Error()}
+		}
+	}
+	in := provision.Input{Pending: pending, InFlight: pc.view.InFlight, Pools: pc.pools, DaemonSets: p.state.DaemonSets,
+		Snapshot: pc.snapshot}
+	for _, pod := range pc.topology {
+		if !gone[pod.Spec.NodeName] {
+			in.Pods = append(in.Pods, pod)
+		}
+	}
+	return outcomeOf(p.planner.Plan(ctx, in))
+}
+
+// hopeless reports whether removing cands cannot work by resources alone (see room). It cuts
+// nothing on the rebuilt path, which is what the loop did before.
+func (p *prober) hopeless(cands []*Candidate, price float64, spot bool) bool {
+	if p.rebuild {
+		return false
+	}
+	pc := p.cluster()
+	return pc.room != nil && pc.room.hopeless(cands, price, spot)
+}
+
+// simulateRebuilt is simulate with the cluster built from the State for this probe alone.
+func (p *prober) simulateRebuilt(ctx context.Context, removed []*Candidate) *Outcome {
+	gone := nodeSet(removed)
+	view := p.state.cluster().View(p.state.TypesByPool)
+	in := provision.Input{InFlight: view.InFlight, Pools: p.state.pools(), DaemonSets: p.state.DaemonSets}
 	for _, n := range view.Nodes {
 		if gone[n.Name] {
 			in.Nodes = append(in.Nodes, ghost(n))
@@ -51,25 +146,31 @@ func simulate(ctx context.Context, pl Planner, s *State, removed []*Candidate) *
 		}
 		in.Nodes = append(in.Nodes, n)
 	}
-	for _, p := range view.Pods {
-		if gone[p.Spec.NodeName] {
-			continue
+	for _, pod := range view.Pods {
+		if !gone[pod.Spec.NodeName] {
+			in.Pods = append(in.Pods, pod)
 		}
-		in.Pods = append(in.Pods, p)
 	}
+	in.Pending = pendingOf(removed, view)
+	if len(in.Pending) == 0 {
+		return &Outcome{}
+	}
+	return outcomeOf(p.planner.Plan(ctx, in))
+}
+
+// pendingOf are the pods a removal must place: the candidates' own, and those of nodes that are
+// already leaving, which need room too (a plan that took it from them would strand them).
+func pendingOf(removed []*Candidate, view *provision.View) []*corev1.Pod {
+	var pending []*corev1.Pod
 	for _, c := range removed {
 		for _, p := range c.Pods {
 			pending = append(pending, provision.Unbound(p))
 		}
 	}
-	// Pods of nodes that are already leaving need room too; a plan that took it from them would
-	// strand them.
-	pending = append(pending, view.Reschedulable...)
-	in.Pending = pending
-	if len(pending) == 0 {
-		return &Outcome{}
-	}
-	plan := pl.Plan(ctx, in)
+	return append(pending, view.Reschedulable...)
+}
+
+func outcomeOf(plan *provision.Plan) *Outcome {
 	if len(plan.Unplaceable) > 0 {
 		u := plan.Unplaceable[0]
 		var reasons []string
@@ -86,6 +187,20 @@ func simulate(ctx context.Context, pl Planner, s *State, removed []*Candidate) *
 		return &Outcome{Unplaceable: "some pods would go to capacity that is still launching"}
 	}
 	return &Outcome{Replacements: plan.Claims}
+}
+
+func nodeSet(cands []*Candidate) map[string]bool {
+	out := make(map[string]bool, len(cands))
+	for _, c := range cands {
+		out[c.Node.Name] = true
+	}
+	return out
+}
+
+// declaresTopology reports whether the pod has topology spread constraints or pod (anti-)affinity.
+func declaresTopology(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	return len(p.Spec.TopologySpreadConstraints) > 0 || (a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil))
 }
 
 // ghost is the node as a removed candidate: see simulate.

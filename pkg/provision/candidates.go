@@ -21,6 +21,8 @@ type Pool struct {
 	InstanceTypes []*cloud.InstanceType
 	// Used is the capacity of the pool's existing NodeClaims, plus "nodes" for their count.
 	Used corev1.ResourceList
+	// prepared is set by PreparePools.
+	prepared *poolCatalog
 }
 
 // candidate is one thing the planner can launch: an instance type in one zone with one capacity
@@ -75,6 +77,9 @@ type poolState struct {
 const ResourceNodes corev1.ResourceName = "nodes"
 
 func newPoolState(p Pool) *poolState {
+	if p.prepared != nil {
+		return p.prepared.state(p)
+	}
 	ps := &poolState{Pool: p, reqs: scheduling.NodeSelectorRequirements(p.NodePool.Spec.Template.Spec.Requirements)}
 	sel, err := scheduling.NewSelector(ps.reqs)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	daemonutil "k8s.io/kubernetes/pkg/controller/daemon/util"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
 // DaemonSetPods returns the pod each DaemonSet would run on a new node, with the tolerations the
@@ -99,7 +101,7 @@ func (pl *Planner) daemonRunsOnSome(ctx context.Context, c *candidate, ni *frame
 // are not there yet: a NodeClaim's stand-in, or a node that registered before the DaemonSet
 // controller created its pods, would otherwise look roomier than it will be, and pods planned
 // onto the room their daemons then take would not fit when the node is ready.
-func (pl *Planner) reserveDaemonsInFlight(ctx context.Context, nodes []fwk.NodeInfo, inFlight map[string]string) {
+func (pl *Planner) reserveDaemonsInFlight(ctx context.Context, snapshot *simulation.Snapshot, nodes []fwk.NodeInfo, inFlight map[string]string) {
 	if pl.daemons == nil || len(pl.daemons.pods) == 0 {
 		return
 	}
@@ -124,7 +126,7 @@ func (pl *Planner) reserveDaemonsInFlight(ctx context.Context, nodes []fwk.NodeI
 				continue
 			}
 			if pl.sim.FilterPlacement(ctx, pl.daemons.states[i], d, info).IsSuccess() {
-				info.AddPod(onNode(d, node.Name))
+				snapshot.AddPod(info, onNode(d, node.Name))
 			}
 		}
 	}

@@ -6,12 +6,10 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -41,6 +39,11 @@ type Input struct {
 	// still fit: a plan that packed them anew would send the scheduler other ways than the
 	// nominations it already follows, and the pods caught between would need new capacity.
 	Destined map[types.UID]string
+	// Snapshot, when set, is Nodes and Pods already built (simulation.NewSnapshot), for a caller
+	// that plans many times over one cluster and changes it only in forks: the plan then reads
+	// its nodes and pods from it, and Pods only for the topology terms they declare. The plan
+	// leaves it as it found it.
+	Snapshot *simulation.Snapshot
 }
 
 // Plan is what the planner decided.
@@ -114,6 +117,10 @@ func (pl *Planner) requestsOf(pod *corev1.Pod) corev1.ResourceList {
 	return scheduling.PodRequests(pod)
 }
 
+// ResourcesFiltered reports whether the planner's Filter runs NodeResourcesFit, so that a pod
+// asking for more than a node has left is never placed there.
+func (pl *Planner) ResourcesFiltered() bool { return pl.sim.ResourcesFiltered() }
+
 // NewPlanner returns a planner over sim.
 func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} }
 
@@ -127,11 +134,24 @@ type option struct {
 // Plan places in.Pending: first on nodes that exist or are in flight, then on claims opened by
 // this plan, then on new claims from the pools in order.
 func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
-	snapshot := schedcache.NewSnapshot(in.Pods, in.Nodes)
-	listed, _ := snapshot.NodeInfos().List()
-	// The snapshot lists nodes in no set order; first fit goes by name, so that a plan is the
-	// same for the same input.
-	nodeInfos := slices.SortedFunc(slices.Values(listed), func(a, b fwk.NodeInfo) int { return strings.Compare(a.Node().Name, b.Node().Name) })
+	snapshot := in.Snapshot
+	if snapshot == nil {
+		var err error
+		if snapshot, err = simulation.NewSnapshot(in.Pods, in.Nodes); err != nil {
+			plan := &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}
+			for _, pod := range in.Pending {
+				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
+			}
+			return plan
+		}
+	}
+	// The plan counts its pods on the snapshot's nodes as it goes; the fork leaves the caller's
+	// snapshot as it was.
+	snapshot.Fork()
+	defer snapshot.Revert()
+	// The snapshot lists nodes by name: first fit goes in that order, so that a plan is the same
+	// for the same input.
+	nodeInfos, _ := snapshot.NodeInfos().List()
 	byName := make(map[string]fwk.NodeInfo, len(nodeInfos))
 	for _, ni := range nodeInfos {
 		byName[ni.Node().Name] = ni
@@ -154,7 +174,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	plan := &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}
 	pl.sim.Use(snapshot)
 	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
-	pl.reserveDaemonsInFlight(ctx, nodeInfos, in.InFlight)
+	pl.reserveDaemonsInFlight(ctx, snapshot, nodeInfos, in.InFlight)
 	selectorKeys, defaultKeys := pl.sim.ProfileNodeKeys()
 	rel := newRelevance(selectorKeys, defaultKeys, in.Pending, in.Pods, in.DaemonSets)
 	domains := emptyDomains(pools)
@@ -212,7 +232,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			// gone for the pods after it. (Only in-flight nodes used to be charged, so any number
 			// of pods could "fit" the last free slot of a ready node and no capacity was planned
 			// for all but one of them.)
-			addPod(ni, pod)
+			snapshot.AddPod(ni, pod)
 			pf.add(info, ni)
 			if claim, ok := in.InFlight[ni.Node().Name]; ok {
 				plan.InFlight[claim] = append(plan.InFlight[claim], pod)
@@ -313,11 +333,14 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	return plan
 }
 
-// firstFit returns the first node in the snapshot on which pod passes every Filter.
+// firstFit returns the first node in the snapshot on which pod passes every Filter. Nodes the pod
+// surely has no room on are passed over without asking Filter (see Simulator.NoRoom): on a full
+// fleet most are, and Filter would refuse each of them all the same.
 func (pl *Planner) firstFit(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, nodes []fwk.NodeInfo, group string, memo *rejections) fwk.NodeInfo {
+	asks := simulation.MinRequests(pod)
 	for _, ni := range nodes {
 		name := ni.Node().Name
-		if !allowedByPreFilter(pre, name) || memo.nodeRejected(group, name, ni.GetGeneration()) {
+		if !allowedByPreFilter(pre, name) || pl.sim.NoRoom(asks, ni) || memo.nodeRejected(group, name, ni.GetGeneration()) {
 			continue
 		}
 		if pl.sim.Filter(ctx, state, pod, ni).IsSuccess() {
@@ -339,12 +362,6 @@ func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string, 
 		}
 	}
 	return ni
-}
-
-func addPod(ni fwk.NodeInfo, pod *corev1.Pod) {
-	if info, ok := ni.(*framework.NodeInfo); ok {
-		info.AddPod(pod)
-	}
 }
 
 func allowedByPreFilter(pre *fwk.PreFilterResult, node string) bool {

@@ -41,6 +41,8 @@ type Simulator struct {
 	// the same snapshot and with the same args, so that a caller can ask the two halves of one
 	// Filter pass separately; see FilterCapacity.
 	capacity, placement framework.Framework
+	// resourcesFiltered: see ResourcesFiltered.
+	resourcesFiltered bool
 }
 
 // Deps are what the simulation framework's plugins read besides the snapshot. Inside the
@@ -164,6 +166,11 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	if sim.fw, err = build(p); err != nil {
 		return nil, err
 	}
+	var filters []string
+	for _, pl := range sim.fw.ListPlugins().Filter.Enabled {
+		filters = append(filters, pl.Name)
+	}
+	sim.resourcesFiltered = filtersResources(filters)
 	if sim.capacity, err = build(withFilters(p, true)); err != nil {
 		return nil, err
 	}
@@ -190,14 +197,15 @@ func withFilters(p *config.KubeSchedulerProfile, capacity bool) *config.KubeSche
 // Parallelizer runs work in parallel with the profile's parallelism.
 func (s *Simulator) Parallelizer() fwk.Parallelizer { return s.fw.Parallelizer() }
 
-// Use makes the simulator see these nodes and pods until the next call. Callers serialise their
+// Use makes the simulator see these nodes and pods (a schedcache.Snapshot, or a Snapshot and its
+// open forks) until the next call. Callers serialise their
 // questions: one planner owns a Simulator.
 //
 // planned are nodes that do not exist yet but will hold pods the caller has placed on them (the
 // planner's new NodeClaims). Plugins that look across nodes in PreFilter (inter-pod affinity,
 // topology spread, ReadWriteOncePod) count their pods as they count the snapshot's; they are
 // not in the snapshot because nothing may be placed on them except through the caller.
-func (s *Simulator) Use(snapshot *schedcache.Snapshot, planned ...fwk.NodeInfo) {
+func (s *Simulator) Use(snapshot fwk.SharedLister, planned ...fwk.NodeInfo) {
 	s.snapshot.Set(snapshot, planned)
 }
 
@@ -274,7 +282,7 @@ type swappableLister struct {
 }
 
 type view struct {
-	snapshot *schedcache.Snapshot
+	snapshot fwk.SharedLister
 	planned  []fwk.NodeInfo
 	// all lists the snapshot's nodes and then the planned ones, built on first use: a PreFilter
 	// pass asks for it more than once.
@@ -295,7 +303,7 @@ func (v *view) list() ([]fwk.NodeInfo, error) {
 	return v.all, v.err
 }
 
-func (l *swappableLister) Set(s *schedcache.Snapshot, planned []fwk.NodeInfo) {
+func (l *swappableLister) Set(s fwk.SharedLister, planned []fwk.NodeInfo) {
 	l.current.Store(&view{snapshot: s, planned: planned})
 }
 
