@@ -91,6 +91,7 @@ func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk 
 	if cc.LeaderElection != nil {
 		// app.Run must not elect again: leadThenRun holds the Lease.
 		cc.LeaderElection = nil
+		cc.ComponentConfig.LeaderElection.LeaderElect = false
 		err = leadThenRun(ctx, cc, rc.election, schedule)
 	} else {
 		err = schedule(ctx)

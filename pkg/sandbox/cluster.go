@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/test/utils/ktesting"
@@ -30,7 +29,6 @@ import (
 	"github.com/tailor-sh/tailor/manifests/crds"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
-	"github.com/tailor-sh/tailor/pkg/operator"
 	"github.com/tailor-sh/tailor/pkg/webhook"
 )
 
