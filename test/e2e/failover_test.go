@@ -45,6 +45,7 @@ func TestFailoverDuringABurst(t *testing.T) {
 // standby undoes or finishes what was half done, and the fleet shrinks to what the planner would
 // launch from scratch, without breaking the PodDisruptionBudget.
 func TestFailoverDuringConsolidation(t *testing.T) {
+	chaosOnly(t)
 	e, leader, standby := newFailoverEnv(t)
 	e.applyExample("ec2nodeclass.yaml")
 	np := consolidatingPool("default", karpv1.Budget{Nodes: "2"})
