@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate chart-lint image
+.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate chart-lint image chaos chaos-failover
 
 all: build test
 
@@ -21,6 +21,13 @@ unit: ## unit and table tests, fast
 
 e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e, the workload harness's fixed seeds, the CLI's sandbox tests, the chart applied
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/ ./cmd/tailor/ ./charts/
+
+chaos: chaos-failover ## long fault tests, beside make test's short ones
+
+# Every failover and API server outage test, the long variants too, with a 30 s outage.
+OUTAGE ?= 30s
+chaos-failover: ## leader failover and API server outage e2e tests, long variants included (OUTAGE=30s)
+	TAILOR_CHAOS=1 TAILOR_OUTAGE=$(OUTAGE) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run 'TestFailover|TestAPIServerOutage' -v ./test/e2e/
 
 SEEDS ?= 100
 FIRST ?= 1000

@@ -66,9 +66,12 @@ func NewConsolidatable(opts ConsolidatableOptions) (*Consolidatable, error) {
 	}); err != nil {
 		return nil, err
 	}
-	_, err := opts.PodInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+	_, err := opts.PodInform.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		// The informer's first listing is not a pod event: it shows the pods a previous leader saw
+		// come, and counting them as arriving now would restart every node's consolidateAfter on
+		// each restart or failover. The claim's stored lastPodEventTime stands for them.
+		AddFunc: func(obj any, isInInitialList bool) {
+			if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" && !isInInitialList {
 				c.podEvent(p.Spec.NodeName)
 			}
 		},

@@ -100,6 +100,6 @@ func (o *Operator) buildDisruption(ctx context.Context, h fwk.Handle, profile *c
 // runDisruption runs the loop and its controller until ctx ends; call it once the informers
 // have synced.
 func (o *Operator) runDisruption(ctx context.Context) {
-	go o.voluntary.consolidatable.Run(ctx)
-	go o.voluntary.loop.Run(ctx)
+	o.wg.Go(func() { o.voluntary.consolidatable.Run(ctx) })
+	o.wg.Go(func() { o.voluntary.loop.Run(ctx) })
 }

@@ -58,6 +58,9 @@ type Operator struct {
 	readiness   *readiness.Controller
 	signals     signals
 	voluntary   voluntary
+	// wg counts Start and the controllers it runs, so Run returns only once they have all
+	// stopped: a replica that stopped leading must not write anything after a standby leads.
+	wg sync.WaitGroup
 }
 
 var _ tailor.Host = (*Operator)(nil)
@@ -286,24 +289,24 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 		list, _ := nodes.List(labels.Everything())
 		return list
 	})
-	go o.lifecycle.Run(ctx, 4)
-	go o.termination.Run(ctx, 4)
-	go o.gc.Run(ctx)
-	go o.readiness.Run(ctx)
+	o.wg.Go(func() { o.lifecycle.Run(ctx, 4) })
+	o.wg.Go(func() { o.termination.Run(ctx, 4) })
+	o.wg.Go(func() { o.gc.Run(ctx) })
+	o.wg.Go(func() { o.readiness.Run(ctx) })
 	planner := provision.NewPlanner(sim)
 	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
-	go o.provisioner.Run(ctx, planner, checker)
+	o.wg.Go(func() { o.provisioner.Run(ctx, planner, checker) })
 	o.startSignals(ctx)
 	o.runDisruption(ctx)
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run
 	// them only on the leader, like Tailor's.
 	if cp, ok := o.cloud.(cloud.ControllerProvider); ok {
 		for _, c := range cp.Controllers(cloud.ControllerDeps{Kube: h.ClientSet(), Clients: o.clients, Recorder: h.EventRecorder()}) {
-			go func() {
-				if err := c.Run(ctx); err != nil {
+			o.wg.Go(func() {
+				if err := c.Run(ctx); err != nil && ctx.Err() == nil {
 					logger.Error(err, "Cloud controller stopped")
 				}
-			}()
+			})
 		}
 	}
 	logger.Info("Tailor started", "profile", profile.SchedulerName, "cloud", o.cloud.Name())

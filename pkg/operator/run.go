@@ -2,10 +2,12 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -21,7 +23,8 @@ import (
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	webhook webhook.Options
+	webhook  webhook.Options
+	election election
 }
 
 // WithWebhook serves the mutating webhook that sets spec.schedulerName to Tailor's profile. It runs
@@ -30,10 +33,11 @@ func WithWebhook(o webhook.Options) RunOption {
 	return func(c *runConfig) { c.webhook = o }
 }
 
-// Run is kube-scheduler's own Setup and Run with the Tailor plugin registered. Tailor's
-// controllers start when the scheduler asks for its first pod: the scheduler does that only once
-// it leads, so a standby replica runs neither the scheduler nor the controllers. It returns when
-// ctx ends or either side fails.
+// Run is kube-scheduler's own Setup and Run with the Tailor plugin registered. With leader
+// election on, the scheduler runs only while this replica holds the Lease (see leadThenRun), so
+// a standby replica runs neither the scheduler nor Tailor's controllers. Tailor's controllers
+// start when the scheduler asks for its first pod. It returns when ctx ends, once Tailor's
+// controllers have stopped, or when either side fails or the Lease is lost (ErrLostLease).
 func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk clock.WithTicker, runOpts ...RunOption) error {
 	var rc runConfig
 	for _, o := range runOpts {
@@ -62,20 +66,37 @@ func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk 
 		once     sync.Once
 		startErr error
 	)
+	// Tailor runs as long as the scheduler does: while this replica leads.
+	leadCtx := ctx
 	next := sched.NextPod
 	sched.NextPod = func(logger klog.Logger) (*framework.QueuedPodInfo, error) {
 		once.Do(func() {
-			go func() {
-				if err := op.Start(ctx, profile, int(cc.ComponentConfig.Parallelism)); err != nil {
+			op.wg.Go(func() {
+				if err := op.Start(leadCtx, profile, int(cc.ComponentConfig.Parallelism)); err != nil {
 					startErr = err
 					cancel()
 				}
-			}()
+			})
 		})
 		return next(logger)
 	}
-	err = app.Run(ctx, cc, sched)
-	stopped := ctx.Err() != nil
+	schedule := func(ctx context.Context) error {
+		leadCtx = ctx
+		defer op.wg.Wait()
+		// app.Run registers the configuration process-wide and never removes it; a replica in
+		// the same process (the sandbox's standby) registers it again when it leads.
+		defer configz.Delete("componentconfig")
+		return app.Run(ctx, cc, sched)
+	}
+	if cc.LeaderElection != nil {
+		// app.Run must not elect again: leadThenRun holds the Lease.
+		cc.LeaderElection = nil
+		cc.ComponentConfig.LeaderElection.LeaderElect = false
+		err = leadThenRun(ctx, cc, rc.election, schedule)
+	} else {
+		err = schedule(ctx)
+	}
+	stopped := ctx.Err() != nil && !errors.Is(err, ErrLostLease)
 	// The port is free again once Run returns, for a scheduler started after this one.
 	webhookErr := stopWebhook()
 	if startErr != nil {

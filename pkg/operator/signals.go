@@ -80,14 +80,14 @@ func (o *Operator) attachSignals(h fwk.Handle, clients clientset.Interface) erro
 // informers have synced.
 func (o *Operator) startSignals(ctx context.Context) {
 	s := &o.signals
-	go s.poolHash.Run(ctx)
-	go s.drift.Run(ctx)
-	go s.expiration.Run(ctx)
+	o.wg.Go(func() { s.poolHash.Run(ctx) })
+	o.wg.Go(func() { s.drift.Run(ctx) })
+	o.wg.Go(func() { s.expiration.Run(ctx) })
 	if src, ok := o.cloud.(cloud.InterruptionSource); ok {
-		go func() {
-			if err := src.HandleInterruptions(ctx, s.interruption.Handle); err != nil {
+		o.wg.Go(func() {
+			if err := src.HandleInterruptions(ctx, s.interruption.Handle); err != nil && ctx.Err() == nil {
 				klog.FromContext(ctx).Error(err, "Interruption notices stopped")
 			}
-		}()
+		})
 	}
 }

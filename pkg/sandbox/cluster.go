@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/test/utils/ktesting"
@@ -29,7 +29,6 @@ import (
 	"github.com/tailor-sh/tailor/manifests/crds"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
-	"github.com/tailor-sh/tailor/pkg/operator"
 	"github.com/tailor-sh/tailor/pkg/webhook"
 )
 
@@ -49,6 +48,12 @@ type Options struct {
 	// loopback port the sandbox picks (Cluster.WebhookURL), with a certificate valid for 127.0.0.1
 	// as well, since the API server is pointed at it by URL.
 	Webhook *webhook.Options
+	// LeaderElection, if set, makes the schedulers elect a leader on one Lease (see StartStandby).
+	LeaderElection *LeaderElection
+	// Outages puts an OutageProxy (Cluster.Outage) between the API server and Tailor's
+	// schedulers, the workload controllers and kwok. The cluster's own clients (Kube, Tailor,
+	// Config, Kubeconfig) and the cloud's reach it directly, so a test can watch through an outage.
+	Outages bool
 }
 
 // Cluster is a running sandbox.
@@ -61,15 +66,22 @@ type Cluster struct {
 	// WebhookURL is where the webhook of Options.Webhook is served, for a
 	// MutatingWebhookConfiguration's clientConfig.url.
 	WebhookURL string
+	// Outage, with Options.Outages, makes the API server stop answering the cluster's components.
+	Outage *OutageProxy
+	// schedKubeconfig is the kubeconfig the schedulers use: Kubeconfig, or the proxy's.
+	schedKubeconfig string
 
-	cp          *ControlPlane
-	cancel      context.CancelFunc
-	dir         string
-	clock       clock.WithTicker
-	tailorArgs  map[string]any
-	schedCancel context.CancelFunc
-	schedErr    chan error
-	webhook     *webhook.Options
+	cp         *ControlPlane
+	cancel     context.CancelFunc
+	dir        string
+	clock      clock.WithTicker
+	tailorArgs map[string]any
+	webhook    *webhook.Options
+	election   *LeaderElection
+
+	mu         sync.Mutex
+	replicas   []*replica
+	replicaSeq int
 }
 
 // Start brings up the control plane, installs Tailor's CRDs, and starts the workload
@@ -82,7 +94,7 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Cluster{Config: cp.Config, cp: cp, cancel: cancel, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), dir: opts.Dir, clock: opts.Clock, tailorArgs: opts.TailorArgs}
+	c := &Cluster{Config: cp.Config, cp: cp, cancel: cancel, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), dir: opts.Dir, clock: opts.Clock, tailorArgs: opts.TailorArgs, election: opts.LeaderElection}
 	fail := func(err error) (*Cluster, error) {
 		c.Stop()
 		return nil, err
@@ -103,16 +115,35 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	if err := WriteKubeconfig(cp.Config, c.Kubeconfig); err != nil {
 		return fail(err)
 	}
-	if err := StartWorkloadControllers(ctx, cp.Config, c.Kube); err != nil {
+	components, componentKube, componentTailor := cp.Config, c.Kube, c.Tailor
+	c.schedKubeconfig = c.Kubeconfig
+	if opts.Outages {
+		if c.Outage, components, err = startOutageProxy(cp.Config); err != nil {
+			return fail(err)
+		}
+		if componentKube, err = kubernetes.NewForConfig(components); err != nil {
+			return fail(err)
+		}
+		viaProxy := rest.CopyConfig(components)
+		viaProxy.ContentType = runtime.ContentTypeJSON
+		if componentTailor, err = clientset.NewForConfig(viaProxy); err != nil {
+			return fail(err)
+		}
+		c.schedKubeconfig = filepath.Join(opts.Dir, "scheduler-kubeconfig")
+		if err := WriteKubeconfig(components, c.schedKubeconfig); err != nil {
+			return fail(err)
+		}
+	}
+	if err := StartWorkloadControllers(ctx, components, componentKube); err != nil {
 		return fail(err)
 	}
-	if err := StartVolumeControllers(ctx, c.Kube); err != nil {
+	if err := StartVolumeControllers(ctx, componentKube); err != nil {
 		return fail(err)
 	}
-	if err := StartKubelets(ctx, c.Kube); err != nil {
+	if err := StartKubelets(ctx, componentKube); err != nil {
 		return fail(err)
 	}
-	StartStartupTaintAgent(ctx, c.Kube, c.Tailor)
+	StartStartupTaintAgent(ctx, componentKube, componentTailor)
 	c.Cloud = opts.NewCloud(c.Kube)
 	if opts.Webhook != nil {
 		port, err := freePort()
@@ -131,43 +162,9 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	return c, nil
 }
 
-func (c *Cluster) startScheduler(ctx context.Context) error {
-	schedOpts, err := schedulerOptions(c.dir, c.Kubeconfig, c.tailorArgs)
-	if err != nil {
-		return err
-	}
-	ctx, c.schedCancel = context.WithCancel(ctx)
-	useCloud := func(kubernetes.Interface) (cloud.CloudProvider, error) { return c.Cloud, nil }
-	errs := make(chan error, 1)
-	c.schedErr = errs
-	var runOpts []operator.RunOption
-	if c.webhook != nil {
-		runOpts = append(runOpts, operator.WithWebhook(*c.webhook))
-	}
-	go func() { errs <- operator.Run(ctx, schedOpts, useCloud, c.clock, runOpts...) }()
-	return nil
-}
-
-// StopScheduler stops Tailor's scheduler, and its webhook, as a crash or a rollout would, and
-// waits for it; RestartScheduler starts it again.
+// StopScheduler stops Tailor's scheduler (every replica), and its webhook, as a crash or a
+// rollout would, and waits for it; RestartScheduler starts it again.
 func (c *Cluster) StopScheduler() { c.stopScheduler() }
-
-func (c *Cluster) stopScheduler() {
-	if c.schedCancel == nil {
-		return
-	}
-	c.schedCancel()
-	select {
-	case err := <-c.schedErr:
-		if err != nil {
-			klog.Background().V(2).Info("Tailor's scheduler stopped", "err", err)
-		}
-	case <-time.After(30 * time.Second):
-	}
-	// The scheduler registers its configuration globally; the next one registers it again.
-	configz.Delete("componentconfig")
-	c.schedCancel = nil
-}
 
 // StartScheduler starts Tailor's scheduler after StopScheduler.
 func (c *Cluster) StartScheduler(ctx context.Context) error { return c.startScheduler(ctx) }
@@ -183,11 +180,11 @@ func (c *Cluster) RestartScheduler(ctx context.Context) error {
 func (c *Cluster) Stop() {
 	c.stopScheduler()
 	c.cancel()
+	if c.Outage != nil {
+		c.Outage.Close()
+	}
 	c.cp.Stop()
 }
-
-// SchedulerErr reports the scheduler's exit, if it has exited.
-func (c *Cluster) SchedulerErr() <-chan error { return c.schedErr }
 
 // InstallCRDs creates Tailor's CRDs and waits until the API server serves them.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
@@ -238,8 +235,9 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 }
 
 // schedulerOptions are kube-scheduler's options for the shipped configuration, pointed at the
-// sandbox, without leader election or a serving port.
-func schedulerOptions(dir, kubeconfig string, tailorArgs map[string]any) (*options.Options, error) {
+// sandbox, without a serving port, and with leader election only if election is set. Each
+// replica writes its configuration to a file of its own.
+func schedulerOptions(dir, replica, kubeconfig string, tailorArgs map[string]any, election *LeaderElection) (*options.Options, error) {
 	var cfg map[string]any
 	if err := yaml.Unmarshal(manifests.SchedulerConfig, &cfg); err != nil {
 		return nil, fmt.Errorf("reading the shipped scheduler configuration: %w", err)
@@ -248,12 +246,23 @@ func schedulerOptions(dir, kubeconfig string, tailorArgs map[string]any) (*optio
 		return nil, err
 	}
 	cfg["clientConnection"] = map[string]any{"kubeconfig": kubeconfig, "qps": 500, "burst": 1000}
-	cfg["leaderElection"] = map[string]any{"leaderElect": false}
+	le, _ := cfg["leaderElection"].(map[string]any)
+	if le == nil || election == nil {
+		le = map[string]any{}
+	}
+	le["leaderElect"] = election != nil
+	if election != nil {
+		le["leaseDuration"] = election.LeaseDuration.String()
+		le["renewDeadline"] = election.RenewDeadline.String()
+		le["retryPeriod"] = election.RetryPeriod.String()
+		le["resourceName"], le["resourceNamespace"] = LeaseName, LeaseNamespace
+	}
+	cfg["leaderElection"] = le
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "scheduler-config.yaml")
+	path := filepath.Join(dir, replica+"-scheduler-config.yaml")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return nil, err
 	}

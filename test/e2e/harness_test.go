@@ -62,7 +62,8 @@ func newEnvWithWebhook(t *testing.T, o webhook.Options) *env {
 	return startEnv(t, nil, &o)
 }
 
-func startEnv(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Options) *env {
+// startEnv starts a cluster; with, if given, changes the sandbox's options first.
+func startEnv(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Options, with ...func(*sandbox.Options)) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e tests start a control plane; skipped in -short mode")
@@ -70,7 +71,7 @@ func startEnv(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Op
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = klog.NewContext(ctx, klog.Background())
 	e := &env{t: t, ctx: ctx, clock: &sandbox.OffsetClock{}}
-	cluster, err := sandbox.Start(ctx, t, sandbox.Options{
+	opts := sandbox.Options{
 		Dir:   t.TempDir(),
 		Clock: e.clock,
 		// Karpenter's 15 s validation period and 10 s poll would make every disruption test
@@ -85,7 +86,11 @@ func startEnv(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Op
 			e.cloud = fake.New(fake.Options{Clock: e.clock, ClusterName: "e2e", Joiner: joiner})
 			return e.cloud
 		},
-	})
+	}
+	for _, f := range with {
+		f(&opts)
+	}
+	cluster, err := sandbox.Start(ctx, t, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("starting the sandbox: %v", err)
