@@ -94,15 +94,16 @@ func parseAlias(alias string) (family, version string, err error) {
 	if version == "" {
 		version = "latest"
 	}
-	for _, f := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket} {
+	for _, f := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket,
+		awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025} {
 		if strings.EqualFold(f, name) {
+			if awsv1.WindowsBuild(f) != "" && version != "latest" {
+				return "", "", fmt.Errorf("%s: Windows images are published as latest only; use %s@latest", alias, strings.ToLower(f))
+			}
 			return f, version, nil
 		}
 	}
-	if strings.HasPrefix(strings.ToLower(name), "windows") {
-		return "", "", fmt.Errorf("%s: Windows images are not supported by Tailor yet; use an al2023, bottlerocket or al2 alias", alias)
-	}
-	return "", "", fmt.Errorf("%s: unknown alias family %q; use al2023, bottlerocket or al2", alias, name)
+	return "", "", fmt.Errorf("%s: unknown alias family %q; use al2023, bottlerocket, al2, windows2019, windows2022 or windows2025", alias, name)
 }
 
 type aliasParameter struct {
@@ -152,8 +153,19 @@ func aliasParameters(family, version, k8s string) ([]aliasParameter, error) {
 			}
 			out = append(out, aliasParameter{fmt.Sprintf("%s/amazon-linux-2%s/%s/image_id", eks, v.suffix, leaf), req(v.arch, v.suffix == "-gpu")})
 		}
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		// One image per Windows Server release (Server Core, x86-64 only), built for the
+		// cluster's Kubernetes version; its nodes carry the release's build label.
+		year := strings.TrimPrefix(family, "Windows")
+		out = append(out, aliasParameter{
+			name: fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", year, k8s),
+			requirements: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.ArchitectureAmd64}},
+				{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(corev1.Windows)}},
+				{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{awsv1.WindowsBuild(family)}},
+			}})
 	default:
-		return nil, fmt.Errorf("alias family %s has no user data format in Tailor; use al2023, bottlerocket or al2", family)
+		return nil, fmt.Errorf("alias family %s has no user data format in Tailor; use al2023, bottlerocket, al2 or a windows family", family)
 	}
 	return out, nil
 }

@@ -161,7 +161,9 @@ func eniLimitedPods(info ec2types.InstanceTypeInfo, reservedENIs int) int64 {
 // podsPerCore where the family's bootstrap honours it (not Bottlerocket).
 func maxPods(info ec2types.InstanceTypeInfo, family string, k kubeletConfig, reservedENIs int) int64 {
 	pods := eniLimitedPods(info, reservedENIs)
-	if family == awsv1.AMIFamilyWindows2019 || family == awsv1.AMIFamilyWindows2022 {
+	if awsv1.WindowsBuild(family) != "" {
+		// The VPC CNI on Windows gives pods secondary IPs of the primary ENI only; the kubelet's
+		// own default of 110 is the limit, the IPs are an extended resource (see capacity).
 		pods = 110
 	}
 	if k.maxPods != nil {
@@ -237,6 +239,13 @@ type nodeResources struct {
 func typeResources(info ec2types.InstanceTypeInfo, family string, k kubeletConfig, reservedENIs int, ephemeral resource.Quantity, vmOverhead float64) (nodeResources, error) {
 	r := nodeResources{pods: maxPods(info, family, k, reservedENIs)}
 	r.capacity = capacity(info, r.pods, ephemeral, vmOverhead)
+	if awsv1.WindowsBuild(family) != "" && info.NetworkInfo != nil {
+		// Windows pods each need one of the primary ENI's secondary IPv4 addresses, which the VPC
+		// resource controller advertises as an extended resource and its webhook asks for.
+		if ips := int64(deref(info.NetworkInfo.Ipv4AddressesPerInterface)) - 1; ips > 0 {
+			r.capacity[awsv1.ResourcePrivateIPv4Address] = *resource.NewQuantity(ips, resource.DecimalSI)
+		}
+	}
 	// kube-reserved memory follows the ENI-limited pod count where the family's bootstrap
 	// computes it that way, whatever maxPods says.
 	reservedPods := r.pods

@@ -41,6 +41,10 @@ func TestAllocatable(t *testing.T) {
 			wantPods: 110, wantCPU: "7910m", wantMemoryMi: 15155 - (11*110 + 255) - 100},
 		{name: "podsPerCore caps pods", family: awsv1.AMIFamilyAL2023, kubelet: kubeletConfig{podsPerCore: i32(4)},
 			wantPods: 32, wantCPU: "7910m", wantMemoryMi: 14162},
+		{name: "windows: 110 pods, kube-reserved for them", family: awsv1.AMIFamilyWindows2022,
+			wantPods: 110, wantCPU: "7910m", wantMemoryMi: 15155 - (11*110 + 255) - 100},
+		{name: "windows honours podsPerCore", family: awsv1.AMIFamilyWindows2025, kubelet: kubeletConfig{podsPerCore: i32(4)},
+			wantPods: 32, wantCPU: "7910m", wantMemoryMi: 15155 - (11*32 + 255) - 100},
 		{name: "reserved ENIs", family: awsv1.AMIFamilyAL2023, reservedENIs: 1, wantPods: 44, wantCPU: "7910m", wantMemoryMi: 15155 - (11*44 + 255) - 100},
 		{name: "user reservations and eviction", family: awsv1.AMIFamilyAL2023, kubelet: kubeletConfig{
 			kubeReserved: map[string]string{"cpu": "200m"}, systemReserved: map[string]string{"memory": "200Mi", "cpu": "100m"},
@@ -57,6 +61,14 @@ func TestAllocatable(t *testing.T) {
 			if r.pods != tc.wantPods || cpu.String() != tc.wantCPU || mem.Value() != tc.wantMemoryMi*mi || eph.Value() != 17<<30 {
 				t.Errorf("pods %d cpu %s memory %dMi ephemeral %s; want %d, %s, %dMi, 17Gi",
 					r.pods, cpu.String(), mem.Value()/mi, eph.String(), tc.wantPods, tc.wantCPU, tc.wantMemoryMi)
+			}
+			// Windows pods take the primary ENI's secondary IPs: 15 per ENI less the primary.
+			wantIPs := int64(0)
+			if awsv1.WindowsBuild(tc.family) != "" {
+				wantIPs = 14
+			}
+			if ips := alloc[awsv1.ResourcePrivateIPv4Address]; ips.Value() != wantIPs {
+				t.Errorf("%s = %s, want %d", awsv1.ResourcePrivateIPv4Address, ips.String(), wantIPs)
 			}
 		})
 	}

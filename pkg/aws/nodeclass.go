@@ -115,12 +115,9 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*Resolu
 }
 
 // validate finds what would make every launch from the class fail: user data that cannot be
-// merged for its AMI family, or a family Tailor writes no user data for. It returns the
-// condition's reason and a message naming the field, or "" when the class is launchable.
+// merged for its AMI family. It returns the condition's reason and a message naming the field,
+// or "" when the class is launchable.
 func validate(nc *awsv1.EC2NodeClass) (reason, message string) {
-	if nc.Spec.AMIFamily != nil && strings.HasPrefix(*nc.Spec.AMIFamily, "Windows") {
-		return "AMIFamilyUnsupported", fmt.Sprintf("spec.amiFamily: %s is not supported by Tailor yet; use AL2023, Bottlerocket, AL2 or Custom", *nc.Spec.AMIFamily)
-	}
 	if err := userdata.Validate(nc.AMIFamily(), deref(nc.Spec.UserData)); err != nil {
 		return "UserDataInvalid", err.Error()
 	}

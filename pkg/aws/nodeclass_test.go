@@ -58,12 +58,19 @@ func TestResolve(t *testing.T) {
 		{name: "bottlerocket version not released", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@v9.9.9"}}
 		}, wantReason: "AMINotFound", wantMessage: "spec.amiSelectorTerms[0].alias: bottlerocket@v9.9.9 not found"},
-		{name: "windows alias", change: func(nc *awsv1.EC2NodeClass) {
+		{name: "windows2019 alias", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2019@latest"}}
+		}, wantReady: true, wantAMIs: 1, wantSubnets: 3},
+		{name: "windows2022 alias", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2022@latest"}}
-		}, wantReason: "AMIFamilyUnsupported", wantMessage: "spec.amiSelectorTerms[0].alias: windows2022@latest"},
+		}, wantReady: true, wantAMIs: 1, wantSubnets: 3},
 		{name: "windows2025 alias", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2025@latest"}}
-		}, wantReason: "AMIFamilyUnsupported", wantMessage: "spec.amiSelectorTerms[0].alias: windows2025@latest"},
+		}, wantReady: true, wantAMIs: 1, wantSubnets: 3},
+		{name: "windows user data with two blocks", change: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2022@latest"}}
+			nc.Spec.UserData = ptr("<powershell>\na\n</powershell>\n<powershell>\nb\n</powershell>")
+		}, wantReason: "UserDataInvalid", wantMessage: "spec.userData"},
 		{name: "bottlerocket user data not TOML", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
 			nc.Spec.UserData = ptr("[settings.kubernetes\nmax-pods = 1")

@@ -31,17 +31,27 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	if err != nil {
 		return nil, err
 	}
+	family := nc.AMIFamily()
+	windowsBuild := awsv1.WindowsBuild(family)
+	if windowsBuild != "" {
+		p.prices.needWindows()
+	}
 	p.prices.refresh(ctx)
 	subnetZones := sets.New[string]()
 	for _, s := range res.NodeClass.Status.Subnets {
 		subnetZones.Insert(s.Zone)
 	}
-	family := nc.AMIFamily()
 	kubelet := kubeletOf(nc)
 	ephemeral := rootVolumeSize(nc)
 	var out []*launchableType
 	for _, info := range infos {
 		labels := typeLabels(info)
+		if windowsBuild != "" {
+			// The family decides the node's operating system; its AMIs' requirements name it,
+			// so Linux images never match a Windows type and the other way round.
+			labels[corev1.LabelOSStable] = string(corev1.Windows)
+			labels[corev1.LabelWindowsBuild] = windowsBuild
+		}
 		image := imageFor(res.NodeClass.Status.AMIs, labels)
 		if image == "" {
 			continue
@@ -58,9 +68,9 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 				continue
 			}
 			for _, zone := range zones {
-				price, priced := p.prices.onDemandPrice(it.Name)
+				price, priced := p.prices.onDemandPriceFor(windowsBuild != "", it.Name)
 				if ct == karpv1.CapacityTypeSpot {
-					price, priced = p.prices.spotPrice(it.Name, zone)
+					price, priced = p.prices.spotPriceFor(windowsBuild != "", it.Name, zone)
 				}
 				key := cloud.OfferingKey{InstanceType: it.Name, Zone: zone, CapacityType: ct}
 				it.Offerings = append(it.Offerings, cloud.Offering{Zone: zone, CapacityType: ct, PricePerHour: price,
@@ -85,7 +95,8 @@ func imageFor(amis []awsv1.AMI, labels map[string]string) string {
 }
 
 // blockDeviceMappings are the node class's, or the family's defaults: an encrypted 20 GiB gp3
-// root volume (Bottlerocket: a small OS volume and a 20 GiB data volume for the kubelet).
+// root volume (Bottlerocket: a small OS volume and a 20 GiB data volume for the kubelet;
+// Windows: 50 GiB at /dev/sda1, as Windows Server and its container images need).
 func blockDeviceMappings(nc *awsv1.EC2NodeClass) []awsv1.BlockDeviceMapping {
 	if len(nc.Spec.BlockDeviceMappings) > 0 {
 		return nc.Spec.BlockDeviceMappings
@@ -95,8 +106,11 @@ func blockDeviceMappings(nc *awsv1.EC2NodeClass) []awsv1.BlockDeviceMapping {
 		return awsv1.BlockDeviceMapping{DeviceName: aws.String(device), RootVolume: root,
 			EBS: &awsv1.BlockDevice{VolumeSize: gib(size), VolumeType: aws.String("gp3"), Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true)}}
 	}
-	if nc.AMIFamily() == awsv1.AMIFamilyBottlerocket {
+	switch family := nc.AMIFamily(); {
+	case family == awsv1.AMIFamilyBottlerocket:
 		return []awsv1.BlockDeviceMapping{volume("/dev/xvda", 4, false), volume("/dev/xvdb", 20, true)}
+	case awsv1.WindowsBuild(family) != "":
+		return []awsv1.BlockDeviceMapping{volume("/dev/sda1", 50, true)}
 	}
 	return []awsv1.BlockDeviceMapping{volume("/dev/xvda", 20, true)}
 }
@@ -105,8 +119,11 @@ func blockDeviceMappings(nc *awsv1.EC2NodeClass) []awsv1.BlockDeviceMapping {
 // the family's kubelet device, else 20 GiB.
 func rootVolumeSize(nc *awsv1.EC2NodeClass) resource.Quantity {
 	device := "/dev/xvda"
-	if nc.AMIFamily() == awsv1.AMIFamilyBottlerocket {
+	switch family := nc.AMIFamily(); {
+	case family == awsv1.AMIFamilyBottlerocket:
 		device = "/dev/xvdb"
+	case awsv1.WindowsBuild(family) != "":
+		device = "/dev/sda1"
 	}
 	bdms := blockDeviceMappings(nc)
 	for _, pass := range []func(awsv1.BlockDeviceMapping) bool{

@@ -21,8 +21,9 @@ import (
 const retryFailedRefreshAfter = time.Minute
 
 // prices caches on-demand prices (Pricing API, with the built-in table until it answers) and spot
-// prices (spot price history). Both refresh every CatalogRefreshInterval and merge over what was
-// known, so a partial answer never makes a type unpriced.
+// prices (spot price history), per operating system. Both refresh every CatalogRefreshInterval
+// and merge over what was known, so a partial answer never makes a type unpriced. Windows prices
+// are read only once a Windows node class asks for them (wantWindows).
 type prices struct {
 	ec2     *ec2.Client
 	pricing *pricingapi.Client
@@ -30,11 +31,23 @@ type prices struct {
 	clock   clock.Clock
 
 	mu          sync.Mutex
-	onDemand    map[string]float64
-	odNext      time.Time
-	spot        map[string]map[string]float64
-	spotNext    time.Time
-	spotFetched bool
+	linux       *osPrices
+	windows     *osPrices
+	wantWindows bool
+}
+
+// osPrices are one operating system's prices. A Windows instance costs its Linux price plus the
+// licence, on demand and on spot alike.
+type osPrices struct {
+	// os is the Pricing API's operatingSystem; spotProducts the spot price history's product
+	// descriptions for it.
+	os           string
+	spotProducts []string
+	onDemand     map[string]float64
+	odNext       time.Time
+	spot         map[string]map[string]float64
+	spotNext     time.Time
+	spotFetched  bool
 }
 
 func newPrices(ec2c *ec2.Client, pc *pricingapi.Client, region string, clk clock.Clock) *prices {
@@ -42,7 +55,17 @@ func newPrices(ec2c *ec2.Client, pc *pricingapi.Client, region string, clk clock
 	for name, price := range fallbackOnDemandPrices() {
 		od[name] = price
 	}
-	return &prices{ec2: ec2c, pricing: pc, region: region, clock: clk, onDemand: od, spot: map[string]map[string]float64{}}
+	return &prices{ec2: ec2c, pricing: pc, region: region, clock: clk,
+		linux: &osPrices{os: "Linux", spotProducts: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}, onDemand: od, spot: map[string]map[string]float64{}},
+		windows: &osPrices{os: "Windows", spotProducts: []string{"Windows", "Windows (Amazon VPC)"}, onDemand: map[string]float64{},
+			spot: map[string]map[string]float64{}}}
+}
+
+// needWindows makes the next refresh read Windows prices, and every later one keep them fresh.
+func (p *prices) needWindows() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wantWindows = true
 }
 
 // refresh re-reads whichever price list is due. Errors are logged, not returned: stale prices
@@ -50,63 +73,91 @@ func newPrices(ec2c *ec2.Client, pc *pricingapi.Client, region string, clk clock
 func (p *prices) refresh(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.refreshOS(ctx, p.linux)
+	if p.wantWindows {
+		p.refreshOS(ctx, p.windows)
+	}
+}
+
+func (p *prices) refreshOS(ctx context.Context, t *osPrices) {
 	now := p.clock.Now()
 	logger := klog.FromContext(ctx)
-	if !now.Before(p.odNext) {
-		od, err := p.fetchOnDemand(ctx)
+	if !now.Before(t.odNext) {
+		od, err := p.fetchOnDemand(ctx, t.os)
 		if err != nil {
-			logger.Error(err, "refreshing on-demand prices; keeping the previous ones", "region", p.region)
-			p.odNext = now.Add(retryFailedRefreshAfter)
+			logger.Error(err, "refreshing on-demand prices; keeping the previous ones", "region", p.region, "operatingSystem", t.os)
+			t.odNext = now.Add(retryFailedRefreshAfter)
 		} else {
 			for k, v := range od {
-				p.onDemand[k] = v
+				t.onDemand[k] = v
 			}
-			p.odNext = now.Add(CatalogRefreshInterval)
+			t.odNext = now.Add(CatalogRefreshInterval)
 		}
 	}
-	if !now.Before(p.spotNext) {
-		spot, err := p.fetchSpot(ctx)
+	if !now.Before(t.spotNext) {
+		spot, err := p.fetchSpot(ctx, t.spotProducts)
 		if err != nil {
-			logger.Error(err, "refreshing spot prices; keeping the previous ones", "region", p.region)
-			p.spotNext = now.Add(retryFailedRefreshAfter)
+			logger.Error(err, "refreshing spot prices; keeping the previous ones", "region", p.region, "operatingSystem", t.os)
+			t.spotNext = now.Add(retryFailedRefreshAfter)
 		} else {
 			for it, zones := range spot {
-				if p.spot[it] == nil {
-					p.spot[it] = map[string]float64{}
+				if t.spot[it] == nil {
+					t.spot[it] = map[string]float64{}
 				}
 				for z, v := range zones {
-					p.spot[it][z] = v
+					t.spot[it][z] = v
 				}
 			}
-			p.spotFetched, p.spotNext = true, now.Add(CatalogRefreshInterval)
+			t.spotFetched, t.spotNext = true, now.Add(CatalogRefreshInterval)
 		}
 	}
 }
 
-// onDemandPrice is the hourly price, and false for a type nobody priced.
+// onDemandPrice is the hourly Linux price, and false for a type nobody priced.
 func (p *prices) onDemandPrice(instanceType string) (float64, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	v, ok := p.onDemand[instanceType]
-	return v, ok
+	return p.onDemandPriceFor(false, instanceType)
 }
 
-// spotPrice is the zone's price. Until spot prices were read once, the on-demand price stands
-// in (an upper bound); afterwards a (type, zone) without a price has none.
+// spotPrice is the zone's Linux spot price; see spotPriceFor.
 func (p *prices) spotPrice(instanceType, zone string) (float64, bool) {
+	return p.spotPriceFor(false, instanceType, zone)
+}
+
+// onDemandPriceFor is the hourly price on Windows or Linux. Until Windows prices were read, the
+// Linux price stands in, as Karpenter prices every instance (a lower bound, but an order).
+func (p *prices) onDemandPriceFor(windows bool, instanceType string) (float64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.spotFetched {
-		v, ok := p.onDemand[instanceType]
-		return v, ok
+	if windows {
+		if v, ok := p.windows.onDemand[instanceType]; ok {
+			return v, true
+		}
 	}
-	v, ok := p.spot[instanceType][zone]
+	v, ok := p.linux.onDemand[instanceType]
 	return v, ok
 }
 
-func (p *prices) fetchOnDemand(ctx context.Context) (map[string]float64, error) {
+// spotPriceFor is the zone's spot price on Windows or Linux. Until spot prices were read once,
+// the on-demand price stands in (an upper bound); afterwards a (type, zone) without a price has
+// none.
+func (p *prices) spotPriceFor(windows bool, instanceType, zone string) (float64, bool) {
+	p.mu.Lock()
+	t := p.linux
+	if windows && p.windows.spotFetched {
+		t = p.windows
+	}
+	if !t.spotFetched {
+		p.mu.Unlock()
+		return p.onDemandPriceFor(windows, instanceType)
+	}
+	defer p.mu.Unlock()
+	v, ok := t.spot[instanceType][zone]
+	return v, ok
+}
+
+func (p *prices) fetchOnDemand(ctx context.Context, os string) (map[string]float64, error) {
 	filters := map[string]string{
-		"regionCode": p.region, "serviceCode": "AmazonEC2", "preInstalledSw": "NA", "operatingSystem": "Linux",
+		"regionCode": p.region, "serviceCode": "AmazonEC2", "preInstalledSw": "NA", "operatingSystem": os,
 		"capacitystatus": "Used", "marketoption": "OnDemand", "tenancy": "Shared", "productFamily": "Compute Instance",
 	}
 	in := &pricingapi.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), MaxResults: aws.Int32(100)}
@@ -130,7 +181,7 @@ func (p *prices) fetchOnDemand(ctx context.Context) (map[string]float64, error) 
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("pricing GetProducts returned no EC2 products for %s", p.region)
+		return nil, fmt.Errorf("pricing GetProducts returned no %s EC2 products for %s", os, p.region)
 	}
 	return out, nil
 }
@@ -174,12 +225,12 @@ func parseProduct(doc string) (string, float64, error) {
 	return "", 0, nil
 }
 
-// fetchSpot reads the latest spot price of every (type, zone).
-func (p *prices) fetchSpot(ctx context.Context) (map[string]map[string]float64, error) {
+// fetchSpot reads the latest spot price of every (type, zone) for the product descriptions.
+func (p *prices) fetchSpot(ctx context.Context, products []string) (map[string]map[string]float64, error) {
 	out := map[string]map[string]float64{}
 	latest := map[string]time.Time{}
 	pg := ec2.NewDescribeSpotPriceHistoryPaginator(p.ec2, &ec2.DescribeSpotPriceHistoryInput{
-		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"},
+		ProductDescriptions: products,
 		StartTime:           aws.Time(p.clock.Now()),
 		MaxResults:          aws.Int32(1000),
 	})

@@ -14,17 +14,20 @@ import (
 	"github.com/tailor-sh/tailor/pkg/lifecycle/expiration"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/forceful"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/repair"
 	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
 )
 
 // signals are the controllers that decide a node must go or should be replaced: interruption
-// and expiration (forceful, not budgeted), drift (only marks; the disruption loop acts on it),
+// expiration and repair (forceful, not budgeted), drift (only marks; the disruption loop acts on it),
 // and the NodePool hash drift is measured against.
 type signals struct {
 	poolHash     *hash.Controller
 	drift        *drift.Controller
 	expiration   *expiration.Controller
 	interruption *interruption.Controller
+	// repair is nil unless the plugin arg nodeRepair is on.
+	repair *repair.Controller
 }
 
 // attachSignals builds the signal controllers; call it from Attach, after the provisioner.
@@ -55,6 +58,13 @@ func (o *Operator) attachSignals(h fwk.Handle, clients clientset.Interface) erro
 		Clock: o.clock, Disrupter: disrupter}); err != nil {
 		return err
 	}
+	if o.args.NodeRepair {
+		if s.repair, err = repair.New(repair.Options{Nodes: nodes, NodeInformer: h.SharedInformerFactory().Core().V1().Nodes().Informer(),
+			ClaimLister: claimLister, NodeClaims: nodeClaims, Policies: cloud.RepairPoliciesOf(o.cloud), Disrupter: disrupter,
+			Recorder: h.EventRecorder(), Clock: o.clock}); err != nil {
+			return err
+		}
+	}
 	s.interruption = interruption.New(interruption.Options{NodeClaims: nodeClaims, ClaimLister: claimLister,
 		Nodes: nodes, Recorder: h.EventRecorder(), Disrupter: disrupter})
 	// A node class's spec (its hash) or resolved status (images, subnets, security groups) is
@@ -83,6 +93,9 @@ func (o *Operator) startSignals(ctx context.Context) {
 	o.wg.Go(func() { s.poolHash.Run(ctx) })
 	o.wg.Go(func() { s.drift.Run(ctx) })
 	o.wg.Go(func() { s.expiration.Run(ctx) })
+	if s.repair != nil {
+		o.wg.Go(func() { s.repair.Run(ctx) })
+	}
 	if src, ok := o.cloud.(cloud.InterruptionSource); ok {
 		o.wg.Go(func() {
 			if err := src.HandleInterruptions(ctx, s.interruption.Handle); err != nil && ctx.Err() == nil {

@@ -56,6 +56,12 @@ func newAWSEnv(t *testing.T) *awsEnv {
 // `tailor sandbox --cluster-name --region` does.
 func newAWSEnvFor(t *testing.T, clusterName, region string) *awsEnv {
 	t.Helper()
+	return newAWSEnvWith(t, clusterName, region, nil)
+}
+
+// newAWSEnvWith is newAWSEnvFor with Tailor plugin args (sandbox.Options.TailorArgs).
+func newAWSEnvWith(t *testing.T, clusterName, region string, tailorArgs map[string]any) *awsEnv {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e tests start a control plane; skipped in -short mode")
 	}
@@ -85,7 +91,7 @@ func newAWSEnvFor(t *testing.T, clusterName, region string) *awsEnv {
 		cancel()
 		t.Fatal(err)
 	}
-	cluster, err := sandbox.Start(ctx, t, sandbox.Options{Dir: t.TempDir(), Clock: e.clock,
+	cluster, err := sandbox.Start(ctx, t, sandbox.Options{Dir: t.TempDir(), Clock: e.clock, TailorArgs: tailorArgs,
 		NewCloud: func(k kubernetes.Interface) cloud.CloudProvider {
 			kube.Store(&k)
 			return e.provider

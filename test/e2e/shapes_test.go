@@ -216,21 +216,20 @@ var shapeCases = []shapeCase{
 			t.Errorf("NodePool budgets: %v, %+v", err, np)
 		}
 	}},
-	// Last: it moves Tailor's clock past the other cases' checks.
-	{name: "max-node-lifetime", pods: 2, ready: true, check: checkMaxNodeLifetime},
-	// Windows families are not supported yet: the class must say so, and its pods stay pending.
-	{name: "windows-2022", pods: 1, done: func(s *shapeState) (bool, string) {
-		ready := s.class.GetCondition(awsv1.ConditionTypeReady)
-		return ready != nil && ready.Status == metav1.ConditionFalse, fmt.Sprintf("class Ready condition %+v", ready)
-	}, check: func(t *testing.T, e *awsEnv, s *shapeState) {
-		ready := s.class.GetCondition(awsv1.ConditionTypeReady)
-		if !strings.Contains(strings.ToLower(ready.Message), "windows2022") {
-			t.Errorf("the class is not Ready, but its message does not say why Windows fails: %q", ready.Message)
-		}
-		if s.running() != 0 || len(s.claims) != 0 {
-			t.Errorf("%d Windows pods run on %d NodeClaims", s.running(), len(s.claims))
+	// Windows Server 2022 nodes from the windows2022@latest alias, labelled with their build.
+	{name: "windows-2022", pods: 1, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
+		s.eachNode(t, "Windows Server 2022", func(n corev1.Node) bool {
+			return n.Labels[corev1.LabelOSStable] == "windows" && n.Labels[corev1.LabelWindowsBuild] == awsv1.Windows2022Build &&
+				n.Status.NodeInfo.OperatingSystem == "windows"
+		})
+		for _, c := range s.claims {
+			if c.Labels[corev1.LabelOSStable] != "windows" || c.Labels[corev1.LabelWindowsBuild] != awsv1.Windows2022Build {
+				t.Errorf("NodeClaim %s labels %v", c.Name, c.Labels)
+			}
 		}
 	}},
+	// Last: it moves Tailor's clock past the other cases' checks.
+	{name: "max-node-lifetime", pods: 2, ready: true, check: checkMaxNodeLifetime},
 }
 
 // TestKarpenterShapes applies every case of testdata/karpenter-shapes at once to one cluster on

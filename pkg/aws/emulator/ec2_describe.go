@@ -159,23 +159,29 @@ type describeSpotPriceHistoryOutput struct {
 // describeSpotPriceHistory returns the current SIMULATED price of every (type, zone): the
 // emulator's prices do not move, so the history is one point long.
 func (e *Emulator) describeSpotPriceHistory(q query) (ec2Response, error) {
-	const product = "Linux/UNIX"
-	if descs := q.list("ProductDescription"); len(descs) > 0 && !contains(descs, product) {
-		return &describeSpotPriceHistoryOutput{}, nil
-	}
+	// EC2 names the products of a VPC launch with and without " (Amazon VPC)"; the emulator
+	// answers under the plain names, which both spellings ask for.
+	descs := q.list("ProductDescription")
 	types := q.list("InstanceType")
 	now := ec2Time(e.clock.Now())
 	var all []spotPriceXML
-	for _, it := range e.catalog {
-		if len(types) > 0 && !contains(types, it.InstanceType) {
+	for _, sys := range []struct{ product, os string }{{"Linux/UNIX", "Linux"}, {"Windows", "Windows"}} {
+		product, os := sys.product, sys.os
+		if len(descs) > 0 && !contains(descs, product) && !contains(descs, product+" (Amazon VPC)") {
 			continue
 		}
-		for _, z := range e.zones {
-			if az := q.get("AvailabilityZone"); az != "" && az != z.Name {
+		for _, it := range e.catalog {
+			if len(types) > 0 && !contains(types, it.InstanceType) {
 				continue
 			}
-			all = append(all, spotPriceXML{InstanceType: it.InstanceType, ProductDescription: product,
-				SpotPrice: strconv.FormatFloat(it.spotPrices[z.Name], 'f', 6, 64), Timestamp: now, AvailabilityZone: z.Name})
+			for _, z := range e.zones {
+				if az := q.get("AvailabilityZone"); az != "" && az != z.Name {
+					continue
+				}
+				price, _ := priceFor(it, os, it.spotPrices[z.Name])
+				all = append(all, spotPriceXML{InstanceType: it.InstanceType, ProductDescription: product,
+					SpotPrice: strconv.FormatFloat(price, 'f', 6, 64), Timestamp: now, AvailabilityZone: z.Name})
+			}
 		}
 	}
 	items, err := filterSlice(all, parseFilters(q), func(p spotPriceXML) attributes {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"math"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -104,6 +107,16 @@ func TestCatalogPagination(t *testing.T) {
 	}
 	if len(spot) != 3*types {
 		t.Errorf("got %d spot prices, want %d", len(spot), 3*types)
+	}
+	windows, err := client.DescribeSpotPriceHistory(ctx, &ec2.DescribeSpotPriceHistoryInput{ProductDescriptions: []string{"Windows", "Windows (Amazon VPC)"},
+		InstanceTypes: []ec2types.InstanceType{spot[0].InstanceType}, AvailabilityZone: spot[0].AvailabilityZone})
+	if err != nil || len(windows.SpotPriceHistory) != 1 || windows.SpotPriceHistory[0].ProductDescription != "Windows" {
+		t.Fatalf("Windows spot price of %s in %s: %+v, %v", spot[0].InstanceType, aws.ToString(spot[0].AvailabilityZone), windows, err)
+	}
+	lin, _ := strconv.ParseFloat(aws.ToString(spot[0].SpotPrice), 64)
+	win, _ := strconv.ParseFloat(aws.ToString(windows.SpotPriceHistory[0].SpotPrice), 64)
+	if win <= lin {
+		t.Errorf("%s spot: Windows %v, Linux %v; want Windows dearer", spot[0].InstanceType, win, lin)
 	}
 }
 
@@ -274,8 +287,27 @@ func TestSSMAndPricing(t *testing.T) {
 		}
 		products = append(products, page.PriceList...)
 	}
-	if len(products) != len(fake.Catalog()) {
-		t.Errorf("got %d products, want one per instance type (%d)", len(products), len(fake.Catalog()))
+	if len(products) != 2*len(fake.Catalog()) {
+		t.Errorf("got %d products, want one per instance type and operating system (2×%d)", len(products), len(fake.Catalog()))
+	}
+	// Each operating system is asked for on its own, as Tailor asks: Windows costs its Linux
+	// price plus the licence.
+	price := func(os string) float64 {
+		out, err := client.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: []pricingtypes.Filter{
+			{Field: aws.String("instanceType"), Type: pricingtypes.FilterTypeTermMatch, Value: aws.String("m5.large")},
+			{Field: aws.String("operatingSystem"), Type: pricingtypes.FilterTypeTermMatch, Value: aws.String(os)}}})
+		if err != nil || len(out.PriceList) != 1 {
+			t.Fatalf("%s price of m5.large: %v, %d products", os, err, len(out.PriceList))
+		}
+		m := regexp.MustCompile(`"USD":"([0-9.]+)"`).FindStringSubmatch(out.PriceList[0])
+		if m == nil {
+			t.Fatalf("no USD price in %s", out.PriceList[0])
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return v
+	}
+	if lin, win := price("Linux"), price("Windows"); math.Abs(win-(lin+2*0.046)) > 1e-9 {
+		t.Errorf("m5.large costs %v on Linux and %v on Windows; want 2 vCPUs × 0.046 more", lin, win)
 	}
 }
 

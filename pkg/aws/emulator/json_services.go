@@ -53,8 +53,9 @@ type getProductsInput struct {
 	NextToken  string `json:"NextToken"`
 }
 
-// pricing serves GetProducts over the SIMULATED on-demand prices: one Linux, shared-tenancy
-// product per instance type in the emulator's region, in the price-list JSON EC2's has.
+// pricing serves GetProducts over the SIMULATED on-demand prices: one Linux and one Windows
+// shared-tenancy product per instance type in the emulator's region, in the price-list JSON
+// EC2's has.
 func (e *Emulator) pricing(action string, body []byte) (any, error) {
 	if action != "GetProducts" {
 		return nil, &apiError{Code: "UnknownOperationException", Message: "the AWS emulator does not serve Pricing " + action}
@@ -67,21 +68,24 @@ func (e *Emulator) pricing(action string, body []byte) (any, error) {
 		return nil, &apiError{Code: "InvalidParameterException", Message: "the AWS emulator prices only AmazonEC2"}
 	}
 	var products []string
-	for _, it := range e.catalog {
-		attrs := map[string]string{
-			"servicecode": "AmazonEC2", "instanceType": it.InstanceType, "regionCode": e.region, "location": fake.RegionLocation(e.region),
-			"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
-			"marketoption": "OnDemand", "productFamily": "Compute Instance",
-			"vcpu": strconv.FormatInt(it.VCPUInfo.DefaultVCPUs, 10), "memory": fmt.Sprintf("%d GiB", it.MemoryInfo.SizeInMiB/1024),
+	for _, os := range []string{"Linux", "Windows"} {
+		for _, it := range e.catalog {
+			attrs := map[string]string{
+				"servicecode": "AmazonEC2", "instanceType": it.InstanceType, "regionCode": e.region, "location": fake.RegionLocation(e.region),
+				"operatingSystem": os, "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
+				"marketoption": "OnDemand", "productFamily": "Compute Instance",
+				"vcpu": strconv.FormatInt(it.VCPUInfo.DefaultVCPUs, 10), "memory": fmt.Sprintf("%d GiB", it.MemoryInfo.SizeInMiB/1024),
+			}
+			if !productMatches(attrs, in) {
+				continue
+			}
+			price, _ := priceFor(it, os, it.onDemandPrice)
+			doc, err := json.Marshal(productJSON(it, attrs, price))
+			if err != nil {
+				return nil, err
+			}
+			products = append(products, string(doc))
 		}
-		if !productMatches(attrs, in) {
-			continue
-		}
-		doc, err := json.Marshal(productJSON(it, attrs))
-		if err != nil {
-			return nil, err
-		}
-		products = append(products, string(doc))
 	}
 	maxResults := in.MaxResults
 	items, next, err := page(products, maxResults, in.NextToken, e.opts.MaxPageSize)
@@ -113,8 +117,8 @@ func productMatches(attrs map[string]string, in getProductsInput) bool {
 	return true
 }
 
-func productJSON(it *instanceTypeInfo, attrs map[string]string) map[string]any {
-	sku := "SIM" + strings.ToUpper(strings.NewReplacer(".", "", "-", "").Replace(it.InstanceType))
+func productJSON(it *instanceTypeInfo, attrs map[string]string, price float64) map[string]any {
+	sku := "SIM" + strings.ToUpper(strings.NewReplacer(".", "", "-", "").Replace(it.InstanceType)+attrs["operatingSystem"][:3])
 	term := sku + ".JRTCKXETXF"
 	productAttrs := map[string]string{}
 	for k, v := range attrs {
@@ -129,7 +133,7 @@ func productJSON(it *instanceTypeInfo, attrs map[string]string) map[string]any {
 			"sku": sku, "offerTermCode": "JRTCKXETXF",
 			"priceDimensions": map[string]any{term + ".6YS6EN2CT7": map[string]any{
 				"unit": "Hrs", "description": "SIMULATED price",
-				"pricePerUnit": map[string]string{"USD": strconv.FormatFloat(it.onDemandPrice, 'f', 10, 64)},
+				"pricePerUnit": map[string]string{"USD": strconv.FormatFloat(price, 'f', 10, 64)},
 			}},
 		}}},
 	}

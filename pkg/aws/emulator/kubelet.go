@@ -29,6 +29,9 @@ type Launch struct {
 	// the kubelet settings in the user data.
 	Capacity, Allocatable corev1.ResourceList
 	Architecture          string
+	// OS is the image's operating system, "linux" or "windows", and WindowsBuild its Windows
+	// Server build, which the kubelet labels the node with.
+	OS, WindowsBuild string
 	// Region is the emulated region, which the cloud controller labels the node with.
 	Region string
 }
@@ -55,7 +58,11 @@ func (e *Emulator) bootsLocked(instances []*Instance) []Launch {
 		if it.ProcessorInfo.SupportedArchitectures[0] == "arm64" {
 			l.Architecture = "arm64"
 		}
+		l.OS, l.WindowsBuild = e.imageOSLocked(lt.ImageID)
 		l.Capacity = kubeletCapacity(it, lt, e.kubeletDeviceLocked(lt.ImageID), l.Bootstrap, l.Architecture)
+		if l.OS == "windows" {
+			addWindowsIPs(l.Capacity, it)
+		}
 		l.Allocatable = kubeletAllocatable(l.Capacity, l.Bootstrap)
 		out = append(out, l)
 	}
@@ -93,6 +100,9 @@ func (e *Emulator) kubeletDeviceLocked(imageID string) string {
 		if img.ID == imageID && strings.HasPrefix(img.Name, "bottlerocket") {
 			return "/dev/xvdb"
 		}
+		if img.ID == imageID && windowsBuildOf(img.Name) != "" {
+			return windowsRootDevice
+		}
 	}
 	return "/dev/xvda"
 }
@@ -108,6 +118,9 @@ func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, kubeletDevice str
 		pods = 110
 	}
 	diskGiB := int64(20) // the EKS images' own root volume, when the template maps none
+	if kubeletDevice == windowsRootDevice {
+		diskGiB = windowsRootGiB
+	}
 	for _, v := range lt.Volumes {
 		if v.Device == kubeletDevice && v.SizeGiB > 0 {
 			diskGiB = v.SizeGiB
@@ -178,7 +191,14 @@ func NodeFor(l Launch) *corev1.Node {
 	}
 	labels[corev1.LabelHostname] = l.NodeName
 	labels[corev1.LabelArchStable] = l.Architecture
-	labels[corev1.LabelOSStable] = "linux"
+	os := l.OS
+	if os == "" {
+		os = "linux"
+	}
+	labels[corev1.LabelOSStable] = os
+	if l.WindowsBuild != "" {
+		labels[corev1.LabelWindowsBuild] = l.WindowsBuild
+	}
 	labels[corev1.LabelInstanceTypeStable] = l.Instance.InstanceType
 	labels[corev1.LabelTopologyZone] = l.Instance.Zone
 	labels[corev1.LabelTopologyRegion] = l.Region
@@ -193,7 +213,7 @@ func NodeFor(l Launch) *corev1.Node {
 			Capacity:    l.Capacity.DeepCopy(),
 			Allocatable: l.Allocatable.DeepCopy(),
 			Phase:       corev1.NodePending,
-			NodeInfo:    corev1.NodeSystemInfo{Architecture: l.Architecture, OperatingSystem: "linux"},
+			NodeInfo:    corev1.NodeSystemInfo{Architecture: l.Architecture, OperatingSystem: os},
 			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: l.Instance.PrivateIP},
 				{Type: corev1.NodeInternalDNS, Address: l.NodeName}},
 		},

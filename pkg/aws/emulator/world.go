@@ -107,6 +107,7 @@ func seedWorld(cluster, k8sVersion string, zones []fake.Zone, now time.Time) wor
 		w.parameters[img.param] = id
 	}
 	seedReleases(&w, k8sVersion, release, "1.50.0", now)
+	seedWindows(&w, k8sVersion, now)
 	return w
 }
 

@@ -180,6 +180,8 @@ func TestInvalidUserData(t *testing.T) {
 		{"al2023 NodeConfig not YAML", awsv1.AMIFamilyAL2023, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: [unclosed", "not a YAML NodeConfig"},
 		{"al2023 MIME NodeConfig part not YAML", awsv1.AMIFamilyAL2023,
 			strings.Replace(al2023MIMEUnclosed, "      maxPods: 42", "      maxPods: [42", 1), "part 1"},
+		{"windows: two powershell blocks", awsv1.AMIFamilyWindows2022, "<powershell>\na\n</powershell>\n<powershell>\nb\n</powershell>", "more than one <powershell> block"},
+		{"windows: unclosed powershell block", awsv1.AMIFamilyWindows2022, "<powershell>\nWrite-Host a", "without its closing"},
 		{"MIME that is not multipart", awsv1.AMIFamilyAL2, "MIME-Version: 1.0\nContent-Type: text/plain\n\necho", "must be multipart"},
 		{"MIME with no part", awsv1.AMIFamilyAL2023, "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"B\"\n\nno delimiter here\n", "no part"},
 	} {

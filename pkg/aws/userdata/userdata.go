@@ -1,5 +1,6 @@
 // Package userdata writes the EC2 user data that joins an instance to the cluster, one format per
-// AMI family (AL2023 nodeadm NodeConfig, Bottlerocket TOML, AL2 bootstrap.sh), and reads it back.
+// AMI family (AL2023 nodeadm NodeConfig, Bottlerocket TOML, AL2 bootstrap.sh, Windows PowerShell),
+// and reads it back.
 //
 // Reading it back is what a booting node does: the emulator uses Parse to play nodeadm, the
 // Bottlerocket API or bootstrap.sh, so the node it registers carries exactly the labels, taints and
@@ -47,10 +48,12 @@ func Render(family string, n Node, custom string) (string, error) {
 		return renderBottlerocket(n, custom)
 	case awsv1.AMIFamilyAL2:
 		return renderAL2(n, custom)
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		return renderWindows(n, custom)
 	case awsv1.AMIFamilyCustom:
 		return custom, nil
 	default:
-		return "", fmt.Errorf("AMI family %q has no user data format in Tailor; use AL2023, Bottlerocket, AL2 or Custom", family)
+		return "", fmt.Errorf("AMI family %q has no user data format in Tailor; use AL2023, Bottlerocket, AL2, Windows2019, Windows2022, Windows2025 or Custom", family)
 	}
 }
 
@@ -59,7 +62,8 @@ func Render(family string, n Node, custom string) (string, error) {
 // format" is the AMI family's problem, reported where the family is resolved.
 func Validate(family, custom string) error {
 	switch family {
-	case awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyAL2:
+	case awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyAL2,
+		awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
 		if strings.TrimSpace(custom) == "" {
 			return nil
 		}
@@ -70,16 +74,18 @@ func Validate(family, custom string) error {
 }
 
 // Parse reads user data the way the node's bootstrap would and returns what it registers with.
-// It recognises the three formats Render writes, including merged custom parts.
+// It recognises the four formats Render writes, including merged custom parts.
 func Parse(data string) (Node, error) {
 	trimmed := strings.TrimSpace(data)
 	switch {
 	case strings.HasPrefix(trimmed, "MIME-Version"), strings.HasPrefix(trimmed, "Content-Type"):
 		return parseMIME(trimmed)
+	case strings.HasPrefix(trimmed, "<powershell>"):
+		return parseWindows(trimmed)
 	case strings.HasPrefix(trimmed, "[") || strings.Contains(trimmed, "[settings"):
 		return parseBottlerocket(trimmed)
 	default:
-		return Node{}, fmt.Errorf("user data is neither MIME multi-part (AL2023, AL2) nor Bottlerocket TOML")
+		return Node{}, fmt.Errorf("user data is neither MIME multi-part (AL2023, AL2), Bottlerocket TOML nor PowerShell (Windows)")
 	}
 }
 

@@ -44,6 +44,16 @@ func TestRoundTrip(t *testing.T) {
 			wantInData: []string{"[settings.host-containers.admin]", "enabled = true"}},
 		{name: "al2", family: awsv1.AMIFamilyAL2, custom: "#!/bin/bash\necho first",
 			wantInData: []string{"/etc/eks/bootstrap.sh 'tailor'", "--use-max-pods false", "echo first"}},
+		{name: "windows2022", family: awsv1.AMIFamilyWindows2022, wantInData: []string{"<powershell>\n",
+			`[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1"`,
+			"& $EKSBootstrapScriptFile -EKSClusterName 'tailor' -APIServerEndpoint 'https://api.example.internal' -Base64ClusterCA 'Q0E='",
+			`-KubeletExtraArgs '--node-labels="karpenter.sh/nodepool=default,team=a" --register-with-taints=`, "--max-pods=29",
+			"-DNSClusterIP '10.100.0.10'", "\n</powershell>"}},
+		{name: "windows2025 runs custom PowerShell first", family: awsv1.AMIFamilyWindows2025, custom: "Write-Host 'prepare the host'",
+			wantInData: []string{"<powershell>\nWrite-Host 'prepare the host'\n[string]$EKSBootstrapScriptFile"}},
+		{name: "windows2019 unwraps a <powershell> block", family: awsv1.AMIFamilyWindows2019,
+			custom:     "<powershell>\r\nSet-Item -Path env:A -Value b\r\n</powershell>",
+			wantInData: []string{"<powershell>\nSet-Item -Path env:A -Value b\n[string]$EKSBootstrapScriptFile"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := testNode()
@@ -74,7 +84,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestRenderIsDeterministic(t *testing.T) {
-	for _, family := range []string{awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyAL2} {
+	for _, family := range []string{awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyAL2, awsv1.AMIFamilyWindows2022} {
 		a, _ := Render(family, testNode(), "")
 		b, _ := Render(family, testNode(), "")
 		if a != b {
@@ -88,7 +98,12 @@ func TestErrors(t *testing.T) {
 		name string
 		run  func() error
 	}{
-		{"windows has no format", func() error { _, err := Render(awsv1.AMIFamilyWindows2022, testNode(), ""); return err }},
+		{"unknown family has no format", func() error { _, err := Render("Ubuntu", testNode(), ""); return err }},
+		{"powershell without the bootstrap call", func() error { _, err := Parse("<powershell>\nWrite-Host hi\n</powershell>"); return err }},
+		{"powershell with an unknown bootstrap parameter", func() error {
+			_, err := Parse("<powershell>\n& $EKSBootstrapScriptFile -EKSClusterName 'a' -Bogus 'b'\n</powershell>")
+			return err
+		}},
 		{"bad bottlerocket custom", func() error { _, err := Render(awsv1.AMIFamilyBottlerocket, testNode(), "not toml"); return err }},
 		{"unknown format", func() error { _, err := Parse("#!/bin/bash\necho"); return err }},
 		{"MIME without bootstrap", func() error {

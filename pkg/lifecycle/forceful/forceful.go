@@ -1,6 +1,6 @@
 // Package forceful removes a node that must go whatever the budgets say: its instance is being
-// interrupted, or its NodeClaim has expired. It is the path that interruption and expiration
-// share: taint the node, have capacity for its pods planned, then delete the NodeClaim and let
+// interrupted, its NodeClaim has expired, or it has been unhealthy too long. It is the path that
+// interruption, expiration and repair share: taint the node, have capacity for its pods planned, then delete the NodeClaim and let
 // the termination path drain the node through the Eviction API.
 package forceful
 
@@ -57,7 +57,7 @@ type Options struct {
 // Reason says why a node goes.
 type Reason struct {
 	// Method is the disruption reason of the shared metrics and of the NodeClaim's
-	// DisruptionReason condition: Interrupted or Expired.
+	// DisruptionReason condition: Interrupted, Expired or Unhealthy.
 	Method string
 	// Event is the reason of the Events written on the Node and the NodeClaim, such as
 	// SpotInterruption: the finer cause.
@@ -184,6 +184,8 @@ func methodOf(reason string) string {
 		return "interruption"
 	case "Expired":
 		return "expiration"
+	case "Unhealthy":
+		return "repair"
 	}
 	return "forceful"
 }

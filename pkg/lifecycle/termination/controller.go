@@ -145,17 +145,28 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 }
 
 // terminationDeadline is when the drain stops respecting PDBs: the NodeClaim's
-// terminationGracePeriod after the node (or its claim, if earlier) began to be deleted.
+// terminationGracePeriod after the node (or its claim, if earlier) began to be deleted, or the
+// claim's karpenter.sh/nodeclaim-termination-timestamp if that is earlier (node repair sets it to
+// the moment it gives up on the node).
 func terminationDeadline(node *corev1.Node, claim *karpv1.NodeClaim) *time.Time {
-	if claim == nil || claim.Spec.TerminationGracePeriod == nil {
+	if claim == nil {
 		return nil
 	}
-	start := node.DeletionTimestamp.Time
-	if claim.DeletionTimestamp != nil && claim.DeletionTimestamp.Before(node.DeletionTimestamp) {
-		start = claim.DeletionTimestamp.Time
+	var deadline *time.Time
+	if claim.Spec.TerminationGracePeriod != nil {
+		start := node.DeletionTimestamp.Time
+		if claim.DeletionTimestamp != nil && claim.DeletionTimestamp.Before(node.DeletionTimestamp) {
+			start = claim.DeletionTimestamp.Time
+		}
+		d := start.Add(claim.Spec.TerminationGracePeriod.Duration)
+		deadline = &d
 	}
-	d := start.Add(claim.Spec.TerminationGracePeriod.Duration)
-	return &d
+	if v, ok := claim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		if t, err := time.Parse(time.RFC3339, v); err == nil && (deadline == nil || t.Before(*deadline)) {
+			deadline = &t
+		}
+	}
+	return deadline
 }
 
 func (c *Controller) podsOn(node string) ([]*corev1.Pod, error) {

@@ -43,6 +43,11 @@ type Args struct {
 	// Launched nodes that no pod has landed on this long after they initialized are counted as
 	// unused. Longer than the scheduler's 10 s maximum backoff; default 30s.
 	StrandedAfter metav1.Duration `json:"strandedAfter,omitempty"`
+	// NodeRepair replaces nodes whose Ready condition (or another condition the cloud's repair
+	// policies name) has been False or Unknown longer than the policy tolerates (30 minutes for
+	// Ready), forcefully, unless more than 20% of the NodePool's or the cluster's nodes are
+	// unhealthy. Off by default, as Karpenter's NodeRepair feature gate.
+	NodeRepair bool `json:"nodeRepair,omitempty"`
 }
 
 // Defaults for Args. Karpenter's are 1s and 10s; Tailor sits in the scheduler and needs no polling.

@@ -162,7 +162,7 @@ func (in *EC2NodeClass) Alias() *Alias {
 		if !ok {
 			continue
 		}
-		for _, f := range []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyWindows2019, AMIFamilyWindows2022} {
+		for _, f := range []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyWindows2019, AMIFamilyWindows2022, AMIFamilyWindows2025} {
 			if strings.EqualFold(f, family) {
 				return &Alias{Family: f, Version: version}
 			}

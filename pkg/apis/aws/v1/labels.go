@@ -95,6 +95,7 @@ const (
 	AMIFamilyBottlerocket = "Bottlerocket"
 	AMIFamilyWindows2019  = "Windows2019"
 	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
 	AMIFamilyCustom       = "Custom"
 )
 
@@ -109,3 +110,24 @@ const (
 	ResourceEFA                corev1.ResourceName = "vpc.amazonaws.com/efa"
 	ResourcePrivateIPv4Address corev1.ResourceName = "vpc.amazonaws.com/PrivateIPv4Address"
 )
+
+// Windows Server builds: the node.kubernetes.io/windows-build label of each Windows family's
+// nodes, which Windows containers must match (a container image runs only on its own build).
+const (
+	Windows2019Build = "10.0.17763"
+	Windows2022Build = "10.0.20348"
+	Windows2025Build = "10.0.26100"
+)
+
+// WindowsBuild is the Windows Server build of an AMI family, or "" when the family is not Windows.
+func WindowsBuild(family string) string {
+	switch family {
+	case AMIFamilyWindows2019:
+		return Windows2019Build
+	case AMIFamilyWindows2022:
+		return Windows2022Build
+	case AMIFamilyWindows2025:
+		return Windows2025Build
+	}
+	return ""
+}

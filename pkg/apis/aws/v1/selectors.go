@@ -55,10 +55,10 @@ type CapacityReservationSelectorTerm struct {
 type AMISelectorTerm struct {
 	// Alias picks the EKS-optimized image of a family, as "family@version": al2, al2023 or
 	// bottlerocket with "latest" or a pinned release (al2023@v20240625, bottlerocket@v1.20.0), or
-	// windows2019/windows2022 with "latest" only. "latest" drifts nodes whenever a new image ships.
+	// windows2019/windows2022/windows2025 with "latest" only. "latest" drifts nodes whenever a new image ships.
 	// +kubebuilder:validation:XValidation:message="'alias' is improperly formatted, must match the format 'family@version'",rule="self.matches('^[a-zA-Z0-9]+@.+$')"
-	// +kubebuilder:validation:XValidation:message="family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'",rule="self.find('^[^@]+') in ['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022']"
-	// +kubebuilder:validation:XValidation:message="windows families may only specify version 'latest'",rule="self.find('^[^@]+') in ['windows2019', 'windows2022'] ? self.find('@.*$') == '@latest' : true"
+	// +kubebuilder:validation:XValidation:message="family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",rule="self.find('^[^@]+') in ['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025']"
+	// +kubebuilder:validation:XValidation:message="windows families may only specify version 'latest'",rule="self.find('^[^@]+') in ['windows2019', 'windows2022', 'windows2025'] ? self.find('@.*$') == '@latest' : true"
 	// +kubebuilder:validation:MaxLength:=30
 	// +optional
 	Alias string `json:"alias,omitempty"`
