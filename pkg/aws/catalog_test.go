@@ -2,10 +2,12 @@ package aws_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/cloud"
@@ -35,12 +37,16 @@ func TestCatalogAgreesWithFake(t *testing.T) {
 			t.Errorf("%s missing", w.Name)
 			continue
 		}
-		for k, v := range w.Labels {
-			if g.Labels[k] != v {
-				t.Errorf("%s: label %s = %q, fake says %q", w.Name, k, g.Labels[k], v)
+		if !maps.Equal(g.Labels, w.Labels) {
+			for _, k := range sets.List(sets.KeySet(g.Labels).Union(sets.KeySet(w.Labels))) {
+				if g.Labels[k] != w.Labels[k] {
+					t.Errorf("%s: label %s = %q, fake says %q", w.Name, k, g.Labels[k], w.Labels[k])
+				}
 			}
 		}
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourcePods, corev1.ResourceEphemeralStorage, fake.ResourceNvidiaGPU} {
+		// Every resource but memory agrees, extended resources (GPUs, Neuron, EFA) included.
+		resources := sets.KeySet(g.Capacity).Union(sets.KeySet(w.Capacity)).Delete(corev1.ResourceMemory)
+		for _, r := range sets.List(resources) {
 			if a, b := g.Allocatable()[r], w.Allocatable()[r]; a.Cmp(b) != 0 {
 				t.Errorf("%s: allocatable %s = %s, fake says %s", w.Name, r, a.String(), b.String())
 			}

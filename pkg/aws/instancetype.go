@@ -74,7 +74,14 @@ func typeLabels(info ec2types.InstanceTypeInfo) map[string]string {
 			set(awsv1.LabelInstanceGPUMemory, int64(*gpu.MemoryInfo.SizeInMiB))
 		}
 	}
-	if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport == ec2types.EphemeralNvmeSupportRequired && s.TotalSizeInGB != nil {
+	// Neuron devices (Inferentia, Trainium) are accelerators made by AWS, labelled like a GPU.
+	if n := info.NeuronInfo; n != nil && len(n.NeuronDevices) == 1 {
+		dev := n.NeuronDevices[0]
+		l[awsv1.LabelInstanceAcceleratorName] = kebab(str(dev.Name))
+		l[awsv1.LabelInstanceAcceleratorManufacturer] = "aws"
+		set(awsv1.LabelInstanceAcceleratorCount, int64(deref(dev.Count)))
+	}
+	if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported && s.NvmeSupport != "" && s.TotalSizeInGB != nil {
 		set(awsv1.LabelInstanceLocalNVME, *s.TotalSizeInGB)
 	}
 	if strings.Contains(name, "-flex") {
@@ -176,7 +183,8 @@ func maxPods(info ec2types.InstanceTypeInfo, family string, k kubeletConfig, res
 }
 
 // capacity is what the node will report: vCPUs, memory less the hypervisor's share (and the
-// CMA reservation on arm64), pods, the kubelet's disk, and GPUs.
+// CMA reservation on arm64), pods, the kubelet's disk, and the devices the device plugins
+// register (GPUs, Neuron devices and cores, EFA).
 func capacity(info ec2types.InstanceTypeInfo, pods int64, ephemeral resource.Quantity, vmOverhead float64) corev1.ResourceList {
 	mem := deref(info.MemoryInfo.SizeInMiB)
 	if arch(info) == karpv1.ArchitectureArm64 {
@@ -198,12 +206,32 @@ func capacity(info ec2types.InstanceTypeInfo, pods int64, ephemeral resource.Qua
 			case "habana":
 				name = awsv1.ResourceHabanaGaudi
 			}
-			q := out[name]
-			q.Add(*resource.NewQuantity(int64(deref(gpu.Count)), resource.DecimalSI))
-			out[name] = q
+			add(out, name, int64(deref(gpu.Count)))
 		}
 	}
+	if n := info.NeuronInfo; n != nil {
+		for _, dev := range n.NeuronDevices {
+			add(out, awsv1.ResourceAWSNeuron, int64(deref(dev.Count)))
+			if dev.CoreInfo != nil {
+				add(out, awsv1.ResourceAWSNeuronCore, int64(deref(dev.Count))*int64(deref(dev.CoreInfo.Count)))
+			}
+		}
+	}
+	// One EFA device per EFA interface the type can take, as the EFA device plugin counts them.
+	if n := info.NetworkInfo; n != nil && n.EfaInfo != nil && deref(n.EfaInfo.MaximumEfaInterfaces) > 0 {
+		add(out, awsv1.ResourceEFA, int64(*n.EfaInfo.MaximumEfaInterfaces))
+	}
 	return out
+}
+
+// add adds n of an extended resource to the list.
+func add(list corev1.ResourceList, name corev1.ResourceName, n int64) {
+	if n <= 0 {
+		return
+	}
+	q := list[name]
+	q.Add(*resource.NewQuantity(n, resource.DecimalSI))
+	list[name] = q
 }
 
 const mi = 1024 * 1024

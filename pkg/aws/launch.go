@@ -243,6 +243,7 @@ func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass,
 		ServiceCIDR: p.opts.ServiceCIDR, ClusterDNS: p.opts.ClusterDNS, Labels: labels,
 		Taints:  append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
 		MaxPods: int32(t.pods), KubeReserved: t.kube, SystemReserved: t.system, EvictionHard: t.eviction,
+		InstanceStoreRAID0: raid0(nc),
 	}
 	ud, err := userdata.Render(nc.AMIFamily(), node, deref(nc.Spec.UserData))
 	if err != nil {
@@ -254,9 +255,20 @@ func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass,
 	}
 	sort.Strings(groups)
 	return templateSpec{ImageID: t.imageID, UserData: ud, SecurityGroups: groups, InstanceProfile: res.NodeClass.Status.InstanceProfile,
-		BlockDevices: blockDeviceMappings(nc), Metadata: nc.Spec.MetadataOptions, Monitoring: deref(nc.Spec.DetailedMonitoring),
+		NetworkInterfaces: networkInterfaces(efaInterfaces(claim, t.it), nc.Spec.AssociatePublicIPAddress),
+		BlockDevices:      blockDeviceMappings(nc), Metadata: nc.Spec.MetadataOptions, Monitoring: deref(nc.Spec.DetailedMonitoring),
 		Tags: map[string]string{"kubernetes.io/cluster/" + p.opts.ClusterName: "owned", awsv1.TagKeyEKSClusterName: p.opts.ClusterName,
 			awsv1.TagKeyNodeClass: nc.Name}}, nil
+}
+
+// efaInterfaces is how many EFA interfaces to launch the type with: all it takes when the claim's
+// pods ask for EFA devices (the devices exist only on attached interfaces), none otherwise.
+func efaInterfaces(claim *karpv1.NodeClaim, it *cloud.InstanceType) int {
+	if _, asked := claim.Spec.Resources.Requests[awsv1.ResourceEFA]; !asked {
+		return 0
+	}
+	q := it.Capacity[awsv1.ResourceEFA]
+	return int(q.Value())
 }
 
 // kubeletLabels drops labels the kubelet refuses to register with (kubernetes.io and k8s.io
@@ -296,6 +308,12 @@ func hydrate(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, t *launchableType,
 	out.Status.ImageID = inst.imageID
 	out.Status.Capacity = t.it.Capacity.DeepCopy()
 	out.Status.Allocatable = t.it.Allocatable()
+	// A type launched without EFA interfaces has no EFA devices: the node will not register any,
+	// so the claim neither promises them nor waits for them to initialize.
+	if efaInterfaces(claim, t.it) == 0 {
+		delete(out.Status.Capacity, awsv1.ResourceEFA)
+		delete(out.Status.Allocatable, awsv1.ResourceEFA)
+	}
 	return out
 }
 

@@ -29,6 +29,44 @@ type templateSpec struct {
 	Metadata        *awsv1.MetadataOptions     `json:"metadata,omitempty"`
 	Monitoring      bool                       `json:"monitoring"`
 	Tags            map[string]string          `json:"tags"`
+	// NetworkInterfaces are set only when the instance needs more than EC2's default interface:
+	// EFA interfaces, or a say on the public IPv4 address.
+	NetworkInterfaces []networkInterface `json:"networkInterfaces,omitempty"`
+}
+
+// networkInterface is one interface the instance starts with.
+type networkInterface struct {
+	NetworkCardIndex  int32  `json:"networkCardIndex"`
+	DeviceIndex       int32  `json:"deviceIndex"`
+	InterfaceType     string `json:"interfaceType,omitempty"`
+	AssociatePublicIP *bool  `json:"associatePublicIP,omitempty"`
+}
+
+// interfaceTypeEFA is EC2's name for an Elastic Fabric Adapter interface.
+const interfaceTypeEFA = "efa"
+
+// networkInterfaces are the interfaces to launch with: efa EFA interfaces, one per network card
+// as Karpenter attaches them (the first is the primary interface, the others take device index
+// 1 on their cards so the primary keeps the public address), each with the node class's
+// public-IP choice; or, without EFA, one primary interface when the node class sets that choice;
+// or none, to keep EC2's default interface and the subnet's public-IP setting.
+func networkInterfaces(efa int, associatePublicIP *bool) []networkInterface {
+	if efa > 0 {
+		out := make([]networkInterface, 0, efa)
+		for card := range efa {
+			device := int32(1)
+			if card == 0 {
+				device = 0
+			}
+			out = append(out, networkInterface{NetworkCardIndex: int32(card), DeviceIndex: device, InterfaceType: interfaceTypeEFA,
+				AssociatePublicIP: associatePublicIP})
+		}
+		return out
+	}
+	if associatePublicIP != nil {
+		return []networkInterface{{DeviceIndex: 0, AssociatePublicIP: associatePublicIP}}
+	}
+	return nil
 }
 
 func (s templateSpec) name(cluster string) string {
@@ -104,6 +142,17 @@ func templateData(spec templateSpec) *ec2types.RequestLaunchTemplateData {
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(spec.InstanceProfile)},
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(spec.Monitoring)},
 		TagSpecifications:  []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(spec.Tags)}},
+	}
+	// EC2 takes security groups on the template or on its interfaces, never both.
+	for _, nic := range spec.NetworkInterfaces {
+		req := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(nic.NetworkCardIndex), DeviceIndex: aws.Int32(nic.DeviceIndex),
+			AssociatePublicIpAddress: nic.AssociatePublicIP, Groups: spec.SecurityGroups}
+		if nic.InterfaceType != "" {
+			req.InterfaceType = aws.String(nic.InterfaceType)
+		}
+		data.NetworkInterfaces = append(data.NetworkInterfaces, req)
+		data.SecurityGroupIds = nil
 	}
 	for _, b := range spec.BlockDevices {
 		m := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: b.DeviceName}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -56,7 +57,7 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 		if image == "" {
 			continue
 		}
-		r, err := typeResources(info, family, kubelet, p.opts.ReservedENIs, ephemeral, p.opts.VMMemoryOverheadPercent)
+		r, err := typeResources(info, family, kubelet, p.opts.ReservedENIs, ephemeralStorage(info, nc, ephemeral), p.opts.VMMemoryOverheadPercent)
 		if err != nil {
 			return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
 		}
@@ -137,6 +138,20 @@ func rootVolumeSize(nc *awsv1.EC2NodeClass) resource.Quantity {
 		}
 	}
 	return *resource.NewQuantity(20<<30, resource.BinarySI)
+}
+
+// ephemeralStorage is the kubelet's disk on a type: with instanceStorePolicy RAID0, the whole
+// instance store the array is built from (EC2 counts it in decimal GB, and so does Karpenter);
+// otherwise, and on types without one, the root volume.
+func ephemeralStorage(info ec2types.InstanceTypeInfo, nc *awsv1.EC2NodeClass, root resource.Quantity) resource.Quantity {
+	if raid0(nc) && info.InstanceStorageInfo != nil && deref(info.InstanceStorageInfo.TotalSizeInGB) > 0 {
+		return *resource.NewQuantity(*info.InstanceStorageInfo.TotalSizeInGB*1000*1000*1000, resource.DecimalSI)
+	}
+	return root
+}
+
+func raid0(nc *awsv1.EC2NodeClass) bool {
+	return nc.Spec.InstanceStorePolicy != nil && *nc.Spec.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0
 }
 
 // offeringLabels are the labels a node from the offering carries on top of its type's.

@@ -155,33 +155,42 @@ func (p *prices) spotPriceFor(windows bool, instanceType, zone string) (float64,
 	return v, ok
 }
 
+// fetchOnDemand reads one operating system's on-demand prices in two listings, as EC2's price
+// list files them: virtualised types (shared tenancy) and bare metal (dedicated tenancy, a
+// product family of its own). Each must answer, or the refresh fails and the previous prices stay.
 func (p *prices) fetchOnDemand(ctx context.Context, os string) (map[string]float64, error) {
-	filters := map[string]string{
-		"regionCode": p.region, "serviceCode": "AmazonEC2", "preInstalledSw": "NA", "operatingSystem": os,
-		"capacitystatus": "Used", "marketoption": "OnDemand", "tenancy": "Shared", "productFamily": "Compute Instance",
-	}
-	in := &pricingapi.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), MaxResults: aws.Int32(100)}
-	for _, field := range sortedKeys(filters) {
-		in.Filters = append(in.Filters, pricingtypes.Filter{Field: aws.String(field), Type: pricingtypes.FilterTypeTermMatch, Value: aws.String(filters[field])})
-	}
 	out := map[string]float64{}
-	for pg := pricingapi.NewGetProductsPaginator(p.pricing, in); pg.HasMorePages(); {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("pricing GetProducts: %w", err)
+	for _, listing := range []struct{ tenancy, productFamily string }{
+		{"Shared", "Compute Instance"}, {"Dedicated", "Compute Instance (bare metal)"},
+	} {
+		filters := map[string]string{
+			"regionCode": p.region, "serviceCode": "AmazonEC2", "preInstalledSw": "NA", "operatingSystem": os,
+			"capacitystatus": "Used", "marketoption": "OnDemand", "tenancy": listing.tenancy, "productFamily": listing.productFamily,
 		}
-		for _, doc := range page.PriceList {
-			name, price, err := parseProduct(doc)
+		in := &pricingapi.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), MaxResults: aws.Int32(100)}
+		for _, field := range sortedKeys(filters) {
+			in.Filters = append(in.Filters, pricingtypes.Filter{Field: aws.String(field), Type: pricingtypes.FilterTypeTermMatch, Value: aws.String(filters[field])})
+		}
+		found := 0
+		for pg := pricingapi.NewGetProductsPaginator(p.pricing, in); pg.HasMorePages(); {
+			page, err := pg.NextPage(ctx)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("pricing GetProducts (%s): %w", listing.productFamily, err)
 			}
-			if name != "" {
-				out[name] = price
+			for _, doc := range page.PriceList {
+				name, price, err := parseProduct(doc)
+				if err != nil {
+					return nil, err
+				}
+				if name != "" {
+					out[name] = price
+					found++
+				}
 			}
 		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("pricing GetProducts returned no %s EC2 products for %s", os, p.region)
+		if found == 0 {
+			return nil, fmt.Errorf("pricing GetProducts returned no %s EC2 products of family %q for %s", os, listing.productFamily, p.region)
+		}
 	}
 	return out, nil
 }

@@ -22,7 +22,7 @@ func TestSpotToSpot(t *testing.T) {
 		spotMin func(t *testing.T, cheaperTypes int) int
 		want    bool
 	}{
-		{name: "fewer cheaper types than SpotToSpotMin", node: spot("m6i.large"), cpu: "1",
+		{name: "fewer cheaper types than SpotToSpotMin", node: spot("c7i.large"), cpu: "1",
 			spotMin: func(t *testing.T, n int) int {
 				if n == 0 || n >= 15 {
 					t.Fatalf("%d types offer spot below the node; the case needs 1 to 14", n)

@@ -69,7 +69,9 @@ func TestConstraintNodeAffinity(t *testing.T) {
 		{name: "NotIn", pod: []podOpt{requireNodes([]corev1.NodeSelectorRequirement{match(corev1.LabelTopologyZone, corev1.NodeSelectorOpNotIn, fake.ZoneA, fake.ZoneB)})},
 			keep: func(_ *cloud.InstanceType, o cloud.Offering) bool { return o.Zone == fake.ZoneC }, exact: true},
 		{name: "Exists", pod: []podOpt{requireNodes([]corev1.NodeSelectorRequirement{match(awsv1.LabelInstanceGPUCount, corev1.NodeSelectorOpExists)})},
-			keep: family("g5"), exact: true},
+			keep: func(it *cloud.InstanceType, _ cloud.Offering) bool {
+				return it.Labels[awsv1.LabelInstanceGPUCount] != ""
+			}, exact: true},
 		// The NodePool offers g5 and m5 only: without GPUs, m5.
 		{name: "DoesNotExist", pod: []podOpt{requireNodes([]corev1.NodeSelectorRequirement{match(awsv1.LabelInstanceGPUCount, corev1.NodeSelectorOpDoesNotExist)})},
 			pool: []poolOpt{requirement(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "g5", "m5")},

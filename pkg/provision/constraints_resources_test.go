@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -92,7 +93,7 @@ func TestConstraintResources(t *testing.T) {
 			like: newPod("like", "1500m", "512Mi", asks(fake.ResourceNvidiaGPU, "1"))},
 		{name: "four GPUs", pod: []podOpt{asks(fake.ResourceNvidiaGPU, "4")},
 			like: newPod("like", "1500m", "512Mi", asks(fake.ResourceNvidiaGPU, "4"))},
-		{name: "more GPUs than any type has", pod: []podOpt{asks(fake.ResourceNvidiaGPU, "8")},
+		{name: "more GPUs than any type has", pod: []podOpt{asks(fake.ResourceNvidiaGPU, "9")},
 			refused: "Insufficient nvidia.com/gpu"},
 		// Every type of the fake catalog has 20Gi of disk, 17Gi allocatable.
 		{name: "ephemeral storage", pod: []podOpt{asks(corev1.ResourceEphemeralStorage, "10Gi")},
@@ -115,7 +116,10 @@ func TestConstraintResources(t *testing.T) {
 			pc := onlyClaim(t, plan, pod)
 			sameOptions(t, pc, []*corev1.Pod{tc.like}, anyOffering)
 			if _, gpu := tc.like.Spec.Containers[0].Resources.Requests[fake.ResourceNvidiaGPU]; gpu {
-				everyOption(t, pc, "a GPU type", family("g5"))
+				everyOption(t, pc, "an NVIDIA GPU type", func(it *cloud.InstanceType, _ cloud.Offering) bool {
+					gpus := it.Capacity[fake.ResourceNvidiaGPU]
+					return gpus.Value() >= 1
+				})
 			}
 			want := tc.like.Spec.Containers[0].Resources.Requests
 			got := NewNodeClaim(pc).Spec.Resources.Requests

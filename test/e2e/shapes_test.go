@@ -156,13 +156,9 @@ var shapeCases = []shapeCase{
 			return n.Status.Capacity.StorageEphemeral().Cmp(resource.MustParse("20Gi")) == 0
 		})
 	}},
-	{name: "instance-store", pods: 2, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
-		// The emulated catalog has no instance-store family yet: the RAID0 class applies and
-		// launches, which is what can be seen.
-		if s.class.Spec.InstanceStorePolicy == nil || *s.class.Spec.InstanceStorePolicy != awsv1.InstanceStorePolicyRAID0 {
-			t.Errorf("instanceStorePolicy is %v", s.class.Spec.InstanceStorePolicy)
-		}
-	}},
+	{name: "instance-store", pods: 2, ready: true, check: checkInstanceStore},
+	{name: "accelerators", pods: 3, ready: true, check: checkAccelerators},
+	{name: "efa", pods: 1, ready: true, check: checkEFA},
 	{name: "gpu", pods: 1, ready: true, check: func(t *testing.T, e *awsEnv, s *shapeState) {
 		s.eachNode(t, "an NVIDIA GPU node, tainted for GPU pods", func(n corev1.Node) bool {
 			gpus := n.Status.Allocatable[fake.ResourceNvidiaGPU]

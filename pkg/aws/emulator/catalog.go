@@ -1,40 +1,42 @@
 package emulator
 
 import (
-	"strconv"
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-
-	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
 // instanceTypeInfo is DescribeInstanceTypes' InstanceTypeInfo, with the XML names EC2 uses, plus
 // the SIMULATED prices the emulator's Pricing API and spot price history publish.
 type instanceTypeInfo struct {
-	InstanceType                 string        `xml:"instanceType"`
-	CurrentGeneration            bool          `xml:"currentGeneration"`
-	SupportedUsageClasses        []string      `xml:"supportedUsageClasses>item"`
-	SupportedVirtualizationTypes []string      `xml:"supportedVirtualizationTypes>item"`
-	BareMetal                    bool          `xml:"bareMetal"`
-	Hypervisor                   string        `xml:"hypervisor"`
-	ProcessorInfo                processorInfo `xml:"processorInfo"`
-	VCPUInfo                     struct {
-		DefaultVCPUs int64 `xml:"defaultVCpus"`
-	} `xml:"vCpuInfo"`
-	MemoryInfo struct {
-		SizeInMiB int64 `xml:"sizeInMiB"`
-	} `xml:"memoryInfo"`
-	NetworkInfo          networkInfo `xml:"networkInfo"`
-	GPUInfo              *gpuInfo    `xml:"gpuInfo,omitempty"`
-	EBSInfo              ebsInfo     `xml:"ebsInfo"`
-	NitroEnclavesSupport string      `xml:"nitroEnclavesSupport"`
+	InstanceType                 string               `xml:"instanceType"`
+	CurrentGeneration            bool                 `xml:"currentGeneration"`
+	SupportedUsageClasses        []string             `xml:"supportedUsageClasses>item"`
+	SupportedVirtualizationTypes []string             `xml:"supportedVirtualizationTypes>item"`
+	BareMetal                    bool                 `xml:"bareMetal"`
+	Hypervisor                   string               `xml:"hypervisor,omitempty"`
+	ProcessorInfo                processorInfo        `xml:"processorInfo"`
+	VCPUInfo                     vcpuInfo             `xml:"vCpuInfo"`
+	MemoryInfo                   sizeInMiB            `xml:"memoryInfo"`
+	InstanceStorageSupported     bool                 `xml:"instanceStorageSupported"`
+	InstanceStorageInfo          *instanceStorageInfo `xml:"instanceStorageInfo,omitempty"`
+	NetworkInfo                  networkInfo          `xml:"networkInfo"`
+	GPUInfo                      *gpuInfo             `xml:"gpuInfo,omitempty"`
+	NeuronInfo                   *neuronInfo          `xml:"neuronInfo,omitempty"`
+	EBSInfo                      ebsInfo              `xml:"ebsInfo"`
+	NitroEnclavesSupport         string               `xml:"nitroEnclavesSupport"`
 
 	onDemandPrice float64
 	spotPrices    map[string]float64
-	gpus          int64
+	shape         fake.Shape
+}
+
+type vcpuInfo struct {
+	DefaultVCPUs int64 `xml:"defaultVCpus"`
+}
+
+type sizeInMiB struct {
+	SizeInMiB int64 `xml:"sizeInMiB"`
 }
 
 type processorInfo struct {
@@ -45,11 +47,17 @@ type processorInfo struct {
 
 type networkInfo struct {
 	MaximumNetworkInterfaces     int64         `xml:"maximumNetworkInterfaces"`
+	MaximumNetworkCards          int64         `xml:"maximumNetworkCards"`
 	Ipv4AddressesPerInterface    int64         `xml:"ipv4AddressesPerInterface"`
 	DefaultNetworkCardIndex      int64         `xml:"defaultNetworkCardIndex"`
 	NetworkCards                 []networkCard `xml:"networkCards>item"`
 	EncryptionInTransitSupported bool          `xml:"encryptionInTransitSupported"`
 	EfaSupported                 bool          `xml:"efaSupported"`
+	EfaInfo                      *efaInfo      `xml:"efaInfo,omitempty"`
+}
+
+type efaInfo struct {
+	MaximumEfaInterfaces int64 `xml:"maximumEfaInterfaces"`
 }
 
 type networkCard struct {
@@ -59,16 +67,43 @@ type networkCard struct {
 }
 
 type gpuInfo struct {
-	GPUs []gpuDevice `xml:"gpus>item"`
+	GPUs                []gpuDevice `xml:"gpus>item"`
+	TotalGPUMemoryInMiB int64       `xml:"totalGpuMemoryInMiB"`
 }
 
 type gpuDevice struct {
-	Name         string `xml:"name"`
-	Manufacturer string `xml:"manufacturer"`
-	Count        int64  `xml:"count"`
-	MemoryInfo   struct {
-		SizeInMiB int64 `xml:"sizeInMiB"`
-	} `xml:"memoryInfo"`
+	Name         string    `xml:"name"`
+	Manufacturer string    `xml:"manufacturer"`
+	Count        int64     `xml:"count"`
+	MemoryInfo   sizeInMiB `xml:"memoryInfo"`
+}
+
+type neuronInfo struct {
+	NeuronDevices                []neuronDevice `xml:"neuronDevices>item"`
+	TotalNeuronDeviceMemoryInMiB int64          `xml:"totalNeuronDeviceMemoryInMiB"`
+}
+
+type neuronDevice struct {
+	Name     string `xml:"name"`
+	Count    int64  `xml:"count"`
+	CoreInfo struct {
+		Count   int64 `xml:"count"`
+		Version int64 `xml:"version"`
+	} `xml:"coreInfo"`
+	MemoryInfo sizeInMiB `xml:"memoryInfo"`
+}
+
+type instanceStorageInfo struct {
+	TotalSizeInGB     int64      `xml:"totalSizeInGB"`
+	Disks             []diskInfo `xml:"disks>item"`
+	NvmeSupport       string     `xml:"nvmeSupport"`
+	EncryptionSupport string     `xml:"encryptionSupport"`
+}
+
+type diskInfo struct {
+	SizeInGB int64  `xml:"sizeInGB"`
+	Count    int64  `xml:"count"`
+	Type     string `xml:"type"`
 }
 
 type ebsInfo struct {
@@ -78,57 +113,16 @@ type ebsInfo struct {
 	} `xml:"ebsOptimizedInfo"`
 }
 
-// enisBySize are the ENI limits behind the fake catalog's max-pods (enis × (ips − 1) + 2), which
-// the fake publishes only as a pod count.
-var enisBySize = map[string][2]int64{
-	"large": {3, 10}, "xlarge": {4, 15}, "2xlarge": {4, 15}, "4xlarge": {8, 30},
-	"8xlarge": {8, 30}, "12xlarge": {8, 30}, "16xlarge": {15, 50}, "24xlarge": {15, 50},
-}
-
-// SIMULATED processor details the fake catalog does not carry.
-var cpus = map[string]struct {
-	manufacturer string
-	ghz          float64
-}{"intel": {"Intel", 3.1}, "amd": {"AMD", 3.3}, "aws": {"AWS", 2.5}}
-
-// buildCatalog re-expresses the fake catalog as EC2 describes instance types.
+// buildCatalog re-expresses the fake catalog's shapes as EC2 describes instance types, with the
+// fake's prices in the region's zones.
 func buildCatalog(types []*cloud.InstanceType, firstZone string) []*instanceTypeInfo {
+	shapes := map[string]fake.Shape{}
+	for _, s := range fake.Shapes() {
+		shapes[s.Name] = s
+	}
 	out := make([]*instanceTypeInfo, 0, len(types))
 	for _, it := range types {
-		l := it.Labels
-		info := &instanceTypeInfo{
-			InstanceType:                 it.Name,
-			CurrentGeneration:            true,
-			SupportedUsageClasses:        []string{"on-demand", "spot"},
-			SupportedVirtualizationTypes: []string{"hvm"},
-			Hypervisor:                   l[awsv1.LabelInstanceHypervisor],
-			NitroEnclavesSupport:         "unsupported",
-			spotPrices:                   map[string]float64{},
-		}
-		arch := "x86_64"
-		if l[corev1.LabelArchStable] == karpv1.ArchitectureArm64 {
-			arch = "arm64"
-		}
-		cpu := cpus[l[awsv1.LabelInstanceCPUManufacturer]]
-		info.ProcessorInfo = processorInfo{SupportedArchitectures: []string{arch}, SustainedClockSpeedInGhz: cpu.ghz, Manufacturer: cpu.manufacturer}
-		info.VCPUInfo.DefaultVCPUs = atoi(l[awsv1.LabelInstanceCPU])
-		info.MemoryInfo.SizeInMiB = atoi(l[awsv1.LabelInstanceMemory])
-		enis := enisBySize[l[awsv1.LabelInstanceSize]]
-		info.NetworkInfo = networkInfo{
-			MaximumNetworkInterfaces:  enis[0],
-			Ipv4AddressesPerInterface: enis[1],
-			NetworkCards: []networkCard{{MaximumNetworkInterfaces: enis[0],
-				BaselineBandwidthInGbps: float64(atoi(l[awsv1.LabelInstanceNetworkBandwidth])) / 1000}},
-		}
-		// SIMULATED: EBS bandwidth grows with size, as it does on EC2, capped like Nitro's.
-		info.EBSInfo.EBSOptimizedSupport = "default"
-		info.EBSInfo.EBSOptimizedInfo.MaximumBandwidthInMbps = min(info.VCPUInfo.DefaultVCPUs*625, 20000)
-		if n := atoi(l[awsv1.LabelInstanceGPUCount]); n > 0 {
-			dev := gpuDevice{Name: strings.ToUpper(l[awsv1.LabelInstanceGPUName]), Manufacturer: strings.ToUpper(l[awsv1.LabelInstanceGPUManufacturer]), Count: n}
-			dev.MemoryInfo.SizeInMiB = atoi(l[awsv1.LabelInstanceGPUMemory])
-			info.GPUInfo = &gpuInfo{GPUs: []gpuDevice{dev}}
-			info.gpus = n
-		}
+		info := describe(shapes[it.Name])
 		for _, o := range it.Offerings {
 			switch {
 			case o.CapacityType == karpv1.CapacityTypeSpot:
@@ -144,6 +138,59 @@ func buildCatalog(types []*cloud.InstanceType, firstZone string) []*instanceType
 	return out
 }
 
+// describe is the shape as DescribeInstanceTypes returns it.
+func describe(s fake.Shape) *instanceTypeInfo {
+	info := &instanceTypeInfo{
+		InstanceType:                 s.Name,
+		CurrentGeneration:            true,
+		SupportedUsageClasses:        []string{"on-demand", "spot"},
+		SupportedVirtualizationTypes: []string{"hvm"},
+		BareMetal:                    s.BareMetal,
+		Hypervisor:                   s.Hypervisor,
+		NitroEnclavesSupport:         "unsupported",
+		VCPUInfo:                     vcpuInfo{DefaultVCPUs: s.VCPUs},
+		MemoryInfo:                   sizeInMiB{SizeInMiB: s.MemoryMiB},
+		spotPrices:                   map[string]float64{},
+		shape:                        s,
+	}
+	arch := map[string]string{karpv1.ArchitectureAmd64: "x86_64", karpv1.ArchitectureArm64: "arm64"}[s.Arch]
+	info.ProcessorInfo = processorInfo{SupportedArchitectures: []string{arch}, SustainedClockSpeedInGhz: fake.CPUClockGHz(s.CPUVendor),
+		Manufacturer: cpuManufacturers[s.CPUVendor]}
+	n := &info.NetworkInfo
+	n.MaximumNetworkInterfaces, n.MaximumNetworkCards, n.Ipv4AddressesPerInterface = s.ENIs*s.NetworkCards, s.NetworkCards, s.IPsPerENI
+	n.EncryptionInTransitSupported = s.EncryptionInTransit
+	for i := int64(0); i < s.NetworkCards; i++ {
+		n.NetworkCards = append(n.NetworkCards, networkCard{NetworkCardIndex: i, MaximumNetworkInterfaces: s.ENIs,
+			BaselineBandwidthInGbps: float64(s.BandwidthMbps) / 1000})
+	}
+	if s.EFAInterfaces > 0 {
+		n.EfaSupported, n.EfaInfo = true, &efaInfo{MaximumEfaInterfaces: s.EFAInterfaces}
+	}
+	info.EBSInfo.EBSOptimizedSupport = "default"
+	info.EBSInfo.EBSOptimizedInfo.MaximumBandwidthInMbps = s.EBSBandwidthMbps
+	if g := s.GPU; g != nil {
+		info.GPUInfo = &gpuInfo{GPUs: []gpuDevice{{Name: g.Name, Manufacturer: g.Manufacturer, Count: g.Count, MemoryInfo: sizeInMiB{g.MemoryMiB}}},
+			TotalGPUMemoryInMiB: g.Count * g.MemoryMiB}
+	}
+	if a := s.Neuron; a != nil {
+		dev := neuronDevice{Name: a.Name, Count: a.Count, MemoryInfo: sizeInMiB{a.MemoryMiB}}
+		dev.CoreInfo.Count, dev.CoreInfo.Version = a.CoresPerDevice, 2
+		info.NeuronInfo = &neuronInfo{NeuronDevices: []neuronDevice{dev}, TotalNeuronDeviceMemoryInMiB: a.Count * a.MemoryMiB}
+	}
+	if d := s.LocalDisks; d != nil {
+		store := &instanceStorageInfo{TotalSizeInGB: d.TotalGB(), Disks: []diskInfo{{SizeInGB: d.SizeGB, Count: d.Count, Type: "ssd"}},
+			NvmeSupport: "required", EncryptionSupport: "required"}
+		if !d.NVMe {
+			store.Disks[0].Type, store.NvmeSupport, store.EncryptionSupport = "hdd", "unsupported", "unsupported"
+		}
+		info.InstanceStorageSupported, info.InstanceStorageInfo = true, store
+	}
+	return info
+}
+
+// cpuManufacturers are the processor makers as DescribeInstanceTypes spells them.
+var cpuManufacturers = map[string]string{"intel": "Intel", "amd": "AMD", "aws": "AWS"}
+
 func (e *Emulator) instanceType(name string) *instanceTypeInfo {
 	for _, it := range e.catalog {
 		if it.InstanceType == name {
@@ -151,9 +198,4 @@ func (e *Emulator) instanceType(name string) *instanceTypeInfo {
 		}
 	}
 	return nil
-}
-
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
 }

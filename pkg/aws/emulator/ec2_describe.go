@@ -8,18 +8,19 @@ import (
 
 func (e *Emulator) serveEC2(w http.ResponseWriter, reqID, action string, q query) {
 	handlers := map[string]func(query) (ec2Response, error){
-		"DescribeInstanceTypes":         e.describeInstanceTypes,
-		"DescribeInstanceTypeOfferings": e.describeInstanceTypeOfferings,
-		"DescribeSpotPriceHistory":      e.describeSpotPriceHistory,
-		"DescribeSubnets":               e.describeSubnets,
-		"DescribeSecurityGroups":        e.describeSecurityGroups,
-		"DescribeImages":                e.describeImages,
-		"CreateLaunchTemplate":          e.createLaunchTemplate,
-		"DescribeLaunchTemplates":       e.describeLaunchTemplates,
-		"DeleteLaunchTemplate":          e.deleteLaunchTemplate,
-		"CreateFleet":                   e.createFleet,
-		"DescribeInstances":             e.describeInstances,
-		"TerminateInstances":            e.terminateInstances,
+		"DescribeInstanceTypes":          e.describeInstanceTypes,
+		"DescribeInstanceTypeOfferings":  e.describeInstanceTypeOfferings,
+		"DescribeSpotPriceHistory":       e.describeSpotPriceHistory,
+		"DescribeSubnets":                e.describeSubnets,
+		"DescribeSecurityGroups":         e.describeSecurityGroups,
+		"DescribeImages":                 e.describeImages,
+		"CreateLaunchTemplate":           e.createLaunchTemplate,
+		"DescribeLaunchTemplates":        e.describeLaunchTemplates,
+		"DescribeLaunchTemplateVersions": e.describeLaunchTemplateVersions,
+		"DeleteLaunchTemplate":           e.deleteLaunchTemplate,
+		"CreateFleet":                    e.createFleet,
+		"DescribeInstances":              e.describeInstances,
+		"TerminateInstances":             e.terminateInstances,
 	}
 	h, ok := handlers[action]
 	if !ok {

@@ -189,6 +189,9 @@ func (e *Emulator) tryLaunch(c candidate, capacityType string, q query, token st
 	case subnet.AvailableIPs < 1:
 		return nil, "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s'", subnet.ID)
 	}
+	if code, msg := checkInterfaces(c.lt, e.instanceType(o.InstanceType)); code != "" {
+		return nil, code, msg
+	}
 	image := o.ImageID
 	if image == "" {
 		image = c.lt.ImageID
@@ -202,7 +205,8 @@ func (e *Emulator) tryLaunch(c candidate, capacityType string, q query, token st
 		PrivateIP: ip, PrivateDNSName: "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + privateDomain(e.region),
 		State: "running", LaunchTemplate: c.lt.Name, LaunchTime: e.clock.Now(), ClientToken: token,
 		Tags: copyTags(specs["instance"]), VolumeTags: copyTags(specs["volume"]),
-		SecurityGroupIDs: append([]string(nil), c.lt.SecurityGroupIDs...), InstanceProfile: c.lt.InstanceProfile,
+		SecurityGroupIDs: instanceSecurityGroups(c.lt), InstanceProfile: c.lt.InstanceProfile,
+		NetworkInterfaces: copyInterfaces(c.lt.NetworkInterfaces),
 	}
 	e.world.instances = append(e.world.instances, inst)
 	return inst, "", ""

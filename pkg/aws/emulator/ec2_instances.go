@@ -22,6 +22,9 @@ type Instance struct {
 	ClientToken      string
 	Tags, VolumeTags map[string]string
 	SecurityGroupIDs []string
+	// NetworkInterfaces are the interfaces it was launched with from its template (EFA ones
+	// included); none means EC2's default interface.
+	NetworkInterfaces []NetworkInterface
 }
 
 // ProviderID is the Node's spec.providerID for the instance, as the AWS cloud provider sets it.
@@ -31,6 +34,7 @@ func (i *Instance) copy() Instance {
 	c := *i
 	c.Tags, c.VolumeTags = copyTags(i.Tags), copyTags(i.VolumeTags)
 	c.SecurityGroupIDs = append([]string(nil), i.SecurityGroupIDs...)
+	c.NetworkInterfaces = copyInterfaces(i.NetworkInterfaces)
 	return c
 }
 

@@ -16,6 +16,8 @@ type LaunchTemplate struct {
 	InstanceProfile  string
 	// Volumes are the EBS block device mappings; kubeletDevice says which holds the kubelet's data.
 	Volumes []Volume
+	// NetworkInterfaces are the interfaces instances start with; none means EC2's default one.
+	NetworkInterfaces []NetworkInterface
 }
 
 // Volume is one EBS block device mapping.
@@ -58,6 +60,10 @@ func (e *Emulator) createLaunchTemplate(q query) (ec2Response, error) {
 	if err != nil {
 		return nil, &apiError{Code: "InvalidUserData.Malformed", Message: "User data must be base64 encoded: " + err.Error()}
 	}
+	nics, err := parseNetworkInterfaces(data)
+	if err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.launchTemplateByName(name) != nil {
@@ -67,7 +73,7 @@ func (e *Emulator) createLaunchTemplate(q query) (ec2Response, error) {
 	lt := &LaunchTemplate{
 		ID: e.newID("lt"), Name: name, Created: e.clock.Now(), Tags: tagSpecs(q, "TagSpecification")["launch-template"],
 		ImageID: data.get("ImageId"), UserData: string(userData), SecurityGroupIDs: data.list("SecurityGroupId"),
-		InstanceProfile: data.get("IamInstanceProfile.Name"),
+		InstanceProfile: data.get("IamInstanceProfile.Name"), NetworkInterfaces: nics,
 	}
 	for _, bdm := range data.items("BlockDeviceMapping") {
 		size, err := bdm.int("Ebs.VolumeSize", 0)
@@ -157,6 +163,7 @@ func (e *Emulator) LaunchTemplates() []LaunchTemplate {
 		c.Tags = copyTags(lt.Tags)
 		c.SecurityGroupIDs = append([]string(nil), lt.SecurityGroupIDs...)
 		c.Volumes = append([]Volume(nil), lt.Volumes...)
+		c.NetworkInterfaces = copyInterfaces(lt.NetworkInterfaces)
 		out = append(out, c)
 	}
 	return out

@@ -54,8 +54,8 @@ type getProductsInput struct {
 }
 
 // pricing serves GetProducts over the SIMULATED on-demand prices: one Linux and one Windows
-// shared-tenancy product per instance type in the emulator's region, in the price-list JSON
-// EC2's has.
+// product per instance type in the emulator's region (shared tenancy, or dedicated for bare
+// metal), in the price-list JSON EC2's has.
 func (e *Emulator) pricing(action string, body []byte) (any, error) {
 	if action != "GetProducts" {
 		return nil, &apiError{Code: "UnknownOperationException", Message: "the AWS emulator does not serve Pricing " + action}
@@ -75,6 +75,11 @@ func (e *Emulator) pricing(action string, body []byte) (any, error) {
 				"operatingSystem": os, "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
 				"marketoption": "OnDemand", "productFamily": "Compute Instance",
 				"vcpu": strconv.FormatInt(it.VCPUInfo.DefaultVCPUs, 10), "memory": fmt.Sprintf("%d GiB", it.MemoryInfo.SizeInMiB/1024),
+			}
+			// EC2's price list files bare metal under a product family of its own, at dedicated
+			// tenancy (the whole host is the customer's).
+			if it.BareMetal {
+				attrs["productFamily"], attrs["tenancy"] = "Compute Instance (bare metal)", "Dedicated"
 			}
 			if !productMatches(attrs, in) {
 				continue

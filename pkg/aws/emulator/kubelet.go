@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	"github.com/tailor-sh/tailor/pkg/aws/userdata"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
@@ -126,14 +127,28 @@ func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, kubeletDevice str
 			diskGiB = v.SizeGiB
 		}
 	}
+	disk := *resource.NewQuantity(diskGiB*1024*1024*1024, resource.BinarySI)
+	// The bootstrap's RAID0 array of the instance store holds /var/lib/kubelet instead.
+	if store := it.InstanceStorageInfo; boot.InstanceStoreRAID0 && store != nil {
+		disk = *resource.NewQuantity(store.TotalSizeInGB*1000*1000*1000, resource.DecimalSI)
+	}
 	out := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(it.VCPUInfo.DefaultVCPUs, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(mem*1024*1024, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(diskGiB*1024*1024*1024, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: disk,
 	}
-	if it.gpus > 0 {
-		out[fake.ResourceNvidiaGPU] = *resource.NewQuantity(it.gpus, resource.DecimalSI)
+	// What the device plugins (NVIDIA, AMD, Neuron) register once the node is up.
+	if g := it.shape.GPU; g != nil && g.Count > 0 {
+		out[fake.GPUResource(g.Manufacturer)] = *resource.NewQuantity(g.Count, resource.DecimalSI)
+	}
+	if n := it.shape.Neuron; n != nil && n.Count > 0 {
+		out[awsv1.ResourceAWSNeuron] = *resource.NewQuantity(n.Count, resource.DecimalSI)
+		out[awsv1.ResourceAWSNeuronCore] = *resource.NewQuantity(n.Count*n.CoresPerDevice, resource.DecimalSI)
+	}
+	// The EFA device plugin finds one device per EFA interface the instance was launched with.
+	if n := efaInterfaces(lt); n > 0 {
+		out[awsv1.ResourceEFA] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
 	return out
 }

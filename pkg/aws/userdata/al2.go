@@ -19,6 +19,11 @@ func renderAL2(n Node, custom string) (string, error) {
 	}
 	// bootstrap.sh would otherwise compute max pods itself, from a table Tailor cannot see.
 	b.WriteString(" \\\n--use-max-pods false")
+	if n.InstanceStoreRAID0 {
+		// bootstrap.sh builds /dev/md/kubernetes from the instance-store NVMe disks and mounts
+		// the kubelet's and containerd's directories on it.
+		b.WriteString(" \\\n--local-disks raid0")
+	}
 	flags := []string{
 		fmt.Sprintf("--node-labels=%q", labelFlag(n.Labels)),
 		fmt.Sprintf("--register-with-taints=%q", taintFlag(n.taintsWithUnregistered())),
@@ -81,6 +86,8 @@ func parseAL2Script(n *Node, script string) error {
 			n.ClusterDNS = []string{next()}
 		case "--use-max-pods":
 			next()
+		case "--local-disks":
+			n.InstanceStoreRAID0 = next() == "raid0"
 		case "--kubelet-extra-args":
 			extra, err := shellWords(next())
 			if err != nil {

@@ -22,9 +22,21 @@ type nodeConfig struct {
 }
 
 type nodeConfigSpec struct {
-	Cluster *nodeConfigCluster `json:"cluster,omitempty"`
-	Kubelet *nodeConfigKubelet `json:"kubelet,omitempty"`
+	Cluster  *nodeConfigCluster  `json:"cluster,omitempty"`
+	Instance *nodeConfigInstance `json:"instance,omitempty"`
+	Kubelet  *nodeConfigKubelet  `json:"kubelet,omitempty"`
 }
+
+// nodeConfigInstance is how nodeadm sets up the host; Tailor only asks for the local-disk array.
+type nodeConfigInstance struct {
+	LocalStorage struct {
+		Strategy string `json:"strategy,omitempty"`
+	} `json:"localStorage"`
+}
+
+// localStorageRAID0 is nodeadm's strategy that stripes the instance-store disks and mounts the
+// kubelet's and containerd's directories on the array.
+const localStorageRAID0 = "RAID0"
 
 type nodeConfigCluster struct {
 	Name                 string `json:"name,omitempty"`
@@ -62,6 +74,10 @@ func renderAL2023(n Node, custom string) (string, error) {
 				Flags: []string{"--node-labels=" + labelFlag(n.Labels), "--register-with-taints=" + taintFlag(n.taintsWithUnregistered())},
 			},
 		},
+	}
+	if n.InstanceStoreRAID0 {
+		cfg.Spec.Instance = &nodeConfigInstance{}
+		cfg.Spec.Instance.LocalStorage.Strategy = localStorageRAID0
 	}
 	doc, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -115,6 +131,9 @@ func mergeNodeConfig(n *Node, cfg nodeConfig) error {
 		n.APIServerEndpoint = firstNonEmpty(c.APIServerEndpoint, n.APIServerEndpoint)
 		n.CABundle = firstNonEmpty(c.CertificateAuthority, n.CABundle)
 		n.ServiceCIDR = firstNonEmpty(c.CIDR, n.ServiceCIDR)
+	}
+	if i := cfg.Spec.Instance; i != nil && i.LocalStorage.Strategy != "" {
+		n.InstanceStoreRAID0 = i.LocalStorage.Strategy == localStorageRAID0
 	}
 	k := cfg.Spec.Kubelet
 	if k == nil {

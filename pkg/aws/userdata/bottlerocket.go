@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -33,6 +34,18 @@ func renderBottlerocket(n Node, custom string) (string, error) {
 		list, _ := taints[t.Key].([]any)
 		taints[t.Key] = append(list, entry)
 	}
+	if n.InstanceStoreRAID0 {
+		// Bottlerocket's API sets up ephemeral storage: init builds the array from the
+		// instance-store disks, bind mounts the kubelet's, containerd's and the pod logs'
+		// directories on it, before the kubelet starts.
+		cmd := table(doc, "settings", "bootstrap-commands", raid0Command)
+		cmd["commands"] = []any{
+			[]any{"apiclient", "ephemeral-storage", "init"},
+			[]any{"apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"},
+		}
+		cmd["mode"] = "always"
+		cmd["essential"] = true
+	}
 	setStrings(table(k8s, "kube-reserved"), n.KubeReserved)
 	setStrings(table(k8s, "system-reserved"), n.SystemReserved)
 	setStrings(table(k8s, "eviction-hard"), n.EvictionHard)
@@ -59,6 +72,7 @@ func parseBottlerocket(data string) (Node, error) {
 		SystemReserved:    stringMap(k8s["system-reserved"]),
 		EvictionHard:      stringMap(k8s["eviction-hard"]),
 	}
+	n.InstanceStoreRAID0 = bindsEphemeralStorage(settings)
 	if dns := str(k8s["cluster-dns-ip"]); dns != "" {
 		n.ClusterDNS = []string{dns}
 	}
@@ -88,6 +102,29 @@ func parseBottlerocket(data string) (Node, error) {
 		}
 	}
 	return n, nil
+}
+
+// raid0Command names the bootstrap command that sets up the instance-store array.
+const raid0Command = "000-mount-instance-storage"
+
+// bindsEphemeralStorage is whether a bootstrap command initialises ephemeral storage and binds
+// the kubelet's directory to it, as Bottlerocket would run it.
+func bindsEphemeralStorage(settings map[string]any) bool {
+	cmds, _ := settings["bootstrap-commands"].(map[string]any)
+	for _, c := range cmds {
+		entry, _ := c.(map[string]any)
+		list, _ := entry["commands"].([]any)
+		initialised, bound := false, false
+		for _, argv := range list {
+			words := fmt.Sprint(argv)
+			initialised = initialised || strings.Contains(words, "ephemeral-storage init")
+			bound = bound || (strings.Contains(words, "ephemeral-storage bind") && strings.Contains(words, "/var/lib/kubelet"))
+		}
+		if initialised && bound {
+			return true
+		}
+	}
+	return false
 }
 
 // table returns the sub-table at path, creating it.

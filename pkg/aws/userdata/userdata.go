@@ -35,6 +35,9 @@ type Node struct {
 	KubeReserved   map[string]string
 	SystemReserved map[string]string
 	EvictionHard   map[string]string
+	// InstanceStoreRAID0 stripes the instance-store NVMe disks into one array and puts the
+	// kubelet's and the container runtime's data on it (the node class's instanceStorePolicy).
+	InstanceStoreRAID0 bool
 }
 
 // Render returns the user data for family (an awsv1.AMIFamily* value), merged with the node

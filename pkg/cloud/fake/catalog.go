@@ -7,9 +7,10 @@
 package fake
 
 import (
+	"math"
 	"regexp"
-	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -45,66 +46,6 @@ const (
 	evictionEphemeralPct    = 10
 )
 
-type size struct {
-	name string
-	vcpu int64
-	// enis and ipsPerENI give max pods the way the VPC CNI does: enis*(ipsPerENI-1)+2.
-	enis, ipsPerENI int64
-	// Baseline network bandwidth in Mbps for generation <=5 and >=6 (newer NICs are faster).
-	bwOld, bwNew int64
-}
-
-var sizes = []size{
-	{"large", 2, 3, 10, 750, 781},
-	{"xlarge", 4, 4, 15, 1250, 1562},
-	{"2xlarge", 8, 4, 15, 2500, 3125},
-	{"4xlarge", 16, 8, 30, 5000, 6250},
-	{"8xlarge", 32, 8, 30, 10000, 12500},
-	{"12xlarge", 48, 8, 30, 12000, 18750},
-	{"16xlarge", 64, 15, 50, 20000, 25000},
-	{"24xlarge", 96, 15, 50, 25000, 37500},
-}
-
-type family struct {
-	name      string
-	arch      string
-	cpuVendor string
-	gibPerCPU int64
-	// sizes limits the family to these size names; nil means every size.
-	sizes []string
-	// gpus per size name; only GPU families set it.
-	gpus map[string]int64
-}
-
-const (
-	a10gName      = "a10g"
-	a10gVendor    = "nvidia"
-	a10gMemoryMiB = 24 * 1024
-)
-
-var families = []family{
-	{name: "c5", arch: "amd64", cpuVendor: "intel", gibPerCPU: 2},
-	{name: "c6i", arch: "amd64", cpuVendor: "intel", gibPerCPU: 2},
-	{name: "c6g", arch: "arm64", cpuVendor: "aws", gibPerCPU: 2},
-	{name: "c7i", arch: "amd64", cpuVendor: "intel", gibPerCPU: 2},
-	{name: "c7g", arch: "arm64", cpuVendor: "aws", gibPerCPU: 2},
-	{name: "m5", arch: "amd64", cpuVendor: "intel", gibPerCPU: 4},
-	{name: "m6i", arch: "amd64", cpuVendor: "intel", gibPerCPU: 4},
-	{name: "m6g", arch: "arm64", cpuVendor: "aws", gibPerCPU: 4},
-	{name: "m7i", arch: "amd64", cpuVendor: "intel", gibPerCPU: 4},
-	{name: "m7g", arch: "arm64", cpuVendor: "aws", gibPerCPU: 4},
-	{name: "r5", arch: "amd64", cpuVendor: "intel", gibPerCPU: 8},
-	{name: "r6i", arch: "amd64", cpuVendor: "intel", gibPerCPU: 8},
-	{name: "r6g", arch: "arm64", cpuVendor: "aws", gibPerCPU: 8},
-	{name: "r7i", arch: "amd64", cpuVendor: "intel", gibPerCPU: 8},
-	{name: "r7g", arch: "arm64", cpuVendor: "aws", gibPerCPU: 8},
-	{name: "t3", arch: "amd64", cpuVendor: "intel", gibPerCPU: 4, sizes: []string{"large", "xlarge", "2xlarge"}},
-	{name: "t4g", arch: "arm64", cpuVendor: "aws", gibPerCPU: 4, sizes: []string{"large", "xlarge", "2xlarge"}},
-	{name: "g5", arch: "amd64", cpuVendor: "amd", gibPerCPU: 4,
-		sizes: []string{"xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge"},
-		gpus:  map[string]int64{"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 4, "16xlarge": 1, "24xlarge": 4}},
-}
-
 // Karpenter derives category and generation from the name with this expression
 // (computeRequirements in the AWS provider); using it keeps odd names like "u-6tb1" consistent.
 var familyPattern = regexp.MustCompile(`(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.`)
@@ -125,65 +66,101 @@ func CatalogIn(region string) ([]*cloud.InstanceType, error) {
 }
 
 func catalogIn(zones []string) []*cloud.InstanceType {
-	var out []*cloud.InstanceType
-	for _, f := range families {
-		for _, s := range sizes {
-			if f.sizes != nil && !contains(f.sizes, s.name) {
-				continue
-			}
-			out = append(out, newInstanceType(f, s, zones))
-		}
+	shapes := Shapes()
+	out := make([]*cloud.InstanceType, 0, len(shapes))
+	for _, s := range shapes {
+		out = append(out, newInstanceType(s, zones))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-func newInstanceType(f family, s size, zones []string) *cloud.InstanceType {
-	name := f.name + "." + s.name
-	m := familyPattern.FindStringSubmatch(name)
-	category, generation := m[1], m[3]
-	memMiB := s.vcpu * f.gibPerCPU * 1024
-	pods := s.enis*(s.ipsPerENI-1) + 2
-	bw := s.bwNew
-	if gen, _ := strconv.Atoi(generation); gen <= 5 {
-		bw = s.bwOld
-	}
+// newInstanceType labels a shape and computes its capacity and overhead as Karpenter does for the
+// AWS provider with the default 20 GiB root volume.
+func newInstanceType(s Shape, zones []string) *cloud.InstanceType {
+	pods := s.ENIs*(s.IPsPerENI-1) + 2
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	labels := map[string]string{
-		corev1.LabelInstanceTypeStable:      name,
-		corev1.LabelArchStable:              f.arch,
-		corev1.LabelOSStable:                "linux",
-		awsv1.LabelInstanceCategory:         category,
-		awsv1.LabelInstanceFamily:           f.name,
-		awsv1.LabelInstanceGeneration:       generation,
-		awsv1.LabelInstanceSize:             s.name,
-		awsv1.LabelInstanceCPU:              strconv.FormatInt(s.vcpu, 10),
-		awsv1.LabelInstanceCPUManufacturer:  f.cpuVendor,
-		awsv1.LabelInstanceMemory:           strconv.FormatInt(memMiB, 10),
-		awsv1.LabelInstanceNetworkBandwidth: strconv.FormatInt(bw, 10),
-		awsv1.LabelInstanceHypervisor:       "nitro",
+		corev1.LabelInstanceTypeStable:                  s.Name,
+		corev1.LabelArchStable:                          s.Arch,
+		corev1.LabelOSStable:                            "linux",
+		awsv1.LabelInstanceCategory:                     s.Category,
+		awsv1.LabelInstanceFamily:                       s.Family,
+		awsv1.LabelInstanceGeneration:                   s.Generation,
+		awsv1.LabelInstanceSize:                         s.Size,
+		awsv1.LabelInstanceCPU:                          itoa(s.VCPUs),
+		awsv1.LabelInstanceCPUManufacturer:              s.CPUVendor,
+		awsv1.LabelInstanceCPUSustainedClockSpeedMhz:    itoa(int64(math.Round(CPUClockGHz(s.CPUVendor) * 1000))),
+		awsv1.LabelInstanceMemory:                       itoa(s.MemoryMiB),
+		awsv1.LabelInstanceNetworkBandwidth:             itoa(s.BandwidthMbps),
+		awsv1.LabelInstanceEBSBandwidth:                 itoa(s.EBSBandwidthMbps),
+		awsv1.LabelInstanceEncryptionInTransitSupported: strconv.FormatBool(s.EncryptionInTransit),
+	}
+	if s.Hypervisor != "" {
+		labels[awsv1.LabelInstanceHypervisor] = s.Hypervisor
+	}
+	if strings.Contains(s.Family, "-flex") {
+		labels[awsv1.LabelInstanceCapacityFlex] = "true"
+	}
+	if d := s.LocalDisks; d != nil && d.NVMe {
+		labels[awsv1.LabelInstanceLocalNVME] = itoa(d.TotalGB())
 	}
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewQuantity(s.vcpu, resource.DecimalSI),
-		corev1.ResourceMemory:           mebibytes(memMiB - vmMemoryOverheadMiB(memMiB)),
+		corev1.ResourceCPU:              *resource.NewQuantity(s.VCPUs, resource.DecimalSI),
+		corev1.ResourceMemory:           mebibytes(s.MemoryMiB - vmMemoryOverheadMiB(s.MemoryMiB)),
 		corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: gibibytes(ephemeralStorageGi),
 	}
-	var gpus int64
-	if n := f.gpus[s.name]; n > 0 {
-		gpus = n
-		labels[awsv1.LabelInstanceGPUCount] = strconv.FormatInt(n, 10)
-		labels[awsv1.LabelInstanceGPUName] = a10gName
-		labels[awsv1.LabelInstanceGPUManufacturer] = a10gVendor
-		labels[awsv1.LabelInstanceGPUMemory] = strconv.Itoa(a10gMemoryMiB)
-		capacity[ResourceNvidiaGPU] = *resource.NewQuantity(n, resource.DecimalSI)
+	if g := s.GPU; g != nil && g.Count > 0 {
+		labels[awsv1.LabelInstanceGPUCount] = itoa(g.Count)
+		labels[awsv1.LabelInstanceGPUName] = kebab(g.Name)
+		labels[awsv1.LabelInstanceGPUManufacturer] = kebab(g.Manufacturer)
+		labels[awsv1.LabelInstanceGPUMemory] = itoa(g.MemoryMiB)
+		capacity[GPUResource(g.Manufacturer)] = *resource.NewQuantity(g.Count, resource.DecimalSI)
+	}
+	if n := s.Neuron; n != nil && n.Count > 0 {
+		labels[awsv1.LabelInstanceAcceleratorName] = kebab(n.Name)
+		labels[awsv1.LabelInstanceAcceleratorManufacturer] = kebab(n.Manufacturer)
+		labels[awsv1.LabelInstanceAcceleratorCount] = itoa(n.Count)
+		capacity[awsv1.ResourceAWSNeuron] = *resource.NewQuantity(n.Count, resource.DecimalSI)
+		capacity[awsv1.ResourceAWSNeuronCore] = *resource.NewQuantity(n.Count*n.CoresPerDevice, resource.DecimalSI)
+	}
+	if s.EFAInterfaces > 0 {
+		capacity[awsv1.ResourceEFA] = *resource.NewQuantity(s.EFAInterfaces, resource.DecimalSI)
 	}
 	return &cloud.InstanceType{
-		Name:      name,
+		Name:      s.Name,
 		Labels:    labels,
 		Capacity:  capacity,
-		Overhead:  overhead(s.vcpu, pods),
-		Offerings: offerings(name, category, generation, f.arch, s.vcpu, gpus, zones),
+		Overhead:  overhead(s.VCPUs, pods),
+		Offerings: offerings(s, zones),
 	}
+}
+
+// GPUResource is the extended resource the manufacturer's device plugin advertises.
+func GPUResource(manufacturer string) corev1.ResourceName {
+	switch strings.ToLower(manufacturer) {
+	case "amd":
+		return awsv1.ResourceAMDGPU
+	case "habana":
+		return awsv1.ResourceHabanaGaudi
+	}
+	return awsv1.ResourceNVIDIAGPU
+}
+
+// CPUClockGHz is the SIMULATED sustained clock speed of the vendor's processors.
+func CPUClockGHz(vendor string) float64 {
+	switch vendor {
+	case "intel":
+		return 3.1
+	case "amd":
+		return 3.3
+	}
+	return 2.5
+}
+
+// kebab writes a device name as Karpenter's labels do ("Radeon Pro V520" is radeon-pro-v520).
+func kebab(s string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), " ", "-")
 }
 
 // vmMemoryOverheadMiB is what the hypervisor keeps of the nominal memory; Karpenter rounds it up.
@@ -225,15 +202,6 @@ func mebibytes(n int64) resource.Quantity {
 
 func gibibytes(n int64) resource.Quantity {
 	return *resource.NewQuantity(n*1024*1024*1024, resource.BinarySI)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // copyInstanceType is a deep copy, so that the provider's catalog cannot be changed through what

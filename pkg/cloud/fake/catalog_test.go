@@ -34,9 +34,13 @@ func offering(t *testing.T, it *cloud.InstanceType, zone, capacityType string) c
 
 func TestCatalogShape(t *testing.T) {
 	types := Catalog()
-	// 15 general families x 8 sizes, t3 and t4g x 3, g5 x 7.
-	if len(types) != 133 {
-		t.Fatalf("catalog has %d types, want 133", len(types))
+	// Several hundred types, as a region has: every row of families, each with its sizes.
+	want := 0
+	for _, f := range families {
+		want += len(f.sizes)
+	}
+	if len(types) != want || len(types) < 400 {
+		t.Fatalf("catalog has %d types, want %d (at least 400)", len(types), want)
 	}
 	for i := 1; i < len(types); i++ {
 		if types[i-1].Name >= types[i].Name {
@@ -53,9 +57,9 @@ func TestCatalogLabels(t *testing.T) {
 		corev1.LabelInstanceTypeStable, corev1.LabelArchStable, corev1.LabelOSStable,
 		awsv1.LabelInstanceCategory, awsv1.LabelInstanceFamily, awsv1.LabelInstanceGeneration,
 		awsv1.LabelInstanceSize, awsv1.LabelInstanceCPU, awsv1.LabelInstanceCPUManufacturer,
-		awsv1.LabelInstanceMemory, awsv1.LabelInstanceNetworkBandwidth, awsv1.LabelInstanceHypervisor,
+		awsv1.LabelInstanceMemory, awsv1.LabelInstanceNetworkBandwidth, awsv1.LabelInstanceEBSBandwidth,
+		awsv1.LabelInstanceEncryptionInTransitSupported, awsv1.LabelInstanceCPUSustainedClockSpeedMhz,
 	}
-	gibPerCPU := map[string]int64{"c": 2, "m": 4, "r": 8, "t": 4, "g": 4}
 	for _, it := range Catalog() {
 		for _, key := range required {
 			if it.Labels[key] == "" {
@@ -64,13 +68,25 @@ func TestCatalogLabels(t *testing.T) {
 		}
 		family, size, _ := strings.Cut(it.Name, ".")
 		l := it.Labels
+		metal := strings.HasPrefix(size, "metal")
 		if l[corev1.LabelInstanceTypeStable] != it.Name || l[awsv1.LabelInstanceFamily] != family ||
 			l[awsv1.LabelInstanceSize] != size || l[corev1.LabelOSStable] != "linux" ||
-			l[awsv1.LabelInstanceHypervisor] != "nitro" || !strings.HasPrefix(family, l[awsv1.LabelInstanceCategory]+l[awsv1.LabelInstanceGeneration]) {
+			!strings.HasPrefix(family, l[awsv1.LabelInstanceCategory]+l[awsv1.LabelInstanceGeneration]) {
 			t.Errorf("%s: inconsistent labels %v", it.Name, l)
 		}
+		// Bare metal has no hypervisor; the i3 family still runs on Xen; everything else on Nitro.
+		wantHypervisor := map[bool]string{true: "", false: "nitro"}[metal]
+		if family == "i3" && !metal {
+			wantHypervisor = "xen"
+		}
+		if l[awsv1.LabelInstanceHypervisor] != wantHypervisor {
+			t.Errorf("%s: hypervisor %q, want %q", it.Name, l[awsv1.LabelInstanceHypervisor], wantHypervisor)
+		}
+		// Graviton families carry a g after the generation (c6g, c7gd, x2gd, i4g); g4dn and g5
+		// are GPU families on x86.
 		wantArch := "amd64"
-		if strings.HasSuffix(family, "g") {
+		if strings.Contains(strings.TrimPrefix(family, l[awsv1.LabelInstanceCategory]+l[awsv1.LabelInstanceGeneration]), "g") ||
+			(family != "g4dn" && family != "g4ad" && strings.HasSuffix(family, "g")) {
 			wantArch = "arm64"
 		}
 		if l[corev1.LabelArchStable] != wantArch {
@@ -81,23 +97,81 @@ func TestCatalogLabels(t *testing.T) {
 		if got := it.Capacity.Cpu().Value(); got != cpu {
 			t.Errorf("%s: cpu capacity %d, label %d", it.Name, got, cpu)
 		}
-		if want := gibPerCPU[l[awsv1.LabelInstanceCategory]] * 1024 * cpu; memMiB != want {
-			t.Errorf("%s: memory %d MiB, want %d", it.Name, memMiB, want)
-		}
 		wantMem := resource.MustParse(strconv.FormatInt(memMiB-(memMiB*75+999)/1000, 10) + "Mi")
 		if it.Capacity.Memory().Cmp(wantMem) != 0 {
 			t.Errorf("%s: memory capacity %s, want %s (7.5%% VM overhead off)", it.Name, it.Capacity.Memory(), &wantMem)
 		}
-		gpus := it.Capacity[ResourceNvidiaGPU]
-		if l[awsv1.LabelInstanceCategory] == "g" {
-			if gpus.Value() < 1 || l[awsv1.LabelInstanceGPUCount] != gpus.String() ||
-				l[awsv1.LabelInstanceGPUName] != "a10g" || l[awsv1.LabelInstanceGPUManufacturer] != "nvidia" ||
-				l[awsv1.LabelInstanceGPUMemory] != "24576" {
-				t.Errorf("%s: GPU capacity %s, labels %v", it.Name, &gpus, l)
+		for _, r := range []corev1.ResourceName{ResourceNvidiaGPU, awsv1.ResourceAMDGPU} {
+			gpus := it.Capacity[r]
+			if !gpus.IsZero() && l[awsv1.LabelInstanceGPUCount] != gpus.String() {
+				t.Errorf("%s: %s capacity %s, gpu-count label %q", it.Name, r, &gpus, l[awsv1.LabelInstanceGPUCount])
 			}
-		} else if !gpus.IsZero() || l[awsv1.LabelInstanceGPUCount] != "" {
-			t.Errorf("%s: unexpected GPU %s", it.Name, &gpus)
 		}
+		neuron := it.Capacity[awsv1.ResourceAWSNeuron]
+		if !neuron.IsZero() && (l[awsv1.LabelInstanceAcceleratorCount] != neuron.String() || l[awsv1.LabelInstanceAcceleratorManufacturer] != "aws") {
+			t.Errorf("%s: neuron capacity %s, labels %v", it.Name, &neuron, l)
+		}
+	}
+}
+
+// TestCatalogFamilies checks the shapes users select on: the accelerators with their device
+// plugins' resources and Karpenter's labels, instance stores, EFA and metal.
+func TestCatalogFamilies(t *testing.T) {
+	types := byName(Catalog())
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		// capacity of extended resources; resources not listed must be absent.
+		capacity map[corev1.ResourceName]int64
+	}{
+		{"g4dn.xlarge", map[string]string{awsv1.LabelInstanceGPUName: "t4", awsv1.LabelInstanceGPUManufacturer: "nvidia",
+			awsv1.LabelInstanceGPUCount: "1", awsv1.LabelInstanceGPUMemory: "16384", awsv1.LabelInstanceLocalNVME: "125"},
+			map[corev1.ResourceName]int64{ResourceNvidiaGPU: 1}},
+		{"g4dn.12xlarge", map[string]string{awsv1.LabelInstanceGPUCount: "4"}, map[corev1.ResourceName]int64{ResourceNvidiaGPU: 4, awsv1.ResourceEFA: 1}},
+		{"g4ad.xlarge", map[string]string{awsv1.LabelInstanceGPUName: "radeon-pro-v520", awsv1.LabelInstanceGPUManufacturer: "amd",
+			awsv1.LabelInstanceCPUManufacturer: "amd"}, map[corev1.ResourceName]int64{awsv1.ResourceAMDGPU: 1}},
+		{"g6.48xlarge", map[string]string{awsv1.LabelInstanceGPUName: "l4", awsv1.LabelInstanceLocalNVME: "7520"},
+			map[corev1.ResourceName]int64{ResourceNvidiaGPU: 8, awsv1.ResourceEFA: 1}},
+		{"p4d.24xlarge", map[string]string{awsv1.LabelInstanceGPUName: "a100", awsv1.LabelInstanceMemory: "1179648"},
+			map[corev1.ResourceName]int64{ResourceNvidiaGPU: 8, awsv1.ResourceEFA: 4}},
+		{"p5.48xlarge", map[string]string{awsv1.LabelInstanceGPUName: "h100", awsv1.LabelInstanceGPUMemory: "81920", awsv1.LabelInstanceLocalNVME: "30400"},
+			map[corev1.ResourceName]int64{ResourceNvidiaGPU: 8, awsv1.ResourceEFA: 32}},
+		{"inf2.xlarge", map[string]string{awsv1.LabelInstanceAcceleratorName: "inferentia2", awsv1.LabelInstanceAcceleratorManufacturer: "aws",
+			awsv1.LabelInstanceAcceleratorCount: "1"}, map[corev1.ResourceName]int64{awsv1.ResourceAWSNeuron: 1, awsv1.ResourceAWSNeuronCore: 2}},
+		{"inf2.48xlarge", map[string]string{awsv1.LabelInstanceAcceleratorCount: "12"}, map[corev1.ResourceName]int64{awsv1.ResourceAWSNeuron: 12, awsv1.ResourceAWSNeuronCore: 24}},
+		{"trn1.32xlarge", map[string]string{awsv1.LabelInstanceAcceleratorName: "trainium", awsv1.LabelInstanceLocalNVME: "7600"},
+			map[corev1.ResourceName]int64{awsv1.ResourceAWSNeuron: 16, awsv1.ResourceAWSNeuronCore: 32, awsv1.ResourceEFA: 8}},
+		{"c5d.large", map[string]string{awsv1.LabelInstanceLocalNVME: "50"}, nil},
+		{"m6id.xlarge", map[string]string{awsv1.LabelInstanceLocalNVME: "237"}, nil},
+		{"r6id.2xlarge", map[string]string{awsv1.LabelInstanceLocalNVME: "474"}, nil},
+		{"i4i.32xlarge", map[string]string{awsv1.LabelInstanceLocalNVME: "30000"}, map[corev1.ResourceName]int64{awsv1.ResourceEFA: 1}},
+		{"c5n.18xlarge", map[string]string{awsv1.LabelInstanceNetworkBandwidth: "100000", awsv1.LabelInstanceEncryptionInTransitSupported: "true"},
+			map[corev1.ResourceName]int64{awsv1.ResourceEFA: 1}},
+		{"m5.metal", map[string]string{awsv1.LabelInstanceCPU: "96", awsv1.LabelInstanceEncryptionInTransitSupported: "false"}, nil},
+		{"m7i-flex.large", map[string]string{awsv1.LabelInstanceCapacityFlex: "true", awsv1.LabelInstanceCategory: "m", awsv1.LabelInstanceGeneration: "7"}, nil},
+		{"t3a.large", map[string]string{awsv1.LabelInstanceCPUManufacturer: "amd", awsv1.LabelInstanceMemory: "8192"}, nil},
+		{"x2iedn.xlarge", map[string]string{awsv1.LabelInstanceMemory: "131072", awsv1.LabelInstanceLocalNVME: "118"}, nil},
+	} {
+		it := types[tc.name]
+		if it == nil {
+			t.Errorf("%s is not in the catalog", tc.name)
+			continue
+		}
+		for k, v := range tc.labels {
+			if it.Labels[k] != v {
+				t.Errorf("%s: label %s = %q, want %q", tc.name, k, it.Labels[k], v)
+			}
+		}
+		for _, r := range []corev1.ResourceName{ResourceNvidiaGPU, awsv1.ResourceAMDGPU, awsv1.ResourceAWSNeuron, awsv1.ResourceAWSNeuronCore, awsv1.ResourceEFA} {
+			got := it.Capacity[r]
+			if got.Value() != tc.capacity[r] {
+				t.Errorf("%s: capacity %s = %s, want %d", tc.name, r, &got, tc.capacity[r])
+			}
+		}
+	}
+	// d3 stores on hard disks, which are not NVMe: no instance-local-nvme label.
+	if v, ok := types["d3.xlarge"].Labels[awsv1.LabelInstanceLocalNVME]; ok {
+		t.Errorf("d3.xlarge has instance-local-nvme %q; its disks are HDD", v)
 	}
 }
 
@@ -167,7 +241,7 @@ func TestCatalogPrices(t *testing.T) {
 		{"c5", "m5"}, {"m5", "r5"}, {"c6i", "m6i"}, {"m7g", "r7g"}, // c < m < r
 		{"c5", "c6i"}, {"c6i", "c7i"}, {"m6g", "m7g"}, {"r5", "r6i"}, {"r6g", "r7g"}, // older < newer
 	}
-	for _, size := range []string{"large", "4xlarge", "24xlarge"} {
+	for _, size := range []string{"large", "4xlarge", "12xlarge"} {
 		for _, p := range pairs {
 			cheap, dear := p[0]+"."+size, p[1]+"."+size
 			if onDemand(cheap) >= onDemand(dear) {

@@ -50,9 +50,9 @@ func TestKubeletJoinerRegistersNodeAfterDelay(t *testing.T) {
 
 	for k, v := range map[string]string{
 		corev1.LabelHostname:           "default-abcde",
-		corev1.LabelInstanceTypeStable: "t3.large",
+		corev1.LabelInstanceTypeStable: "t3a.large",
 		corev1.LabelArchStable:         "amd64",
-		corev1.LabelTopologyZone:       ZoneA,
+		corev1.LabelTopologyZone:       ZoneC,
 		corev1.LabelTopologyRegion:     Region,
 		karpv1.CapacityTypeLabelKey:    karpv1.CapacityTypeSpot,
 		karpv1.NodePoolLabelKey:        "default",

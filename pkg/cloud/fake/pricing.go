@@ -15,17 +15,21 @@ import (
 // zone. The absolute numbers are invented.
 
 // onDemandPerVCPU is the hourly on-demand rate per vCPU of an x86 type in the oldest generation
-// of its category.
+// of its category. Accelerated types other than g5 are priced per type in their family's row.
 var onDemandPerVCPU = map[string]float64{
 	"c": 0.0425,
 	"m": 0.048,
 	"r": 0.063,
 	"t": 0.0416,
 	"g": 0.0515,
+	"x": 0.0835,
+	"i": 0.078,
+	"d": 0.125,
 }
 
-// onDemandPerGPU is added per A10G on GPU types; with the g rate above it reproduces the shape of
-// the g5 price list, where a 12xlarge (4 GPUs) costs more than a 16xlarge (1 GPU).
+// onDemandPerGPU is added per GPU on rule-priced GPU types (g5); with the g rate above it
+// reproduces the shape of the g5 price list, where a 12xlarge (4 GPUs) costs more than a 16xlarge
+// (1 GPU).
 const onDemandPerGPU = 0.80
 
 const armDiscount = 0.8
@@ -33,6 +37,29 @@ const armDiscount = 0.8
 // generationPremium makes newer generations dearer than older ones; generations at or below 5
 // (including the burstable t3 and t4g) pay none.
 var generationPremium = map[string]float64{"6": 1.02, "7": 1.06}
+
+// onDemandBase is a shape's hourly on-demand price before the zone factor: the family's own
+// price for the size, else the category's rate per vCPU (plus GPUs), discounted for arm64,
+// raised for newer generations and adjusted by the family's factor.
+func onDemandBase(f family, s Shape) float64 {
+	if p, ok := f.prices[s.Size]; ok {
+		return p
+	}
+	base := onDemandPerVCPU[s.Category] * float64(s.VCPUs)
+	if s.GPU != nil {
+		base += onDemandPerGPU * float64(s.GPU.Count)
+	}
+	if s.Arch == "arm64" {
+		base *= armDiscount
+	}
+	if p, ok := generationPremium[s.Generation]; ok {
+		base *= p
+	}
+	if f.priceFactor > 0 {
+		base *= f.priceFactor
+	}
+	return base
+}
 
 // zoneFactor is the small, fixed per-zone difference in on-demand price. Real on-demand prices do
 // not vary by zone; the fake does so that a zone choice is never a tie between equal offerings.
@@ -46,20 +73,13 @@ const (
 	spotSpread = 0.15
 )
 
-func offerings(name, category, generation, arch string, vcpu, gpus int64, zones []string) []cloud.Offering {
-	base := onDemandPerVCPU[category]*float64(vcpu) + onDemandPerGPU*float64(gpus)
-	if arch == "arm64" {
-		base *= armDiscount
-	}
-	if p, ok := generationPremium[generation]; ok {
-		base *= p
-	}
+func offerings(s Shape, zones []string) []cloud.Offering {
 	var out []cloud.Offering
 	for i, zone := range zones {
-		od := base * zoneFactor[i%len(zoneFactor)]
+		od := s.OnDemandBase * zoneFactor[i%len(zoneFactor)]
 		out = append(out,
 			cloud.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, PricePerHour: round4(od), Available: true},
-			cloud.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeSpot, PricePerHour: round4(od * spotFraction(name, zone)), Available: true},
+			cloud.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeSpot, PricePerHour: round4(od * spotFraction(s.Name, zone)), Available: true},
 		)
 	}
 	return out
