@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate chart-lint image
+.PHONY: all build test unit e2e fuzz fuzz-parsers fuzz-short run bench generate lint verify-generate chart-lint image
 
 all: build test
 
@@ -13,7 +13,7 @@ build: ## compile both binaries into bin/
 	$(GO) build -o bin/tailor-scheduler ./cmd/scheduler
 	$(GO) build -o bin/tailor ./cmd/tailor
 
-test: unit e2e ## everything CI runs
+test: unit fuzz-short e2e ## everything CI runs
 
 unit: ## unit and table tests, fast
 	$(GO) vet ./...
@@ -21,6 +21,13 @@ unit: ## unit and table tests, fast
 
 e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e, the workload harness's fixed seeds, the CLI's sandbox tests, the chart applied
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/ ./cmd/tailor/ ./charts/
+
+FUZZTIME ?= 30s
+fuzz-parsers: ## every Go fuzz target of a parser of outside input (user data, TOML, budgets, requirements, selectors, SQS notices, the emulator's EC2 protocol) for FUZZTIME each
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./hack/fuzz-parsers.sh
+
+fuzz-short: ## the same fuzz targets for 3 s each, as part of make test
+	FUZZTIME=3s GO=$(GO) ./hack/fuzz-parsers.sh
 
 SEEDS ?= 100
 FIRST ?= 1000
