@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit e2e fuzz fuzz-parsers fuzz-short run bench generate lint verify-generate chart-lint image
+.PHONY: all build test unit e2e chaos fuzz fuzz-parsers fuzz-short run bench generate lint verify-generate chart-lint image
 
 all: build test
 
@@ -28,6 +28,10 @@ fuzz-parsers: ## every Go fuzz target of a parser of outside input (user data, T
 
 fuzz-short: ## the same fuzz targets for 3 s each, as part of make test
 	FUZZTIME=3s GO=$(GO) ./hack/fuzz-parsers.sh
+
+CHAOS_TESTS ?= TestEC2ThrottlingBacksOff
+chaos: ## the fault e2e tests at the length of issue 14 (EC2 throttled 60 s, then 2 s a call), with their figures in the log
+	TAILOR_CHAOS=1 $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run '^($(CHAOS_TESTS))$$' -v ./test/e2e/
 
 SEEDS ?= 100
 FIRST ?= 1000
