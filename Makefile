@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit e2e fuzz run bench generate lint verify-generate chart-lint image chaos chaos-failover
+.PHONY: all build test unit e2e chaos chaos-failover chaos-ec2 fuzz fuzz-parsers fuzz-short run bench generate lint verify-generate chart-lint image
 
 all: build test
 
@@ -13,7 +13,7 @@ build: ## compile both binaries into bin/
 	$(GO) build -o bin/tailor-scheduler ./cmd/scheduler
 	$(GO) build -o bin/tailor ./cmd/tailor
 
-test: unit e2e ## everything CI runs
+test: unit fuzz-short e2e ## everything CI runs
 
 unit: ## unit and table tests, fast
 	$(GO) vet ./...
@@ -22,12 +22,27 @@ unit: ## unit and table tests, fast
 e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e, the workload harness's fixed seeds, the CLI's sandbox tests, the chart applied
 	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/ ./cmd/tailor/ ./charts/
 
-chaos: chaos-failover ## long fault tests, beside make test's short ones
+FUZZTIME ?= 30s
+fuzz-parsers: ## every Go fuzz target of a parser of outside input (user data, TOML, budgets, requirements, selectors, SQS notices, the emulator's EC2 protocol) for FUZZTIME each
+	FUZZTIME=$(FUZZTIME) GO=$(GO) ./hack/fuzz-parsers.sh
+
+# make test fuzzes only the parsers whose packages import little: `go test -fuzz` compiles
+# everything a target imports once more, instrumented, and the SDK-heavy targets (selectors, SQS
+# notices, the emulator) would add minutes to a cold run. make fuzz-parsers runs them all.
+FUZZ_SHORT_PACKAGES := pkg/aws/userdata pkg/nodepool/budget pkg/scheduling pkg/apis/karpenter/v1
+fuzz-short: ## the light parsers' fuzz targets for 3 s each, as part of make test
+	FUZZTIME=3s FUZZ_PACKAGES="$(FUZZ_SHORT_PACKAGES)" GO=$(GO) ./hack/fuzz-parsers.sh
+
+chaos: chaos-failover chaos-ec2 ## every long fault test, beside make test's short ones
 
 # Every failover and API server outage test, the long variants too, with a 30 s outage.
 OUTAGE ?= 30s
 chaos-failover: ## leader failover and API server outage e2e tests, long variants included (OUTAGE=30s)
 	TAILOR_CHAOS=1 TAILOR_OUTAGE=$(OUTAGE) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run 'TestFailover|TestAPIServerOutage' -v ./test/e2e/
+
+CHAOS_EC2_TESTS ?= TestEC2ThrottlingBacksOff
+chaos-ec2: ## EC2 fault e2e tests at the length of issue 14 (throttled 60 s, then 2 s a call), figures in the log
+	TAILOR_CHAOS=1 $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run '^($(CHAOS_EC2_TESTS))$$' -v ./test/e2e/
 
 SEEDS ?= 100
 FIRST ?= 1000

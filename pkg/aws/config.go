@@ -58,8 +58,9 @@ type Options struct {
 	// UnavailableOfferingsTTL is how long an offering that ran out of capacity is avoided; 3 min
 	// when zero. It is an option because users find Karpenter's fixed 3 minutes wrong both ways.
 	UnavailableOfferingsTTL time.Duration
-	// RetryMaxAttempts and RetryMaxBackoff tune the SDK's standard retryer, which backs off on
-	// throttling (RequestLimitExceeded) and transient errors; 5 and 20 s when zero.
+	// RetryMaxAttempts and RetryMaxBackoff tune the SDK's retryer (adaptive mode: the standard
+	// retries plus a client-side rate limiter that slows every call on throttling, such as EC2's
+	// RequestLimitExceeded); 5 and 20 s when zero.
 	RetryMaxAttempts int
 	RetryMaxBackoff  time.Duration
 }
@@ -113,11 +114,20 @@ func SDKConfig(ctx context.Context, o Options) (aws.Config, error) {
 	if o.RetryMaxBackoff == 0 {
 		o.RetryMaxBackoff = 20 * time.Second
 	}
+	// Adaptive mode, not standard: standard backs off each call's own retries, but every new call
+	// (a launch, a describe of another controller) still goes out at once, so a throttled fleet
+	// of controllers keeps EC2's account-wide rate limit exceeded. Adaptive mode adds a client-side
+	// token bucket that every attempt of every call on the client draws from; each throttling
+	// answer cuts its rate (CUBIC, down to 0.5 requests/s) and successes raise it again. The
+	// SDK calls this function once per client, so each service backs off on its own throttling:
+	// EC2 being throttled never slows the interruption queue's SQS polls.
 	retryer := func() aws.Retryer {
-		return retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = o.RetryMaxAttempts
-			so.MaxBackoff = o.RetryMaxBackoff
-			so.Backoff = retry.NewExponentialJitterBackoff(o.RetryMaxBackoff)
+		return retry.NewAdaptiveMode(func(ao *retry.AdaptiveModeOptions) {
+			ao.StandardOptions = append(ao.StandardOptions, func(so *retry.StandardOptions) {
+				so.MaxAttempts = o.RetryMaxAttempts
+				so.MaxBackoff = o.RetryMaxBackoff
+				so.Backoff = retry.NewExponentialJitterBackoff(o.RetryMaxBackoff)
+			})
 		})
 	}
 	if o.Endpoint != "" {

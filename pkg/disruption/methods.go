@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	poolbudget "github.com/tailor-sh/tailor/pkg/nodepool/budget"
 	"github.com/tailor-sh/tailor/pkg/provision"
 )
 
@@ -223,7 +224,7 @@ func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int
 	for name, pool := range s.Pools {
 		b.byPool[name] = map[karpv1.DisruptionReason]int{}
 		for _, reason := range karpv1.WellKnownDisruptionReasons {
-			allowed, err := Allowed(pool, reason, total[name], s.Now)
+			allowed, err := poolbudget.Allowed(pool, reason, total[name], s.Now)
 			if err != nil {
 				errs = append(errs, err)
 			}

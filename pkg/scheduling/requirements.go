@@ -27,6 +27,15 @@ func NewSelector(reqs []corev1.NodeSelectorRequirement) (*Selector, error) {
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}},
 	})
 	if err != nil {
+		// The helper's message points into the selector built here; say which of the caller's
+		// requirements it is.
+		for _, r := range reqs {
+			if _, rerr := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{r}}},
+			}); rerr != nil {
+				return nil, fmt.Errorf("invalid requirement %q %s %q: %w", r.Key, r.Operator, r.Values, rerr)
+			}
+		}
 		return nil, fmt.Errorf("invalid requirements: %w", err)
 	}
 	return &Selector{sel: sel, reqs: reqs}, nil

@@ -23,7 +23,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -74,6 +73,7 @@ type Emulator struct {
 	world    world
 	queues   map[string]*queue
 	requests int
+	log      []Call
 }
 
 // Start serves a new emulator on 127.0.0.1 until Close.
@@ -155,8 +155,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e.mu.Lock()
 	e.calls[action]++
-	latency, throttled := e.faults.take(action)
+	latency, throttled := e.faults.take(action, service == "query:"+ec2Version, e.clock.Now())
 	denied := e.faults.denied[action]
+	e.log = append(e.log, Call{Time: e.clock.Now(), Action: action, EC2: service == "query:"+ec2Version, Throttled: throttled})
 	e.mu.Unlock()
 	if latency > 0 {
 		select {
@@ -230,80 +231,4 @@ func (e *Emulator) requestID() string {
 func (e *Emulator) newID(prefix string) string {
 	e.nextID++
 	return fmt.Sprintf("%s-%017x", prefix, e.nextID)
-}
-
-// InjectInsufficientCapacity makes CreateFleet fail the offerings with InsufficientInstanceCapacity
-// until ClearInsufficientCapacity.
-func (e *Emulator) InjectInsufficientCapacity(keys ...cloud.OfferingKey) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, k := range keys {
-		e.faults.ice[k] = true
-	}
-}
-
-// ClearInsufficientCapacity ends every injected capacity shortage.
-func (e *Emulator) ClearInsufficientCapacity() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.faults.ice = map[cloud.OfferingKey]bool{}
-}
-
-// Throttle makes the next n requests for action ("" for any action) fail with the service's
-// throttling error (RequestLimitExceeded on EC2, ThrottlingException on the JSON services).
-func (e *Emulator) Throttle(action string, n int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.faults.throttle[action] += n
-}
-
-// ClearThrottle cancels every pending throttle.
-func (e *Emulator) ClearThrottle() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.faults.throttle = map[string]int{}
-}
-
-// SetLatency delays every response by d (real time: it is network latency, not cloud time).
-func (e *Emulator) SetLatency(d time.Duration) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.faults.latency = d
-}
-
-type faults struct {
-	ice      map[cloud.OfferingKey]bool
-	throttle map[string]int
-	denied   map[string]bool
-	latency  time.Duration
-}
-
-func newFaults() faults {
-	return faults{ice: map[cloud.OfferingKey]bool{}, throttle: map[string]int{}, denied: map[string]bool{}}
-}
-
-// Deny makes every request for the EC2 action fail with UnauthorizedOperation, as when the
-// controller's IAM policy lacks ec2:<action>, until Allow.
-func (e *Emulator) Deny(action string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.faults.denied[action] = true
-}
-
-// Allow ends a Deny.
-func (e *Emulator) Allow(action string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.faults.denied, action)
-}
-
-// take consumes one throttle for the action, if any is pending. Callers hold e.mu.
-func (f *faults) take(action string) (time.Duration, bool) {
-	for _, key := range []string{action, ""} {
-		if f.throttle[key] > 0 {
-			f.throttle[key]--
-			return f.latency, true
-		}
-	}
-	return f.latency, false
 }

@@ -40,7 +40,7 @@ func sdkConfig(e *emulator.Emulator) aws.Config {
 	}
 }
 
-func start(t *testing.T, opts emulator.Options) (*emulator.Emulator, aws.Config) {
+func start(t testing.TB, opts emulator.Options) (*emulator.Emulator, aws.Config) {
 	t.Helper()
 	if opts.Clock == nil {
 		opts.Clock = clocktesting.NewFakeClock(time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC))

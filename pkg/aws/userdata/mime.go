@@ -25,8 +25,8 @@ type mimePart struct {
 
 // customMIMEParts splits a node class's userData into parts: a MIME document keeps its parts; a
 // bare document becomes one part: for nodeadm (AL2023) a NodeConfig when it reads as a YAML
-// mapping (as Karpenter decides), a shell script otherwise. NodeConfig parts must be YAML: nodeadm
-// would refuse them on the node, where nobody sees why it never joins.
+// mapping (as Karpenter decides), a shell script otherwise. NodeConfig parts must decode as a
+// NodeConfig: nodeadm would refuse them on the node, where nobody sees why it never joins.
 func customMIMEParts(custom string, nodeadm bool) ([]mimePart, error) {
 	trimmed := strings.TrimSpace(custom)
 	var parts []mimePart
@@ -49,8 +49,10 @@ func customMIMEParts(custom string, nodeadm bool) ([]mimePart, error) {
 		if ct, _, _ := mime.ParseMediaType(p.contentType); ct != contentTypeNodeConfig {
 			continue
 		}
-		var doc map[string]any
-		if err := yaml.Unmarshal([]byte(p.body), &doc); err != nil {
+		// Decoded into the same NodeConfig the node decodes, so a known field of the wrong type
+		// (spec: 0) is refused here, not by nodeadm on a node that then never joins.
+		var cfg nodeConfig
+		if err := yaml.Unmarshal([]byte(p.body), &cfg); err != nil {
 			return nil, fmt.Errorf("part %d (%s) is not a YAML NodeConfig: %w", i+1, contentTypeNodeConfig, err)
 		}
 	}
@@ -75,10 +77,11 @@ func looksLikeNodeConfig(s string) bool {
 func writeMIME(parts []mimePart) (string, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
-	if err := w.SetBoundary(mimeBoundary); err != nil {
+	boundary := safeBoundary(parts)
+	if err := w.SetBoundary(boundary); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&buf, "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=%q\r\n\r\n", mimeBoundary)
+	fmt.Fprintf(&buf, "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=%q\r\n\r\n", boundary)
 	for _, p := range parts {
 		pw, err := w.CreatePart(textproto.MIMEHeader{"Content-Type": {p.contentType}})
 		if err != nil {
@@ -92,6 +95,28 @@ func writeMIME(parts []mimePart) (string, error) {
 		return "", err
 	}
 	return buf.String(), nil
+}
+
+// safeBoundary is mimeBoundary unless a part's body holds a line that would read as its
+// delimiter (a script that echoes "--//", a part from a document with another boundary); then
+// the first of //-1, //-2, ... that none holds, so the node reads the parts that were written.
+func safeBoundary(parts []mimePart) string {
+	for i := 0; ; i++ {
+		b := mimeBoundary
+		if i > 0 {
+			b = fmt.Sprintf("%s-%d", mimeBoundary, i)
+		}
+		clash := false
+		for _, p := range parts {
+			if strings.Contains(p.body, "--"+b) {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			return b
+		}
+	}
 }
 
 // boundaryParam finds the boundary when the Content-Type does not parse as RFC 2045 wants, e.g.

@@ -2,9 +2,9 @@ package userdata
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	gostrings "strings"
+	"unicode/utf8"
 )
 
 // A deliberately small TOML subset: tables ([a.b."c/d"]), and keys holding basic or literal
@@ -13,6 +13,9 @@ import (
 // format.
 
 func parseTOML(doc string) (map[string]any, error) {
+	if !utf8.ValidString(doc) {
+		return nil, fmt.Errorf("the document is not valid UTF-8, as TOML must be")
+	}
 	root := map[string]any{}
 	cur := root
 	lines := gostrings.Split(doc, "\n")
@@ -40,7 +43,7 @@ func parseTOML(doc string) (map[string]any, error) {
 			cur = table(root, path...)
 			continue
 		}
-		k, v, ok := gostrings.Cut(line, "=")
+		k, v, ok := cutKeyValue(line)
 		if !ok {
 			return nil, fmt.Errorf("line %d: expected key = value, got %q", i+1, line)
 		}
@@ -75,29 +78,72 @@ func stripComment(line string) string {
 	return line
 }
 
-// splitKey splits a dotted key, keeping quoted segments whole.
+// splitKey splits a dotted key, keeping quoted segments whole: a basic ("...") segment has its
+// escapes read, a literal ('...') one is taken as written.
 func splitKey(key string) ([]string, error) {
 	var out []string
 	for key = gostrings.TrimSpace(key); key != ""; {
 		var seg string
 		if key[0] == '"' || key[0] == '\'' {
-			end := gostrings.IndexByte(key[1:], key[0])
+			end := closingQuote(key)
 			if end < 0 {
 				return nil, fmt.Errorf("unterminated quoted key %q", key)
 			}
-			seg, key = key[1:end+1], key[end+2:]
+			quoted := key[:end+1]
+			seg, key = quoted[1:end], gostrings.TrimSpace(key[end+1:])
+			if quoted[0] == '"' {
+				var err error
+				if seg, err = strconv.Unquote(quoted); err != nil {
+					return nil, fmt.Errorf("quoted key %s: %w", quoted, err)
+				}
+			}
+			if key != "" && key[0] != '.' {
+				return nil, fmt.Errorf("unexpected %q after a quoted key", key)
+			}
 		} else if i := gostrings.IndexByte(key, '.'); i >= 0 {
-			seg, key = key[:i], key[i:]
+			seg, key = gostrings.TrimSpace(key[:i]), key[i:]
 		} else {
-			seg, key = key, ""
+			seg, key = gostrings.TrimSpace(key), ""
 		}
-		out = append(out, gostrings.TrimSpace(seg))
-		key = gostrings.TrimPrefix(gostrings.TrimSpace(key), ".")
+		out = append(out, seg)
+		key = gostrings.TrimPrefix(key, ".")
+		key = gostrings.TrimSpace(key)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("empty key")
 	}
 	return out, nil
+}
+
+// closingQuote returns the index of the quote that closes the string opening s, or -1; only
+// basic strings have backslash escapes.
+func closingQuote(s string) int {
+	for i := 1; i < len(s); i++ {
+		switch {
+		case s[0] == '"' && s[i] == '\\':
+			i++
+		case s[i] == s[0]:
+			return i
+		}
+	}
+	return -1
+}
+
+// cutKeyValue splits "key = value" at the first "=" outside a quoted key.
+func cutKeyValue(line string) (key, value string, ok bool) {
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '"', '\'':
+			end := closingQuote(line[i:])
+			if end < 0 {
+				return "", "", false
+			}
+			i += end
+		case '=':
+			return line[:i], line[i+1:], true
+		}
+	}
+	return "", "", false
 }
 
 // unclosed reports whether a key = value line opens more brackets or braces than it closes.
@@ -129,7 +175,7 @@ func parseValue(v string) (any, error) {
 	case gostrings.HasPrefix(v, "{") && gostrings.HasSuffix(v, "}"):
 		out := map[string]any{}
 		for _, item := range splitArray(v[1 : len(v)-1]) {
-			k, val, ok := gostrings.Cut(item, "=")
+			k, val, ok := cutKeyValue(item)
 			if !ok {
 				return nil, fmt.Errorf("inline table item %q is not key = value", item)
 			}
@@ -181,7 +227,7 @@ func splitArray(s string) []string {
 	)
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case quote != 0 && c == '\\':
+		case quote == '"' && c == '\\':
 			i++
 		case quote != 0 && c == quote:
 			quote = 0
@@ -200,82 +246,4 @@ func splitArray(s string) []string {
 		out = append(out, last)
 	}
 	return out
-}
-
-// writeTOML emits tables depth-first with sorted keys, so equal settings give equal bytes.
-func writeTOML(doc map[string]any) string {
-	var b gostrings.Builder
-	writeTable(&b, nil, doc)
-	return b.String()
-}
-
-func writeTable(b *gostrings.Builder, path []string, t map[string]any) {
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var scalars, tables []string
-	for _, k := range keys {
-		if _, ok := t[k].(map[string]any); ok {
-			tables = append(tables, k)
-		} else {
-			scalars = append(scalars, k)
-		}
-	}
-	if len(scalars) > 0 && len(path) > 0 {
-		fmt.Fprintf(b, "[%s]\n", joinKey(path))
-	}
-	for _, k := range scalars {
-		fmt.Fprintf(b, "%s = %s\n", quoteKey(k), formatValue(t[k]))
-	}
-	if len(scalars) > 0 {
-		b.WriteString("\n")
-	}
-	for _, k := range tables {
-		writeTable(b, append(append([]string(nil), path...), k), t[k].(map[string]any))
-	}
-}
-
-func joinKey(path []string) string {
-	quoted := make([]string, len(path))
-	for i, p := range path {
-		quoted[i] = quoteKey(p)
-	}
-	return gostrings.Join(quoted, ".")
-}
-
-// quoteKey quotes a key unless TOML allows it bare (A-Za-z0-9_-).
-func quoteKey(k string) string {
-	for _, r := range k {
-		if !bareKeyRune(r) {
-			return strconv.Quote(k)
-		}
-	}
-	return k
-}
-
-func bareKeyRune(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
-}
-
-func formatValue(v any) string {
-	switch v := v.(type) {
-	case string:
-		return strconv.Quote(v)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case bool:
-		return strconv.FormatBool(v)
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case []any:
-		items := make([]string, len(v))
-		for i, item := range v {
-			items[i] = formatValue(item)
-		}
-		return "[" + gostrings.Join(items, ", ") + "]"
-	default:
-		return strconv.Quote(fmt.Sprint(v))
-	}
 }

@@ -1,11 +1,10 @@
-// Package disruption is Tailor's voluntary disruption loop: it removes empty nodes, replaces
-// drifted ones, and consolidates underutilized ones onto fewer or cheaper nodes, within the
-// NodePools' budgets, PodDisruptionBudgets and do-not-disrupt annotations. Every "can these pods
-// go elsewhere?" is asked of the provisioning planner, which asks the scheduler profile's Filter
-// plugins; nothing here decides fit by itself.
-package disruption
+// Package budget reads a NodePool's disruption budgets (spec.disruption.budgets: a count or
+// percentage of nodes, a cron schedule and a duration, reasons) into how many of its nodes may
+// be disrupting at a given time. It is pure, so the disruption loop and the fuzz targets share it.
+package budget
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -21,7 +20,8 @@ import (
 var defaultBudget = karpv1.Budget{Nodes: "10%"}
 
 // Allowed returns how many of a pool's nodes may be disrupting at the same time for reason, at
-// now, when the pool has total nodes: the least of its active budgets that apply to the reason.
+// now, when the pool has total nodes: the least of its active budgets that apply to the reason,
+// and never more than total.
 // A budget that cannot be read allows nothing (and the error says which one), so a typo never
 // opens the gates.
 func Allowed(pool *karpv1.NodePool, reason karpv1.DisruptionReason, total int, now time.Time) (int, error) {
@@ -34,6 +34,12 @@ func Allowed(pool *karpv1.NodePool, reason karpv1.DisruptionReason, total int, n
 		if len(b.Reasons) > 0 && !contains(b.Reasons, reason) {
 			continue
 		}
+		// The count is read first, so a typo in a budget whose window is closed shows now, not
+		// when the window opens.
+		n, err := nodes(b.Nodes, total)
+		if err != nil {
+			return 0, fmt.Errorf("NodePool %s: spec.disruption.budgets[%d].nodes: %w", pool.Name, i, err)
+		}
 		active, err := isActive(b, now)
 		if err != nil {
 			return 0, fmt.Errorf("NodePool %s: spec.disruption.budgets[%d]: %w", pool.Name, i, err)
@@ -41,17 +47,11 @@ func Allowed(pool *karpv1.NodePool, reason karpv1.DisruptionReason, total int, n
 		if !active {
 			continue
 		}
-		n, err := nodes(b.Nodes, total)
-		if err != nil {
-			return 0, fmt.Errorf("NodePool %s: spec.disruption.budgets[%d].nodes: %w", pool.Name, i, err)
-		}
 		allowed = min(allowed, n)
 	}
-	if allowed == math.MaxInt {
-		// No budget is active for this reason: nothing limits it but the pool's size.
-		return total, nil
-	}
-	return allowed, nil
+	// No more than the pool's nodes can be disrupting, whatever a count says; with no budget
+	// active for this reason, nothing else limits it.
+	return min(allowed, total), nil
 }
 
 // isActive reports whether now is inside one of the budget's windows: the schedule's next hit
@@ -83,6 +83,10 @@ func nodes(value string, total int) (int, error) {
 		return (total*p + 99) / 100, nil
 	}
 	n, err := strconv.Atoi(value)
+	if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(value, "-") {
+		// The CRD admits any run of digits; one past what an int holds is more than any pool.
+		return math.MaxInt, nil
+	}
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("%q is neither a count nor a percentage", value)
 	}

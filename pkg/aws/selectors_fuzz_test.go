@@ -1,0 +1,72 @@
+package aws
+
+import (
+	"context"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+)
+
+// FuzzSelectorTerms resolves an EC2NodeClass's subnet selector term {tags: {key: value}} and its
+// AMI alias through the real SDK against the emulator. Properties: no panic; any key and value
+// the CRD admits reach EC2 intact (the term selects exactly the subnets whose tag matches, "*"
+// meaning any value and EC2's wildcards applying); an alias reads as a supported family with a
+// version and names its SSM parameters, or its error quotes the alias.
+func FuzzSelectorTerms(f *testing.F) {
+	for _, s := range [][3]string{{"karpenter.sh/discovery", "tailor", "al2023@latest"}, {"karpenter.sh/discovery", "*", "bottlerocket@v1.40.0"},
+		{"Name", "tail?r", "al2@v20250715"}, {"kubernetes.io/role/internal-elb", "1", "windows2022@latest"}, {"a=b&c", "x y%", "ubuntu@22"},
+		{"karpenter.sh/discovery", "[t]ailor", "AL2023"}, {"karpenter.sh/discovery", "tailor*", "@"}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	emu := emulator.Start(emulator.Options{ClusterName: "tailor"})
+	f.Cleanup(emu.Close)
+	cfg, err := SDKConfig(context.Background(), Options{Endpoint: emu.URL(), RetryMaxAttempts: 1, RetryMaxBackoff: time.Millisecond})
+	if err != nil {
+		f.Fatal(err)
+	}
+	r := NewResolver(cfg, "tailor", "1.36", nil)
+	all, err := ec2.NewFromConfig(cfg).DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{})
+	if err != nil || len(all.Subnets) == 0 {
+		f.Fatalf("the emulator has no subnets: %v", err)
+	}
+	f.Fuzz(func(t *testing.T, key, value, alias string) {
+		if family, version, err := parseAlias(alias); err != nil {
+			if !strings.Contains(err.Error(), alias) {
+				t.Fatalf("alias error does not quote %q: %v", alias, err)
+			}
+		} else if params, err := aliasParameters(family, version, "1.36"); err != nil || len(params) == 0 || version == "" {
+			t.Fatalf("alias %q read as %s@%s names no SSM parameter: %v", alias, family, version, err)
+		}
+		if key == "" || value == "" || len(key) > 127 || len(value) > 255 {
+			return // the CRD and EC2 refuse these
+		}
+		got, err := r.subnets(context.Background(), []awsv1.SubnetSelectorTerm{{Tags: map[string]string{key: value}}})
+		if err != nil {
+			t.Fatalf("selecting subnets by %q=%q: %v", key, value, err)
+		}
+		want := map[string]bool{}
+		for _, s := range all.Subnets {
+			for _, tag := range s.Tags {
+				v := aws.ToString(tag.Value)
+				if ok, _ := path.Match(value, v); aws.ToString(tag.Key) == key && (value == "*" || ok || value == v) {
+					want[aws.ToString(s.SubnetId)] = true
+				}
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("tags %q=%q select %d subnets, want %d", key, value, len(got), len(want))
+		}
+		for _, s := range got {
+			if !want[aws.ToString(s.SubnetId)] {
+				t.Fatalf("tags %q=%q select %s, which does not carry them", key, value, aws.ToString(s.SubnetId))
+			}
+		}
+	})
+}
