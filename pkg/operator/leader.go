@@ -19,16 +19,22 @@ import (
 
 // election is how this replica takes part in electing the one that schedules.
 type election struct {
+	// inProcess makes Tailor hold the election instead of kube-scheduler's app.Run; see
+	// leadThenRun.
+	inProcess bool
 	// identity names the replica in the Lease; empty means hostname_uuid, as kube-scheduler.
 	identity string
 	// keepLease leaves the Lease held when ctx ends, as a killed process does.
 	keepLease bool
 }
 
-// WithLeaderIdentity names this replica in the Lease's holderIdentity, so a caller that runs
-// several replicas can tell which one leads.
-func WithLeaderIdentity(id string) RunOption {
-	return func(c *runConfig) { c.election.identity = id }
+// WithReplicaInProcess is for a caller that runs several replicas in one process (the
+// sandbox): it names this one in the Lease's holderIdentity, so the caller can tell which leads,
+// and makes Tailor hold the election itself, since kube-scheduler's ends the process when it
+// stops leading. A production replica, one to a process, keeps kube-scheduler's election: its
+// standby serves /healthz, /readyz and /metrics, and losing the Lease ends the process.
+func WithReplicaInProcess(id string) RunOption {
+	return func(c *runConfig) { c.election.identity, c.election.inProcess = id, true }
 }
 
 // WithLeaseKeptOnStop makes a stop behave as a crash: the Lease is not released when ctx ends,
@@ -72,6 +78,11 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 		return fmt.Errorf("leaderElection: building the %s lock %s/%s: %w", cfg.ResourceLock, cfg.ResourceNamespace, cfg.ResourceName, err)
 	}
 	logger := klog.FromContext(ctx).WithValues("lease", cfg.ResourceNamespace+"/"+cfg.ResourceName, "identity", id)
+	// The elector has a context of its own, ended only once the scheduler it ran has returned:
+	// the Lease is released (ReleaseOnCancel) when the elector stops, and releasing it while the
+	// scheduler and Tailor's controllers still wind down would let a standby act beside them.
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
 	// began is closed when this replica starts leading, done when the scheduler it ran returned:
 	// OnStartedLeading runs on a goroutine of its own that elector.Run does not wait for.
 	// stopped, once set, keeps a late OnStartedLeading from starting anything.
@@ -79,8 +90,22 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 	var (
 		mu      sync.Mutex
 		stopped bool
+		lost    bool
 		runErr  error
 	)
+	// Asked to stop while standing by: stop electing at once. While leading, the scheduler's
+	// return stops it (below).
+	stopWatching := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case <-began:
+		default:
+			stopped = true
+			stopElecting()
+		}
+	})
+	defer stopWatching()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   cfg.LeaseDuration.Duration,
@@ -89,8 +114,12 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 		ReleaseOnCancel: !e.keepLease,
 		Name:            "tailor-scheduler",
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(leading context.Context) {
 				defer close(done)
+				// Whatever ends the scheduler, this replica stops electing: it holds no Lease it
+				// does not act on (a scheduler that returned early would otherwise keep the Lease
+				// renewed and nothing scheduling).
+				defer stopElecting()
 				mu.Lock()
 				if stopped {
 					mu.Unlock()
@@ -98,8 +127,15 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 				}
 				close(began)
 				mu.Unlock()
+				runCtx, cancel := context.WithCancel(leading)
+				defer cancel()
+				stopOnCancel := context.AfterFunc(ctx, cancel)
+				defer stopOnCancel()
 				logger.Info("Leading: starting the scheduler and Tailor")
-				runErr = schedule(ctx)
+				err := schedule(runCtx)
+				mu.Lock()
+				runErr, lost = err, leading.Err() != nil && ctx.Err() == nil
+				mu.Unlock()
 			},
 			OnStoppedLeading: func() { logger.Info("Stopped leading") },
 			OnNewLeader: func(holder string) {
@@ -112,20 +148,31 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 	if err != nil {
 		return fmt.Errorf("leaderElection: %w", err)
 	}
-	elector.Run(ctx)
+	elector.Run(electCtx)
 	mu.Lock()
 	stopped = true
 	mu.Unlock()
 	select {
 	case <-began:
-		// elector.Run cancelled the scheduler's context on its way out; let it wind down, so no
-		// goroutine of this replica still writes once a standby leads.
+		// The elector stops on its own when the Lease is lost; the scheduler is then winding
+		// down: no goroutine of this replica may still write once a standby leads.
 		<-done
 	default:
-		return nil // asked to stop while standing by
+		if ctx.Err() != nil {
+			return nil // asked to stop while standing by
+		}
+		return errors.New("leader election ended while standing by")
 	}
-	if ctx.Err() != nil {
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
 		return nil
+	case lost:
+		return errors.Join(ErrLostLease, runErr)
+	case runErr != nil:
+		return fmt.Errorf("the scheduler stopped while this replica led: %w", runErr)
+	default:
+		return errors.New("the scheduler stopped while this replica led")
 	}
-	return errors.Join(ErrLostLease, runErr)
 }

@@ -34,10 +34,13 @@ func WithWebhook(o webhook.Options) RunOption {
 }
 
 // Run is kube-scheduler's own Setup and Run with the Tailor plugin registered. With leader
-// election on, the scheduler runs only while this replica holds the Lease (see leadThenRun), so
-// a standby replica runs neither the scheduler nor Tailor's controllers. Tailor's controllers
-// start when the scheduler asks for its first pod. It returns when ctx ends, once Tailor's
-// controllers have stopped, or when either side fails or the Lease is lost (ErrLostLease).
+// election on, the scheduler schedules only while this replica holds the Lease, so a standby
+// runs none of Tailor's controllers: they start when the scheduler asks for its first pod. One
+// replica to a process (production) elects through kube-scheduler's app.Run, whose standby
+// serves health and metrics and whose leader ends the process when it loses the Lease; replicas
+// in one process (WithReplicaInProcess) elect through leadThenRun. It returns when ctx ends, once
+// Tailor's controllers have stopped, or when either side fails or the Lease is lost
+// (ErrLostLease).
 func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk clock.WithTicker, runOpts ...RunOption) error {
 	var rc runConfig
 	for _, o := range runOpts {
@@ -88,7 +91,7 @@ func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk 
 		defer configz.Delete("componentconfig")
 		return app.Run(ctx, cc, sched)
 	}
-	if cc.LeaderElection != nil {
+	if cc.LeaderElection != nil && rc.election.inProcess {
 		// app.Run must not elect again: leadThenRun holds the Lease.
 		cc.LeaderElection = nil
 		cc.ComponentConfig.LeaderElection.LeaderElect = false

@@ -49,7 +49,7 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &replica{name: name, cancel: cancel, errs: make(chan error, 1), exited: make(chan struct{})}
 	useCloud := func(kubernetes.Interface) (cloud.CloudProvider, error) { return c.Cloud, nil }
-	runOpts := []operator.RunOption{operator.WithLeaderIdentity(name), operator.WithLeaseKeptOnStop()}
+	runOpts := []operator.RunOption{operator.WithReplicaInProcess(name), operator.WithLeaseKeptOnStop()}
 	// Every replica of tailor-scheduler serves the webhook; the sandbox has one port for it, so
 	// only the first replica does.
 	if c.webhook != nil && len(c.replicas) == 0 {
