@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,14 +113,19 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		c.event(apis.ForEvents(claim), corev1.EventTypeWarning, BlockedReason, msg)
 		return Recheck, nil
 	}
-	if err := c.annotateNow(ctx, claim, now); err != nil {
-		return 0, fmt.Errorf("annotating NodeClaim %s %s: %w", claim.Name, karpv1.NodeClaimTerminationTimestampAnnotationKey, err)
-	}
 	cond := finding.Condition
 	msg := fmt.Sprintf("Node %s condition %s has been %s since %s (%s), longer than the %s the repair policy tolerates; replacing it",
 		node.Name, cond.Type, cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339), describe(cond), finding.Policy.Toleration)
 	if err := c.opts.Disrupter.Disrupt(ctx, claim, forceful.Reason{Method: Method, Event: Method, Message: msg}); err != nil {
 		return 0, err
+	}
+	// The deadline is written only once the claim is being deleted: written before, a failed or
+	// cut-off Disrupt would leave it on a claim that lives on, and a later voluntary drain of the
+	// node would skip its PodDisruptionBudgets. Should this write fail, the drain still goes on,
+	// through the budgets.
+	if err := c.annotateNow(ctx, claim, now); err != nil && !apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).Error(err, "Writing the repair's termination deadline; the drain honours PodDisruptionBudgets",
+			"nodeClaim", claim.Name, "annotation", karpv1.NodeClaimTerminationTimestampAnnotationKey)
 	}
 	metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(string(cond.Type), pool, claim.Labels[karpv1.CapacityTypeLabelKey]).Inc()
 	return 0, nil
