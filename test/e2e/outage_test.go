@@ -125,8 +125,15 @@ func (e *env) expectTailorGoroutinesEnd() {
 }
 
 func tailorGoroutines() []string {
+	// A dump cut short would hide the goroutines past its end: grow the buffer until it fits.
 	buf := make([]byte, 1<<22)
-	buf = buf[:runtime.Stack(buf, true)]
+	for n := runtime.Stack(buf, true); ; n = runtime.Stack(buf, true) {
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		for _, pkg := range tailorPackages {

@@ -61,8 +61,11 @@ type Call struct {
 	Throttled bool
 }
 
-// CallLog returns every request received so far, in order of arrival; tests count them per
-// second to see whether a client backs off.
+// maxCallLog is how many of the latest calls CallLog keeps at least (at most twice as many).
+const maxCallLog = 100_000
+
+// CallLog returns the requests received so far (the latest maxCallLog at least), in order of
+// arrival; tests count them per second to see whether a client backs off.
 func (e *Emulator) CallLog() []Call {
 	e.mu.Lock()
 	defer e.mu.Unlock()
