@@ -39,7 +39,7 @@ func openClaim(name string, requests corev1.ResourceList, reqs ...karpv1.NodeSel
 // launchTemplateOf reads the launched instance's template back through DescribeLaunchTemplateVersions.
 func (e *env) launchTemplateOf(t *testing.T, providerID string) *ec2types.ResponseLaunchTemplateData {
 	t.Helper()
-	cfg, err := tailoraws.SDKConfig(context.Background(), tailoraws.Options{Endpoint: e.emu.URL(), RetryMaxAttempts: 3, RetryMaxBackoff: time.Millisecond})
+	cfg, err := tailoraws.SDKConfig(context.Background(), tailoraws.Options{Endpoint: e.emu.URL(), RetryMaxAttempts: 3, RetryMaxBackoff: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
