@@ -24,22 +24,7 @@ func renderAL2(n Node, custom string) (string, error) {
 		// the kubelet's and containerd's directories on it.
 		b.WriteString(" \\\n--local-disks raid0")
 	}
-	flags := []string{
-		fmt.Sprintf("--node-labels=%q", labelFlag(n.Labels)),
-		fmt.Sprintf("--register-with-taints=%q", taintFlag(n.taintsWithUnregistered())),
-	}
-	if n.MaxPods > 0 {
-		flags = append(flags, fmt.Sprintf("--max-pods=%d", n.MaxPods))
-	}
-	if len(n.KubeReserved) > 0 {
-		flags = append(flags, "--kube-reserved="+mapFlag(n.KubeReserved, "="))
-	}
-	if len(n.SystemReserved) > 0 {
-		flags = append(flags, "--system-reserved="+mapFlag(n.SystemReserved, "="))
-	}
-	if len(n.EvictionHard) > 0 {
-		flags = append(flags, "--eviction-hard="+mapFlag(n.EvictionHard, "<"))
-	}
+	flags := kubeletFlags(n)
 	fmt.Fprintf(&b, " \\\n--kubelet-extra-args '%s'\n", strings.Join(flags, " "))
 
 	parts, err := customMIMEParts(custom, false)
@@ -140,4 +125,27 @@ func shellWords(s string) ([]string, error) {
 		words = append(words, cur.String())
 	}
 	return words, nil
+}
+
+// kubeletFlags are the kubelet arguments the AL2 and Windows bootstrap scripts both take as
+// their extra kubelet args: labels, taints (with the unregistered one), max pods, reservations
+// and the hard eviction thresholds.
+func kubeletFlags(n Node) []string {
+	flags := []string{
+		fmt.Sprintf("--node-labels=%q", labelFlag(n.Labels)),
+		fmt.Sprintf("--register-with-taints=%q", taintFlag(n.taintsWithUnregistered())),
+	}
+	if n.MaxPods > 0 {
+		flags = append(flags, fmt.Sprintf("--max-pods=%d", n.MaxPods))
+	}
+	if len(n.KubeReserved) > 0 {
+		flags = append(flags, "--kube-reserved="+mapFlag(n.KubeReserved, "="))
+	}
+	if len(n.SystemReserved) > 0 {
+		flags = append(flags, "--system-reserved="+mapFlag(n.SystemReserved, "="))
+	}
+	if len(n.EvictionHard) > 0 {
+		flags = append(flags, "--eviction-hard="+mapFlag(n.EvictionHard, "<"))
+	}
+	return flags
 }

@@ -28,22 +28,7 @@ func renderWindows(n Node, custom string) (string, error) {
 	if n.CABundle != "" {
 		fmt.Fprintf(&b, " -Base64ClusterCA '%s'", n.CABundle)
 	}
-	flags := []string{
-		fmt.Sprintf("--node-labels=%q", labelFlag(n.Labels)),
-		fmt.Sprintf("--register-with-taints=%q", taintFlag(n.taintsWithUnregistered())),
-	}
-	if n.MaxPods > 0 {
-		flags = append(flags, fmt.Sprintf("--max-pods=%d", n.MaxPods))
-	}
-	if len(n.KubeReserved) > 0 {
-		flags = append(flags, "--kube-reserved="+mapFlag(n.KubeReserved, "="))
-	}
-	if len(n.SystemReserved) > 0 {
-		flags = append(flags, "--system-reserved="+mapFlag(n.SystemReserved, "="))
-	}
-	if len(n.EvictionHard) > 0 {
-		flags = append(flags, "--eviction-hard="+mapFlag(n.EvictionHard, "<"))
-	}
+	flags := kubeletFlags(n)
 	fmt.Fprintf(&b, " -KubeletExtraArgs '%s'", strings.Join(flags, " "))
 	if len(n.ClusterDNS) > 0 {
 		fmt.Fprintf(&b, " -DNSClusterIP '%s'", n.ClusterDNS[0])
