@@ -19,8 +19,14 @@ unit: ## unit and table tests, fast
 	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
 
-e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e, the workload harness's fixed seeds, the CLI's sandbox tests, the chart applied
-	$(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... ./test/harness/ ./cmd/tailor/ ./charts/
+# Every test that starts a control plane. The e2e tests run one process each, E2E_JOBS side by
+# side: they wait on their clusters far more than they compute. Logs go to E2E_OUT; what failed
+# is printed last, so that the end of a CI log names it.
+E2E_JOBS ?= 2
+E2E_OUT ?= $(or $(TMPDIR),/tmp)/tailor-e2e
+E2E_RUN ?= .
+e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e (E2E_RUN selects), the workload harness's fixed seeds, the CLI's sandbox tests, the chart applied
+	JOBS=$(E2E_JOBS) OUT=$(E2E_OUT) RUN='$(E2E_RUN)' GO=$(GO) ./hack/e2e.sh
 
 FUZZTIME ?= 30s
 fuzz-parsers: ## every Go fuzz target of a parser of outside input (user data, TOML, budgets, requirements, selectors, SQS notices, the emulator's EC2 protocol) for FUZZTIME each

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
 
 // zoneNodes are three 2-cpu nodes, one per zone, as three launching NodeClaims will become.
@@ -111,3 +114,30 @@ func TestAdmissibleHonoursRoomKeptForOthers(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A node that has registered but whose NodeClaim has not initialized is weighed as its claim: the
+// Node may not carry the claim's labels yet, and a refusal read from it would clear nominations
+// the node honours a moment later. Once the claim initialized, the Node is what the scheduler
+// sees, and what admissible asks.
+func TestAdmissibleWeighsALaunchingNodeAsItsClaim(t *testing.T) {
+	testPlanner(t)
+	ctx := context.Background()
+	node := zoneNodes()[0] // registered without the pool's label
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pool-abc", Labels: map[string]string{"team": "a",
+		corev1.LabelTopologyZone: "zone-a"}}}
+	node.Spec.ProviderID = "fake:///zone-a/i-1"
+	claim.Status.NodeName, claim.Status.ProviderID, claim.Status.Allocatable = node.Name, node.Spec.ProviderID, node.Status.Allocatable
+	selecting := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} }
+	pods := []*corev1.Pod{newPod("a", "500m", "512Mi", selecting), newPod("b", "500m", "512Mi", selecting)}
+	wanted := []wantedNomination{{pods[0], node.Name}, {pods[1], node.Name}}
+
+	got := admissible(ctx, newSchedulerView(sim, []*corev1.Node{node}, pods, []*karpv1.NodeClaim{claim}, nil, "tailor"), wanted)
+	if len(got) != 2 {
+		t.Fatalf("launching node: admitted %d of 2 pods; its claim carries the label they select", len(got))
+	}
+	claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "", "", time.Now())
+	got = admissible(ctx, newSchedulerView(sim, []*corev1.Node{node}, pods, []*karpv1.NodeClaim{claim}, nil, "tailor"), wanted)
+	if len(got) != 0 {
+		t.Fatalf("initialized node without the label: admitted %d pods; the scheduler refuses them there", len(got))
+	}
+}

@@ -83,3 +83,32 @@ func TestForgetStaleKeepsWritesNewerThanTheListing(t *testing.T) {
 		t.Errorf("a plan onto a claim newer than the listing was forgotten: %v", cluster.Planned)
 	}
 }
+
+// A pod whose binding fails after Reserve is pending again with its plan: PostFilter still keeps
+// its nomination to the node planned for it, and the stranded watch still knows where it heads.
+func TestUnreserveGivesThePlanBack(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := New(Options{Clock: clk})
+	pod := newPod("a", "1", "1Gi")
+	p.mu.Lock()
+	p.destined[pod.UID] = destination{node: "n1", until: clk.Now().Add(NominationWindow)}
+	p.headFor(pod.UID, "n1")
+	p.admitted[pod.UID] = "n1"
+	p.mu.Unlock()
+	if node, ok := p.NominatedNode(pod); !ok || node != "n1" {
+		t.Fatalf("before Reserve: NominatedNode = %q, %v; want n1, true", node, ok)
+	}
+	p.Reserve(pod, "n1")
+	if _, ok := p.NominatedNode(pod); ok {
+		t.Fatalf("a reserved pod is still nominated by PostFilter")
+	}
+	p.Unreserve(pod, "n1")
+	if node, ok := p.NominatedNode(pod); !ok || node != "n1" {
+		t.Fatalf("after Unreserve: NominatedNode = %q, %v; want n1, true", node, ok)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h := p.headed[pod.UID]; h.node != "n1" {
+		t.Fatalf("after Unreserve the pod heads for %q, want n1", h.node)
+	}
+}

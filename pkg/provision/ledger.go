@@ -147,6 +147,11 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.admitted, uid)
 		}
 	}
+	for uid := range p.reserved {
+		if !unbound[uid] {
+			delete(p.reserved, uid)
+		}
+	}
 	return &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
 		maps.Clone(p.enqueued)
 }

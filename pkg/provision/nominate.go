@@ -34,8 +34,12 @@ func (p *Provisioner) Launched() {
 // NominatedNode returns the node PostFilter may nominate pod to: the node of the NodeClaim
 // planned for it, once the cloud has said what it will be, and only when the last nomination pass
 // found that the scheduler will take the pod there beside the other nominations (see nominate).
+// Once the claim has initialized, the pod keeps that node while it is still on its way there
+// (PlannedNode): PostFilter's answer is final for the cycle, and with none the scheduler's own
+// preemption clears the pod's nomination, which would open the room kept for it to other pods
+// just as its node is ready.
 func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
-	node, ok := p.claimNode(pod)
+	node, ok := p.PlannedNode(pod)
 	if !ok {
 		return "", false
 	}

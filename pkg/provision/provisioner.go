@@ -130,6 +130,8 @@ type Provisioner struct {
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
+	// reserved holds what Reserve took from a pod's plan until the pod binds or is unreserved.
+	reserved map[types.UID]reservedPlan
 	// told maps pending pods to the NodePools they were told cannot launch, with the cause, so
 	// each is told once (see tellUnavailable).
 	told map[types.UID]map[string]string
@@ -157,6 +159,7 @@ func New(opts Options) *Provisioner {
 		admitted:    map[types.UID]string{},
 		created:     map[string]createdClaim{},
 		destined:    map[types.UID]destination{},
+		reserved:    map[types.UID]reservedPlan{},
 		told:        map[types.UID]map[string]string{},
 
 		awaitedNodes: map[string]time.Time{},
@@ -194,6 +197,7 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 		p.refused[node][pod.Namespace+"/"+pod.Name] = pod
 		return false
 	}
+	p.reserved[pod.UID] = reservedPlan{claim: p.planned[pod.UID], destined: p.destined[pod.UID], headed: p.headed[pod.UID]}
 	delete(p.enqueued, pod.UID)
 	delete(p.planned, pod.UID)
 	delete(p.destined, pod.UID)
@@ -204,11 +208,33 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 	return true
 }
 
+// reservedPlan is what Reserve set aside of a pod's plan, given back if the binding fails.
+type reservedPlan struct {
+	claim    string
+	destined destination
+	headed   heading
+}
+
 // Unreserve undoes Reserve: the binding failed, and the pod goes back to the scheduling queue.
 func (p *Provisioner) Unreserve(pod *corev1.Pod, _ string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	delete(p.assumed, pod.UID)
-	p.mu.Unlock()
+	// The pod is pending again: it is still on its way to the node its plan chose, and without
+	// its plan PostFilter would let the scheduler clear its nomination there.
+	if r, ok := p.reserved[pod.UID]; ok {
+		delete(p.reserved, pod.UID)
+		if r.claim != "" {
+			p.planned[pod.UID] = r.claim
+			p.wrote(pod.UID)
+		}
+		if r.destined.node != "" {
+			p.destined[pod.UID] = r.destined
+		}
+		if r.headed.node != "" {
+			p.headed[pod.UID] = r.headed
+		}
+	}
 }
 
 // IsProvisionable reports whether pod may need capacity: one of ours, unbound, not being deleted
@@ -304,12 +330,16 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			pending = append(pending, pod)
 		}
 	}
-	pendingUIDs := make(map[types.UID]bool, len(pending))
-	for _, pod := range pending {
-		pendingUIDs[pod.UID] = true
+	// What a pod was told is kept while it is unbound, planned this time or not: one counted on a
+	// claim in flight is told again only if that claim fails for another reason.
+	unboundUIDs := make(map[types.UID]bool, len(pending))
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+			unboundUIDs[pod.UID] = true
+		}
 	}
 	if len(pending) == 0 {
-		p.tellUnavailable(nil, nil, pendingUIDs)
+		p.tellUnavailable(nil, nil, unboundUIDs)
 		p.nominateSoon(ctx)
 		return nil
 	}
@@ -362,7 +392,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 				"Pod should schedule on NodeClaim %s", claim.Name)
 		}
 	}
-	told := p.tellUnavailable(plan.Unplaceable, unavailable, pendingUIDs)
+	told := p.tellUnavailable(plan.Unplaceable, unavailable, unboundUIDs)
 	for _, u := range plan.Unplaceable {
 		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
 		if _, generic := u.Reasons[""]; generic && len(u.Reasons) == 1 && told[u.Pod.UID] {

@@ -32,6 +32,11 @@ type schedulerView struct {
 // newSchedulerView reads the view from the informers' lists and the scheduler's assumed pods.
 // pending are the pods of Tailor's scheduler not yet bound; the nominations among them start the
 // view's nominations.
+//
+// A node whose NodeClaim has not initialized is weighed as the claim says it will be, not as it
+// registered: until registration has synced the claim's labels and taints onto it, the Node may
+// lack a label its planned pods select, and a refusal read from it would clear nominations the
+// node will honour a moment later, letting other pods take the room kept for them.
 func newSchedulerView(sim *simulation.Simulator, nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim,
 	assumed map[types.UID]string, schedulerName string) *schedulerView {
 	var placed []*corev1.Pod
@@ -40,7 +45,7 @@ func newSchedulerView(sim *simulation.Simulator, nodes []*corev1.Node, pods []*c
 			placed = append(placed, p)
 		}
 	}
-	c := &Cluster{Nodes: nodes, Pods: placed, Claims: claims, Assumed: assumed}
+	c := &Cluster{Nodes: initializedNodes(nodes, claims), Pods: placed, Claims: claims, Assumed: assumed}
 	v := c.View(nil)
 	sv := &schedulerView{sim: sim, snapshot: schedcache.NewSnapshot(v.Pods, v.Nodes),
 		nominated: map[string][]fwk.PodInfo{}, nominatedTo: map[types.UID]string{}}
@@ -114,4 +119,25 @@ func (v *schedulerView) admits(ctx context.Context, pre preFiltered, pod *corev1
 		return status
 	}
 	return nil
+}
+
+// initializedNodes leaves out the nodes of NodeClaims that have not initialized: Cluster.View then
+// stands each in by its claim, under the node's name, with the pods bound there.
+func initializedNodes(nodes []*corev1.Node, claims []*karpv1.NodeClaim) []*corev1.Node {
+	launching := map[string]bool{}
+	for _, c := range claims {
+		if c.DeletionTimestamp == nil && c.Status.NodeName != "" && !c.IsTrue(karpv1.ConditionTypeInitialized) {
+			launching[c.Status.NodeName] = true
+		}
+	}
+	if len(launching) == 0 {
+		return nodes
+	}
+	out := make([]*corev1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if !launching[n.Name] {
+			out = append(out, n)
+		}
+	}
+	return out
 }

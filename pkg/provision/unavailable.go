@@ -65,12 +65,12 @@ func nodeClassName(np *karpv1.NodePool) string {
 // tellUnavailable gives each unplaceable pod one FailedProvisioning Event per unavailable pool
 // that would have served it, naming the pool, its node class and the reason; the same reason is
 // not told twice, however many plans run while it lasts. It returns the pods it told about some
-// pool (now or before). pending are the pods of this plan: what others were told is forgotten.
-func (p *Provisioner) tellUnavailable(unplaceable []Unplaceable, unavailable []unavailablePool, pending map[types.UID]bool) map[types.UID]bool {
+// pool (now or before). unbound are the pods not yet bound: what others were told is forgotten.
+func (p *Provisioner) tellUnavailable(unplaceable []Unplaceable, unavailable []unavailablePool, unbound map[types.UID]bool) map[types.UID]bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for uid := range p.told {
-		if !pending[uid] {
+		if !unbound[uid] {
 			delete(p.told, uid)
 		}
 	}

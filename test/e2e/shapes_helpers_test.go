@@ -112,23 +112,13 @@ func (s *shapeState) settled(pods int) (bool, string) {
 // nodeOf is the node the pod runs on.
 func (s *shapeState) nodeOf(p corev1.Pod) corev1.Node { return s.nodes[p.Spec.NodeName] }
 
-// readyBefore says whether a node of the case labelled key=value was Ready before pod p was
-// scheduled (both times are whole seconds, so a tie counts as not before).
-func (s *shapeState) readyBefore(key, value string, p corev1.Pod) bool {
-	var scheduled metav1.Time
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
-			scheduled = c.LastTransitionTime
-		}
-	}
-	for _, n := range s.nodes {
-		if n.Labels[key] != value {
-			continue
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastTransitionTime.Before(&scheduled) {
-				return true
-			}
+// launchedBefore says whether the NodeClaim of pod p's node was created no later than p (whole
+// seconds): a node that was there first was not launched for p, and the scheduler may bind p to
+// it by its own scores.
+func (s *shapeState) launchedBefore(p corev1.Pod) bool {
+	for _, c := range s.claims {
+		if c.Status.NodeName == p.Spec.NodeName {
+			return !c.CreationTimestamp.After(p.CreationTimestamp.Time)
 		}
 	}
 	return false

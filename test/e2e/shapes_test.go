@@ -86,9 +86,11 @@ var shapeCases = []shapeCase{
 					continue
 				}
 				// A preference is not a requirement: the plan puts prefer-arm pods on arm64, but
-				// when an amd64 node with room is Ready first, the scheduler binds them there, as
-				// kube-scheduler does under Karpenter. Once an arm64 node is Ready, it must win.
-				if app == "prefer-arm" && !s.readyBefore(corev1.LabelArchStable, arch, p) {
+				// the scheduler binds them by its own scores to whatever node has room when they
+				// come, as kube-scheduler does under Karpenter, an amd64 node launched for others
+				// included (an arm64 one may be full with the pods nominated to it). Tailor must
+				// never launch amd64 for them.
+				if app == "prefer-arm" && s.launchedBefore(p) {
 					continue
 				}
 				t.Errorf("%s pod %s runs on %s node %s", app, p.Name, n.Labels[corev1.LabelArchStable], n.Name)
