@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,9 @@ type Reading struct {
 	*sandbox.State
 	Pools      []karpv1.NodePool
 	DaemonSets []appsv1.DaemonSet
+	// Jobs say how many of their pods have succeeded: such a pod goes with its node when
+	// consolidation removes the node, and the Job, complete, makes no other.
+	Jobs []batchv1.Job
 	// Storage holds the PersistentVolumeClaims, PersistentVolumes and StorageClasses, which the
 	// Filter plugins read to place a pod with volumes.
 	Storage []runtime.Object
@@ -44,6 +48,11 @@ func Read(ctx context.Context, c *sandbox.Cluster) (*Reading, error) {
 		return nil, err
 	}
 	r.DaemonSets = dss.Items
+	jobs, err := c.Kube.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	r.Jobs = jobs.Items
 	if r.Storage, err = readStorage(ctx, c.Kube); err != nil {
 		return nil, err
 	}

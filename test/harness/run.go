@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -180,9 +181,19 @@ func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.
 // unsettled says what is still happening, or "".
 func unsettled(r *Reading, want int) string {
 	have := 0
+	succeededHere := map[string]int32{} // Job name -> its succeeded pods still listed
 	for _, p := range r.Pods {
 		if p.Namespace == workload.Namespace && !scheduling.IsDaemonSetPod(&p) && p.DeletionTimestamp == nil {
 			have++
+			if job := jobOf(&p); job != "" && p.Status.Phase == corev1.PodSucceeded {
+				succeededHere[job]++
+			}
+		}
+	}
+	// A Job's succeeded pod is gone once consolidation removed its node: it counts as there.
+	for _, j := range r.Jobs {
+		if j.Namespace == workload.Namespace && j.Status.Succeeded > succeededHere[j.Name] {
+			have += int(j.Status.Succeeded - succeededHere[j.Name])
 		}
 	}
 	if have != want {
@@ -220,4 +231,14 @@ func report(t *testing.T, s *workload.Scenario, which Cloud, findings []Finding,
 	}
 	t.Errorf("seed %d FAILED (%s, cloud %s): %d findings:%s\nevidence:\n  %s\nreproduce: go run ./cmd/tailor sandbox --cloud %s --apply %s --until-settled --report json",
 		s.Seed, s.Summary(), which, len(findings), b.String(), evidence, which, dir)
+}
+
+// jobOf names the Job that owns pod, or "".
+func jobOf(pod *corev1.Pod) string {
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "Job" {
+			return o.Name
+		}
+	}
+	return ""
 }
