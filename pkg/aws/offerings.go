@@ -156,8 +156,11 @@ func raid0(nc *awsv1.EC2NodeClass) bool {
 
 // offeringLabels are the labels a node from the offering carries on top of its type's.
 func offeringLabels(it *cloud.InstanceType, o cloud.Offering, zoneIDs map[string]string, region string) map[string]string {
-	labels := make(map[string]string, len(it.Labels)+4)
+	labels := make(map[string]string, len(it.Labels)+len(o.Labels)+4)
 	for k, v := range it.Labels {
+		labels[k] = v
+	}
+	for k, v := range o.Labels {
 		labels[k] = v
 	}
 	labels[corev1.LabelTopologyZone] = o.Zone
