@@ -78,6 +78,9 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 					Available: priced && !p.unavailable.has(key)})
 			}
 		}
+		if windowsBuild == "" {
+			it.Offerings = append(it.Offerings, p.reservedOfferings(it.Name, res.NodeClass.Status.CapacityReservations, subnetZones)...)
+		}
 		cloud.SortOfferingsByPrice(it.Offerings)
 		out = append(out, &launchableType{it: it, imageID: image, pods: r.pods, kube: r.kube, system: r.system, eviction: r.eviction})
 	}
@@ -170,4 +173,31 @@ func offeringLabels(it *cloud.InstanceType, o cloud.Offering, zoneIDs map[string
 		labels[awsv1.LabelTopologyZoneID] = id
 	}
 	return labels
+}
+
+// reservedOfferings are the type's offerings of capacity type reserved: one per capacity
+// reservation the node class selected, in its zone, priced as Karpenter prices them (see
+// reservedPriceDivisor) and available while the reservation has room. Windows classes get none:
+// the emulated and Karpenter-selected reservations are for Linux instances, and EC2 refuses to
+// put another platform in them.
+func (p *Provider) reservedOfferings(instanceType string, reservations []awsv1.CapacityReservation, zones sets.Set[string]) []cloud.Offering {
+	var out []cloud.Offering
+	for _, cr := range reservationsFor(reservations, instanceType) {
+		if !zones.Has(cr.AvailabilityZone) {
+			continue
+		}
+		price, priced := p.prices.onDemandPriceFor(false, instanceType)
+		out = append(out, cloud.Offering{Zone: cr.AvailabilityZone, CapacityType: karpv1.CapacityTypeReserved,
+			PricePerHour: price / reservedPriceDivisor,
+			Available:    priced && cr.State != "expiring" && p.resolver.reservations.room(cr.ID) > 0,
+			Labels:       map[string]string{awsv1.LabelCapacityReservationID: cr.ID, awsv1.LabelCapacityReservationType: reservationType(cr)}})
+	}
+	return out
+}
+
+func reservationType(cr awsv1.CapacityReservation) string {
+	if cr.ReservationType == "" {
+		return ReservationTypeDefault
+	}
+	return cr.ReservationType
 }

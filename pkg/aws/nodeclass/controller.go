@@ -48,6 +48,10 @@ type Options struct {
 	Clock            clock.WithTicker
 	Interval         time.Duration
 	NotReadyInterval time.Duration
+	// ReservationInterval, when shorter, is how often a Ready class that selects capacity
+	// reservations is resolved again: reservations are cancelled and expire, and the nodes in
+	// them drift only once the status says so.
+	ReservationInterval time.Duration
 	// Hash, when set, gives the class's static hash and its version, stamped on the class as
 	// annotations (as Karpenter does) so that kubectl shows what launches are compared with.
 	Hash func(nc *awsv1.EC2NodeClass) (hash, version string)
@@ -134,6 +138,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return 0, err
 	}
 	if ready := resolved.GetCondition(awsv1.ConditionTypeReady); ready != nil && ready.Status == metav1.ConditionTrue {
+		if len(nc.Spec.CapacityReservationSelectorTerms) > 0 && c.opts.ReservationInterval > 0 && c.opts.ReservationInterval < c.opts.Interval {
+			return c.opts.ReservationInterval, nil
+		}
 		return c.opts.Interval, nil
 	}
 	return c.opts.NotReadyInterval, nil
