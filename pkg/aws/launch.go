@@ -50,6 +50,10 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 		if perr != nil {
 			return nil, fmt.Errorf("%w; and without them: %w", err, perr)
 		}
+		// A new client token only if EC2 saw the reserved attempt: otherwise the claim's own token
+		// stays unused, and a retry after a crash that now tries a reservation gets back the
+		// instance this launches rather than a second one.
+		fallback.fallback = !errors.Is(err, errReservationsFull)
 		inst, err = p.launch(ctx, claim, nc, res, fallback)
 	}
 	if err != nil {
@@ -155,9 +159,13 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	case plan.capacityType == karpv1.CapacityTypeReserved:
 		target = karpv1.CapacityTypeOnDemand
 	}
+	token := clientToken(claim)
+	if plan.fallback {
+		token += "-fallback"
+	}
 	in := &ec2.CreateFleetInput{
 		Type:        ec2types.FleetTypeInstant,
-		ClientToken: aws.String(clientToken(claim)),
+		ClientToken: aws.String(token),
 		Context:     nc.Spec.Context,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(target)},
@@ -207,10 +215,10 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		}
 		inst := &launched{id: fi.InstanceIds[0], instanceType: string(fi.InstanceType), zone: zone,
 			capacityType: string(fi.Lifecycle), imageID: images[string(fi.InstanceType)]}
-		if plan.capacityType == karpv1.CapacityTypeReserved {
-			inst.capacityType = karpv1.CapacityTypeReserved
-			inst.reservationID = reservationOf[templateName(fi.LaunchTemplateAndOverrides)]
-			launchedInto = inst.reservationID
+		// An instance from a reservation's template is in it. (A repeated client token can
+		// answer with an earlier on-demand fallback's instance, whose template is not one.)
+		if id := reservationOf[templateName(fi.LaunchTemplateAndOverrides)]; id != "" {
+			inst.capacityType, inst.reservationID, launchedInto = karpv1.CapacityTypeReserved, id, id
 		}
 		return inst, nil
 	}

@@ -26,6 +26,9 @@ type launchOption struct {
 type launchPlan struct {
 	capacityType string
 	options      []launchOption
+	// fallback marks the launch after reserved capacity turned out full. It takes a client token
+	// of its own: EC2 answers a token it has seen with that call's result, the refusal.
+	fallback bool
 }
 
 // planLaunch picks the offerings for a claim: those whose labels meet its requirements and whose
