@@ -79,7 +79,10 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 			}
 		}
 		if windowsBuild == "" {
-			it.Offerings = append(it.Offerings, p.reservedOfferings(it.Name, res.NodeClass.Status.CapacityReservations, subnetZones)...)
+			// The class's own status, as its controller last wrote it, rather than the launch
+			// cache: a reservation is offered as soon as kubectl shows it, and no longer once
+			// it does not (Karpenter reads the status too).
+			it.Offerings = append(it.Offerings, p.reservedOfferings(it.Name, nc.Status.CapacityReservations, subnetZones)...)
 		}
 		cloud.SortOfferingsByPrice(it.Offerings)
 		out = append(out, &launchableType{it: it, imageID: image, pods: r.pods, kube: r.kube, system: r.system, eviction: r.eviction})
@@ -187,9 +190,12 @@ func (p *Provider) reservedOfferings(instanceType string, reservations []awsv1.C
 			continue
 		}
 		price, priced := p.prices.onDemandPriceFor(false, instanceType)
+		// A block within its lead time is expiring even before the status says so.
+		expiring := cr.State == "expiring" || (cr.EndTime != nil && reservationType(cr) == ReservationTypeCapacityBlock &&
+			!p.opts.Clock.Now().Before(cr.EndTime.Add(-CapacityBlockLead)))
 		out = append(out, cloud.Offering{Zone: cr.AvailabilityZone, CapacityType: karpv1.CapacityTypeReserved,
 			PricePerHour: price / reservedPriceDivisor,
-			Available:    priced && cr.State != "expiring" && p.resolver.reservations.room(cr.ID) > 0,
+			Available:    priced && !expiring && p.resolver.reservations.room(cr.ID) > 0,
 			Labels:       map[string]string{awsv1.LabelCapacityReservationID: cr.ID, awsv1.LabelCapacityReservationType: reservationType(cr)}})
 	}
 	return out
