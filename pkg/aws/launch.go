@@ -100,10 +100,6 @@ type launched struct {
 	reservationID string
 }
 
-// errReservationsFull says every reservation a reserved launch could use was taken by launches in
-// flight, so none was attempted.
-var errReservationsFull = errors.New("every capacity reservation the claim may use is taken by launches in flight")
-
 // launch ensures the launch templates and sends one instant CreateFleet. Offerings the fleet
 // reports short of capacity are avoided for the TTL, even when another one launched.
 func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, plan *launchPlan) (*launched, error) {
@@ -249,32 +245,6 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		return nil, &fleetError{code: code, msg: msg, detail: strings.Join(other, "; ")}
 	}
 	return nil, errors.New(msg)
-}
-
-// takeReservations keeps the reserved options whose reservation still has room, counting a
-// launch in flight against each until done.
-func (p *Provider) takeReservations(options []launchOption) ([]launchOption, []string, uint64) {
-	var ids []string
-	for _, o := range options {
-		if id := o.offering.Labels[awsv1.LabelCapacityReservationID]; !contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	taken, seq := p.resolver.reservations.take(ids)
-	var kept []launchOption
-	for _, o := range options {
-		if contains(taken, o.offering.Labels[awsv1.LabelCapacityReservationID]) {
-			kept = append(kept, o)
-		}
-	}
-	return kept, taken, seq
-}
-
-func templateName(lo *ec2types.LaunchTemplateAndOverridesResponse) string {
-	if lo == nil || lo.LaunchTemplateSpecification == nil {
-		return ""
-	}
-	return aws.ToString(lo.LaunchTemplateSpecification.LaunchTemplateName)
 }
 
 // clientToken is the idempotency token; EC2 allows 64 ASCII characters and a UID has 36.

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -188,4 +189,34 @@ func reservationsFor(status []awsv1.CapacityReservation, instanceType string) []
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// errReservationsFull says every reservation a reserved launch could use was taken by launches in
+// flight, so none was attempted.
+var errReservationsFull = errors.New("every capacity reservation the claim may use is taken by launches in flight")
+
+// takeReservations keeps the reserved options whose reservation still has room, counting a
+// launch in flight against each until done.
+func (p *Provider) takeReservations(options []launchOption) ([]launchOption, []string, uint64) {
+	var ids []string
+	for _, o := range options {
+		if id := o.offering.Labels[awsv1.LabelCapacityReservationID]; !contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	taken, seq := p.resolver.reservations.take(ids)
+	var kept []launchOption
+	for _, o := range options {
+		if contains(taken, o.offering.Labels[awsv1.LabelCapacityReservationID]) {
+			kept = append(kept, o)
+		}
+	}
+	return kept, taken, seq
+}
+
+func templateName(lo *ec2types.LaunchTemplateAndOverridesResponse) string {
+	if lo == nil || lo.LaunchTemplateSpecification == nil {
+		return ""
+	}
+	return aws.ToString(lo.LaunchTemplateSpecification.LaunchTemplateName)
 }
