@@ -54,7 +54,10 @@ spec:
 // (CapacityReservationDrift) and they are replaced; a Capacity Block's node is interrupted
 // CapacityBlockLead before the block ends, and its pod runs elsewhere.
 func TestCapacityReservations(t *testing.T) {
-	e := newAWSEnvTuned(t, awsCluster, emulator.Region, nil, func(o *tailoraws.Options) { o.CapacityReservationRefreshInterval = time.Second })
+	// The disruption loop's periods are shortened as in the other disruption tests, and the
+	// reservations are described every second, so that the test need not wait Karpenter's.
+	e := newAWSEnvTuned(t, awsCluster, emulator.Region, map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
+		func(o *tailoraws.Options) { o.CapacityReservationRefreshInterval = time.Second })
 	odcr := e.emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: fake.ZoneA, Total: 2,
 		MatchCriteria: emulator.MatchCriteriaTargeted, Tags: map[string]string{"team": "ml"}})
 	file := filepath.Join(t.TempDir(), "reserved.yaml")
