@@ -35,6 +35,7 @@ func (p *Provider) watchCapacityBlocks(ctx context.Context, handle cloud.Interru
 
 func (p *Provider) interruptEndingBlocks(ctx context.Context, handle cloud.InterruptionHandler, told map[string]bool) error {
 	inReservation := map[string][]ec2types.Instance{}
+	running := map[string]bool{}
 	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: aws.String("tag:kubernetes.io/cluster/" + p.opts.ClusterName), Values: []string{"owned"}},
 		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}},
@@ -46,10 +47,17 @@ func (p *Provider) interruptEndingBlocks(ctx context.Context, handle cloud.Inter
 		}
 		for _, r := range page.Reservations {
 			for _, inst := range r.Instances {
+				running[aws.ToString(inst.InstanceId)] = true
 				if id := aws.ToString(inst.CapacityReservationId); id != "" && !told[aws.ToString(inst.InstanceId)] {
 					inReservation[id] = append(inReservation[id], inst)
 				}
 			}
+		}
+	}
+	// Instances that are gone need no memory of their notice.
+	for id := range told {
+		if !running[id] {
+			delete(told, id)
 		}
 	}
 	if len(inReservation) == 0 {
