@@ -137,13 +137,20 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if err := c.stampHash(ctx, nc); err != nil {
 		return 0, err
 	}
-	if ready := resolved.GetCondition(awsv1.ConditionTypeReady); ready != nil && ready.Status == metav1.ConditionTrue {
-		if len(nc.Spec.CapacityReservationSelectorTerms) > 0 && c.opts.ReservationInterval > 0 && c.opts.ReservationInterval < c.opts.Interval {
-			return c.opts.ReservationInterval, nil
-		}
-		return c.opts.Interval, nil
+	return c.opts.requeueAfter(resolved), nil
+}
+
+// requeueAfter is when to resolve the class again: soon while it is not Ready, more often than
+// other classes when it selects capacity reservations.
+func (o Options) requeueAfter(resolved *awsv1.EC2NodeClass) time.Duration {
+	ready := resolved.GetCondition(awsv1.ConditionTypeReady)
+	switch {
+	case ready == nil || ready.Status != metav1.ConditionTrue:
+		return o.NotReadyInterval
+	case len(resolved.Spec.CapacityReservationSelectorTerms) > 0 && o.ReservationInterval > 0 && o.ReservationInterval < o.Interval:
+		return o.ReservationInterval
 	}
-	return c.opts.NotReadyInterval, nil
+	return o.Interval
 }
 
 // stampHash writes the class's hash annotations when they are not current.
