@@ -63,6 +63,11 @@ type Options struct {
 	// RequestLimitExceeded); 5 and 20 s when zero.
 	RetryMaxAttempts int
 	RetryMaxBackoff  time.Duration
+	// CapacityReservationRefreshInterval is how often the capacity reservations of node classes
+	// that select some are described again (so a cancelled or expired one drifts its nodes), and
+	// how often nodes in Capacity Blocks are checked against the blocks' end; 1 minute when zero,
+	// Karpenter's cadence for both.
+	CapacityReservationRefreshInterval time.Duration
 }
 
 // Defaults Tailor shares with Karpenter's AWS provider.
@@ -98,6 +103,9 @@ func (o *Options) defaults() error {
 	}
 	if o.RetryMaxBackoff == 0 {
 		o.RetryMaxBackoff = 20 * time.Second
+	}
+	if o.CapacityReservationRefreshInterval == 0 {
+		o.CapacityReservationRefreshInterval = time.Minute
 	}
 	if o.Endpoint != "" && o.Region == "" {
 		o.Region = "us-west-2"

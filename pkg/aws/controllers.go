@@ -28,7 +28,8 @@ func (p *Provider) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
 	p.controllersOnce.Do(func() {
 		p.controllers = []cloud.Runnable{&single{name: "ec2nodeclass", run: func(ctx context.Context) error {
 			c, err := nodeclass.New(nodeclass.Options{Clients: deps.Clients, Resolve: p.resolveStatus, Clock: tickerClock(p.opts.Clock),
-				Hash: func(nc *awsv1.EC2NodeClass) (string, string) { return NodeClassHash(nc), NodeClassHashVersion }})
+				ReservationInterval: p.opts.CapacityReservationRefreshInterval,
+				Hash:                func(nc *awsv1.EC2NodeClass) (string, string) { return NodeClassHash(nc), NodeClassHashVersion }})
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,8 @@ const (
 	DriftAMI           cloud.DriftReason = "AMIDrift"
 	DriftSecurityGroup cloud.DriftReason = "SecurityGroupDrift"
 	DriftSubnet        cloud.DriftReason = "SubnetDrift"
+	// DriftCapacityReservation: see reservationDrift.
+	DriftCapacityReservation cloud.DriftReason = "CapacityReservationDrift"
 )
 
 // IsDrifted implements cloud.CloudProvider: the node class's static hash changed, or the
@@ -68,12 +70,34 @@ func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (clou
 	if !have.Equal(want) {
 		return DriftSecurityGroup, nil
 	}
+	inSubnet := false
 	for _, s := range res.NodeClass.Status.Subnets {
-		if s.ID == aws.ToString(inst.SubnetId) {
-			return "", nil
+		inSubnet = inSubnet || s.ID == aws.ToString(inst.SubnetId)
+	}
+	if !inSubnet {
+		return DriftSubnet, nil
+	}
+	if reservationDrift(claim, nc) {
+		return DriftCapacityReservation, nil
+	}
+	return "", nil
+}
+
+// reservationDrift says whether the claim was launched into a capacity reservation that the node
+// class's status no longer lists: cancelled, expired, or no longer selected. The status written
+// by the class's controller is read rather than the launch cache, so drift follows what kubectl
+// shows; its instance keeps running as plain on-demand capacity until it is replaced.
+func reservationDrift(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass) bool {
+	id := claim.Labels[awsv1.LabelCapacityReservationID]
+	if id == "" || claim.Labels[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeReserved {
+		return false
+	}
+	for _, cr := range nc.Status.CapacityReservations {
+		if cr.ID == id {
+			return false
 		}
 	}
-	return DriftSubnet, nil
+	return true
 }
 
 // staticDrift compares the hash the claim was launched with to the node class's, when both were

@@ -104,12 +104,21 @@ func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(inst.InstanceId)}})
+	out, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(inst.InstanceId)}})
 	if isNotFound(err) {
 		return &cloud.NotFoundError{ProviderID: pid}
 	}
 	if err != nil {
 		return fmt.Errorf("terminating %s for nodeclaim %q: %w", pid, claim.Name, err)
+	}
+	// The first termination gives the instance's reservation slot back, so a replacement can
+	// use it before the reservation is described again.
+	if id := aws.ToString(inst.CapacityReservationId); id != "" {
+		for _, c := range out.TerminatingInstances {
+			if c.PreviousState != nil && contains(liveStates, string(c.PreviousState.Name)) {
+				p.resolver.reservations.released(id)
+			}
+		}
 	}
 	return nil
 }
@@ -153,6 +162,10 @@ func (p *Provider) claimFor(ctx context.Context, inst ec2types.Instance) *karpv1
 	labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeOnDemand
 	if inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 		labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeSpot
+	}
+	if id := aws.ToString(inst.CapacityReservationId); id != "" {
+		labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeReserved
+		labels[awsv1.LabelCapacityReservationID] = id
 	}
 	if pool := tags[awsv1.TagKeyNodePool]; pool != "" {
 		labels[karpv1.NodePoolLabelKey] = pool

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -22,15 +23,20 @@ var _ cloud.InterruptionSource = (*Provider)(nil)
 // its offering unavailable, so that the replacement, planned at once, goes elsewhere. A message
 // leaves the queue only once handle succeeded. Only one consumer runs at a time.
 func (p *Provider) HandleInterruptions(ctx context.Context, handle cloud.InterruptionHandler) error {
-	if p.opts.InterruptionQueue == "" {
-		<-ctx.Done()
-		return nil
-	}
 	if !p.consuming.CompareAndSwap(false, true) {
 		klog.FromContext(ctx).V(2).Info("Interruption queue already consumed; not consuming it twice")
 		return nil
 	}
 	defer p.consuming.Store(false)
+	// Capacity Blocks end on a schedule that EC2 sends no message about: a watcher turns their
+	// end into notices like the queue's. It ends with ctx, before this returns.
+	var blocks sync.WaitGroup
+	blocks.Go(func() { p.watchCapacityBlocks(ctx, handle) })
+	defer blocks.Wait()
+	if p.opts.InterruptionQueue == "" {
+		<-ctx.Done()
+		return nil
+	}
 	return p.consumeInterruptions(ctx, func(ctx context.Context, ev interruption.Event) error {
 		return p.handleInterruption(ctx, ev, handle)
 	})

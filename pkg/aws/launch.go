@@ -32,7 +32,7 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 		return nil, err
 	}
 	zoneIDs := zoneIDsOf(res)
-	plan, err := planLaunch(claim, types, zoneIDs, p.region())
+	plan, err := planLaunch(claim, types, zoneIDs, p.region(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -42,13 +42,27 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 		p.templates.forgetAll()
 		inst, err = p.launch(ctx, claim, nc, res, plan)
 	}
+	if plan.capacityType == karpv1.CapacityTypeReserved && (errors.Is(err, errReservationsFull) || cloud.IsInsufficientCapacity(err)) {
+		// The reservations are full (other claims took the last slots, or EC2 said so, which
+		// marked them): the claim falls back to the spot and on-demand offerings it allows, now.
+		klog.FromContext(ctx).V(2).Info("capacity reservations full; falling back", "nodeclaim", claim.Name, "reason", err.Error())
+		fallback, perr := planLaunch(claim, types, zoneIDs, p.region(), false)
+		if perr != nil {
+			return nil, fmt.Errorf("%w; and without them: %w", err, perr)
+		}
+		// A new client token only if EC2 saw the reserved attempt: otherwise the claim's own token
+		// stays unused, and a retry after a crash that now tries a reservation gets back the
+		// instance this launches rather than a second one.
+		fallback.fallback = !errors.Is(err, errReservationsFull)
+		inst, err = p.launch(ctx, claim, nc, res, fallback)
+	}
 	if err != nil {
 		return nil, classifyLaunch(err)
 	}
 	for _, t := range types {
 		if t.it.Name == inst.instanceType {
 			for _, o := range t.it.Offerings {
-				if o.Zone == inst.zone && o.CapacityType == inst.capacityType {
+				if o.Zone == inst.zone && o.CapacityType == inst.capacityType && o.Labels[awsv1.LabelCapacityReservationID] == inst.reservationID {
 					klog.FromContext(ctx).V(2).Info("launched EC2 instance", "nodeclaim", claim.Name, "instance", inst.id,
 						"instanceType", inst.instanceType, "zone", inst.zone, "capacityType", inst.capacityType, "price", o.PricePerHour)
 					out := hydrate(claim, nc, t, o, inst, zoneIDs, p.region())
@@ -82,6 +96,8 @@ func (p *Provider) nodeName(ctx context.Context, id string) string {
 
 type launched struct {
 	id, instanceType, zone, capacityType, imageID string
+	// reservationID is the capacity reservation it was launched into, for capacity type reserved.
+	reservationID string
 }
 
 // launch ensures the launch templates and sends one instant CreateFleet. Offerings the fleet
@@ -90,8 +106,20 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	configs := map[string]*ec2types.FleetLaunchTemplateConfigRequest{}
 	var order []string
 	images := map[string]string{}
-	for _, o := range plan.options {
-		spec, err := p.templateSpec(claim, nc, res, o.t)
+	options, taken, seq, block := plan.options, []string(nil), uint64(0), false
+	if plan.capacityType == karpv1.CapacityTypeReserved {
+		if options, taken, seq = p.takeReservations(plan.options); len(options) == 0 {
+			return nil, errReservationsFull
+		}
+		block = options[0].offering.Labels[awsv1.LabelCapacityReservationType] == ReservationTypeCapacityBlock
+	}
+	launchedInto := ""
+	defer func() { p.resolver.reservations.done(taken, seq, launchedInto) }()
+	// reservationOf names each template's reservation: one template per reservation, as its
+	// target is in the template.
+	reservationOf := map[string]string{}
+	for _, o := range options {
+		spec, err := p.templateSpec(claim, nc, res, o.t, o.offering)
 		if err != nil {
 			// User data that cannot be rendered fails every launch from the class alike.
 			return nil, &cloud.PermanentLaunchError{Code: "UserDataInvalid", Message: err.Error(), Err: err}
@@ -100,6 +128,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if err != nil {
 			return nil, fmt.Errorf("nodeclaim %q: %w", claim.Name, err)
 		}
+		reservationOf[name] = spec.CapacityReservationID
 		subnet := bestSubnet(res, o.offering.Zone)
 		if subnet == "" {
 			continue
@@ -117,20 +146,34 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		images[o.t.it.Name] = o.t.imageID
 	}
 	tags := ec2Tags(instanceTags(p.opts.ClusterName, claim, nc))
+	// A reserved launch is an on-demand launch aimed at a reservation (a Capacity Block's has a
+	// capacity type of its own); the templates name the reservations.
+	target := plan.capacityType
+	switch {
+	case block:
+		target = ReservationTypeCapacityBlock
+	case plan.capacityType == karpv1.CapacityTypeReserved:
+		target = karpv1.CapacityTypeOnDemand
+	}
+	token := clientToken(claim)
+	if plan.fallback {
+		token += "-fallback"
+	}
 	in := &ec2.CreateFleetInput{
 		Type:        ec2types.FleetTypeInstant,
-		ClientToken: aws.String(clientToken(claim)),
+		ClientToken: aws.String(token),
 		Context:     nc.Spec.Context,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(plan.capacityType)},
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(target)},
 		// The fleet is tagged too, so the IAM policy can require the ownership tags on every
 		// resource CreateFleet makes.
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags}, {ResourceType: ec2types.ResourceTypeFleet, Tags: tags}},
 	}
-	if plan.capacityType == karpv1.CapacityTypeSpot {
+	switch target {
+	case karpv1.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case karpv1.CapacityTypeOnDemand:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	for _, name := range order {
@@ -147,7 +190,12 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		ov := e.LaunchTemplateAndOverrides.Overrides
 		if unfulfillableCapacityCodes.Has(code) && ov != nil {
 			key := cloud.OfferingKey{InstanceType: string(ov.InstanceType), Zone: aws.ToString(ov.AvailabilityZone), CapacityType: plan.capacityType}
-			p.unavailable.mark(key)
+			if plan.capacityType == karpv1.CapacityTypeReserved {
+				// A full reservation says nothing of the type's other reservations or pools.
+				p.resolver.reservations.full(reservationOf[templateName(e.LaunchTemplateAndOverrides)])
+			} else {
+				p.unavailable.mark(key)
+			}
 			iced = append(iced, key)
 			continue
 		}
@@ -161,8 +209,14 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if ov := fi.LaunchTemplateAndOverrides.Overrides; ov != nil {
 			zone = aws.ToString(ov.AvailabilityZone)
 		}
-		return &launched{id: fi.InstanceIds[0], instanceType: string(fi.InstanceType), zone: zone,
-			capacityType: string(fi.Lifecycle), imageID: images[string(fi.InstanceType)]}, nil
+		inst := &launched{id: fi.InstanceIds[0], instanceType: string(fi.InstanceType), zone: zone,
+			capacityType: string(fi.Lifecycle), imageID: images[string(fi.InstanceType)]}
+		// An instance from a reservation's template is in it. (A repeated client token can
+		// answer with an earlier on-demand fallback's instance, whose template is not one.)
+		if id := reservationOf[templateName(fi.LaunchTemplateAndOverrides)]; id != "" {
+			inst.capacityType, inst.reservationID, launchedInto = karpv1.CapacityTypeReserved, id, id
+		}
+		return inst, nil
 	}
 	if len(other) == 0 && len(iced) > 0 {
 		return nil, &cloud.InsufficientCapacityError{Offerings: iced,
@@ -235,7 +289,7 @@ func instanceTags(cluster string, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClas
 }
 
 // templateSpec is the launch template for one launchable type of the claim.
-func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, t *launchableType) (templateSpec, error) {
+func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, t *launchableType, o cloud.Offering) (templateSpec, error) {
 	labels := kubeletLabels(claim.Labels)
 	labels[awsv1.LabelNodeClass] = nc.Name
 	node := userdata.Node{
@@ -257,6 +311,8 @@ func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass,
 	return templateSpec{ImageID: t.imageID, UserData: ud, SecurityGroups: groups, InstanceProfile: res.NodeClass.Status.InstanceProfile,
 		NetworkInterfaces: networkInterfaces(efaInterfaces(claim, t.it), nc.Spec.AssociatePublicIPAddress),
 		BlockDevices:      blockDeviceMappings(nc), Metadata: nc.Spec.MetadataOptions, Monitoring: deref(nc.Spec.DetailedMonitoring),
+		CapacityReservationID: o.Labels[awsv1.LabelCapacityReservationID],
+		CapacityBlock:         o.Labels[awsv1.LabelCapacityReservationType] == ReservationTypeCapacityBlock,
 		Tags: map[string]string{"kubernetes.io/cluster/" + p.opts.ClusterName: "owned", awsv1.TagKeyEKSClusterName: p.opts.ClusterName,
 			awsv1.TagKeyNodeClass: nc.Name}}, nil
 }

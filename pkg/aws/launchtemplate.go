@@ -32,6 +32,12 @@ type templateSpec struct {
 	// NetworkInterfaces are set only when the instance needs more than EC2's default interface:
 	// EFA interfaces, or a say on the public IPv4 address.
 	NetworkInterfaces []networkInterface `json:"networkInterfaces,omitempty"`
+	// CapacityReservationID is the reservation a reserved launch targets (one template per
+	// reservation); empty opts out of open reservations, as Karpenter's templates do, so spot and
+	// on-demand launches never use up a reservation the planner counts on.
+	CapacityReservationID string `json:"capacityReservationID,omitempty"`
+	// CapacityBlock launches into a Capacity Block, which needs its own market type.
+	CapacityBlock bool `json:"capacityBlock,omitempty"`
 }
 
 // networkInterface is one interface the instance starts with.
@@ -142,6 +148,15 @@ func templateData(spec templateSpec) *ec2types.RequestLaunchTemplateData {
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(spec.InstanceProfile)},
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(spec.Monitoring)},
 		TagSpecifications:  []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(spec.Tags)}},
+	}
+	data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+		CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone}
+	if spec.CapacityReservationID != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(spec.CapacityReservationID)}}
+	}
+	if spec.CapacityBlock {
+		data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
 	}
 	// EC2 takes security groups on the template or on its interfaces, never both.
 	for _, nic := range spec.NetworkInterfaces {

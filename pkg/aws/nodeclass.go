@@ -31,6 +31,8 @@ type Resolver struct {
 	profiles          *instanceProfiles
 	kubernetesVersion string
 	clock             clock.Clock
+	// reservations learns each capacity reservation's available count whenever one is described.
+	reservations *reservationTracker
 }
 
 // NewResolver builds a resolver on the SDK configuration; cluster names the instance profiles
@@ -40,7 +42,8 @@ func NewResolver(cfg aws.Config, cluster, kubernetesVersion string, clk clock.Cl
 		clk = clock.RealClock{}
 	}
 	return &Resolver{ec2: ec2.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg), kubernetesVersion: kubernetesVersion, clock: clk,
-		profiles: &instanceProfiles{iam: iam.NewFromConfig(cfg), cluster: cluster, region: cfg.Region, clock: clk, ok: map[string]time.Time{}}}
+		reservations: newReservationTracker(clk, DefaultUnavailableOfferingsTTL),
+		profiles:     &instanceProfiles{iam: iam.NewFromConfig(cfg), cluster: cluster, region: cfg.Region, clock: clk, ok: map[string]time.Time{}}}
 }
 
 // Resolution is a node class with its status filled in, plus what the status has no field for.
@@ -98,12 +101,17 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*Resolu
 	if err := r.instanceProfile(ctx, out, now); err != nil {
 		return nil, err
 	}
+	// Selecting no reservation is not a fault, as in Karpenter: the class launches on-demand and
+	// spot capacity, and reservations the terms select later are offered once they are described.
+	out.Status.CapacityReservations = nil
 	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
-		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionFalse, "CapacityReservationsUnsupported",
-			"Tailor does not launch into capacity reservations yet; remove capacityReservationSelectorTerms", now)
-	} else {
-		out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, "", "", now)
+		reservations, err := r.capacityReservations(ctx, nc.Spec.CapacityReservationSelectorTerms)
+		if err != nil {
+			return nil, err
+		}
+		out.Status.CapacityReservations = reservations
 	}
+	out.SetCondition(awsv1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, "", "", now)
 	// Karpenter validates with dry-run launches; Tailor checks what it would send that no
 	// launch could fix, and relies on launch errors for the rest.
 	if reason, message := validate(nc); reason != "" {

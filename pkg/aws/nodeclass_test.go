@@ -97,9 +97,11 @@ func TestResolve(t *testing.T) {
 		{name: "neither role nor instance profile", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.InstanceProfile = nil
 		}, wantReason: "InstanceProfileNotSet"},
-		{name: "capacity reservations", change: func(nc *awsv1.EC2NodeClass) {
+		// Selecting no reservation leaves the class Ready, as in Karpenter: it launches on-demand
+		// and spot capacity meanwhile (reservations_test.go covers what the terms select).
+		{name: "capacity reservation that does not exist", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-1"}}
-		}, wantReason: "CapacityReservationsUnsupported"},
+		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, emulator.Options{MaxPageSize: 1})

@@ -78,6 +78,12 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 					Available: priced && !p.unavailable.has(key)})
 			}
 		}
+		if windowsBuild == "" {
+			// The class's own status, as its controller last wrote it, rather than the launch
+			// cache: a reservation is offered as soon as kubectl shows it, and no longer once
+			// it does not (Karpenter reads the status too).
+			it.Offerings = append(it.Offerings, p.reservedOfferings(it.Name, nc.Status.CapacityReservations, subnetZones)...)
+		}
 		cloud.SortOfferingsByPrice(it.Offerings)
 		out = append(out, &launchableType{it: it, imageID: image, pods: r.pods, kube: r.kube, system: r.system, eviction: r.eviction})
 	}
@@ -156,8 +162,11 @@ func raid0(nc *awsv1.EC2NodeClass) bool {
 
 // offeringLabels are the labels a node from the offering carries on top of its type's.
 func offeringLabels(it *cloud.InstanceType, o cloud.Offering, zoneIDs map[string]string, region string) map[string]string {
-	labels := make(map[string]string, len(it.Labels)+4)
+	labels := make(map[string]string, len(it.Labels)+len(o.Labels)+4)
 	for k, v := range it.Labels {
+		labels[k] = v
+	}
+	for k, v := range o.Labels {
 		labels[k] = v
 	}
 	labels[corev1.LabelTopologyZone] = o.Zone
@@ -167,4 +176,34 @@ func offeringLabels(it *cloud.InstanceType, o cloud.Offering, zoneIDs map[string
 		labels[awsv1.LabelTopologyZoneID] = id
 	}
 	return labels
+}
+
+// reservedOfferings are the type's offerings of capacity type reserved: one per capacity
+// reservation the node class selected, in its zone, priced as Karpenter prices them (see
+// reservedPriceDivisor) and available while the reservation has room. Windows classes get none:
+// the emulated and Karpenter-selected reservations are for Linux instances, and EC2 refuses to
+// put another platform in them.
+func (p *Provider) reservedOfferings(instanceType string, reservations []awsv1.CapacityReservation, zones sets.Set[string]) []cloud.Offering {
+	var out []cloud.Offering
+	for _, cr := range reservationsFor(reservations, instanceType) {
+		if !zones.Has(cr.AvailabilityZone) {
+			continue
+		}
+		price, priced := p.prices.onDemandPriceFor(false, instanceType)
+		// A block within its lead time is expiring even before the status says so.
+		expiring := cr.State == "expiring" || (cr.EndTime != nil && reservationType(cr) == ReservationTypeCapacityBlock &&
+			!p.opts.Clock.Now().Before(cr.EndTime.Add(-CapacityBlockLead)))
+		out = append(out, cloud.Offering{Zone: cr.AvailabilityZone, CapacityType: karpv1.CapacityTypeReserved,
+			PricePerHour: price / reservedPriceDivisor,
+			Available:    priced && !expiring && p.resolver.reservations.room(cr.ID) > 0,
+			Labels:       map[string]string{awsv1.LabelCapacityReservationID: cr.ID, awsv1.LabelCapacityReservationType: reservationType(cr)}})
+	}
+	return out
+}
+
+func reservationType(cr awsv1.CapacityReservation) string {
+	if cr.ReservationType == "" {
+		return ReservationTypeDefault
+	}
+	return cr.ReservationType
 }

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
@@ -25,13 +26,20 @@ type launchOption struct {
 type launchPlan struct {
 	capacityType string
 	options      []launchOption
+	// fallback marks the launch after reserved capacity turned out full. It takes a client token
+	// of its own: EC2 answers a token it has seen with that call's result, the refusal.
+	fallback bool
 }
 
 // planLaunch picks the offerings for a claim: those whose labels meet its requirements and whose
-// allocatable covers its requests. Spot is used when allowed and available, skipping spot
-// offerings dearer than the cheapest on-demand one; the cheapest maxInstanceTypes types are kept.
-// zoneIDs and region complete the labels a node would carry.
-func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[string]string, region string) (*launchPlan, error) {
+// allocatable covers its requests. As in Karpenter, reserved capacity is used first when allowed
+// and available (and then only reservations of one type: a fleet launches either into ordinary
+// reservations or into Capacity Blocks); else spot when allowed and available, skipping spot
+// offerings dearer than the cheapest on-demand one; else on-demand. The cheapest
+// maxInstanceTypes types are kept. zoneIDs and region complete the labels a node would carry.
+// Without allowReserved, reserved offerings are left out: the fallback after the reservations
+// turned out full.
+func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[string]string, region string, allowReserved bool) (*launchPlan, error) {
 	sel, err := scheduling.NewSelector(scheduling.NodeSelectorRequirements(claim.Spec.Requirements))
 	if err != nil {
 		return nil, fmt.Errorf("nodeclaim %q: %w", claim.Name, err)
@@ -52,7 +60,7 @@ func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[st
 					labels[k] = v
 				}
 			}
-			if !sel.Matches(labels) {
+			if !sel.Matches(labels) || (!allowReserved && o.CapacityType == karpv1.CapacityTypeReserved) {
 				continue
 			}
 			matching++
@@ -90,10 +98,14 @@ func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[st
 	}
 	if len(spot) > 0 {
 		plan.capacityType = karpv1.CapacityTypeSpot
-		candidates = spot
+	}
+	if reserved := reservedOptions(candidates); len(reserved) > 0 {
+		plan.capacityType = karpv1.CapacityTypeReserved
+		candidates = reserved
 	}
 	for _, c := range candidates {
-		if c.offering.CapacityType == plan.capacityType {
+		if c.offering.CapacityType == plan.capacityType && (plan.capacityType != karpv1.CapacityTypeSpot ||
+			cheapestOnDemand < 0 || c.offering.PricePerHour <= cheapestOnDemand) {
 			plan.options = append(plan.options, c)
 		}
 	}
@@ -118,4 +130,26 @@ func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[st
 	}
 	plan.options = options
 	return plan, nil
+}
+
+// reservedOptions are the reserved candidates of the reservation type of the cheapest one.
+func reservedOptions(candidates []launchOption) []launchOption {
+	var out []launchOption
+	kind, cheapest := "", 0.0
+	for _, c := range candidates {
+		if c.offering.CapacityType != karpv1.CapacityTypeReserved {
+			continue
+		}
+		if len(out) == 0 || c.offering.PricePerHour < cheapest {
+			kind, cheapest = c.offering.Labels[awsv1.LabelCapacityReservationType], c.offering.PricePerHour
+		}
+		out = append(out, c)
+	}
+	kept := out[:0]
+	for _, c := range out {
+		if c.offering.Labels[awsv1.LabelCapacityReservationType] == kind {
+			kept = append(kept, c)
+		}
+	}
+	return kept
 }

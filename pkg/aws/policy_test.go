@@ -9,6 +9,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
 type statement struct {
@@ -70,6 +71,11 @@ func iamAction(action string) string {
 func TestPolicyAllowsEverythingTailorCalls(t *testing.T) {
 	e := newEnv(t, emulator.Options{})
 	ctx := context.Background()
+	e.emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: fake.ZoneA, Total: 1, Tags: mlTerm.Tags})
+	e.reserveClass(t, mlTerm)
+	if _, err := e.provider.Create(ctx, reservedClaim("r", "m5.large")); err != nil {
+		t.Fatal(err)
+	}
 	c, err := e.provider.Create(ctx, claim("a", karpv1.CapacityTypeSpot, "m5.large"))
 	if err != nil {
 		t.Fatal(err)

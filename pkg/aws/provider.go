@@ -73,7 +73,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	ec2c := ec2.NewFromConfig(cfg)
 	pc := pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricingRegion(cfg.Region) })
-	return &Provider{
+	p := &Provider{
 		opts:        opts,
 		cfg:         cfg,
 		regionName:  cfg.Region,
@@ -84,7 +84,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		unavailable: newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),
 		templates:   newLaunchTemplates(ec2c, opts.ClusterName, opts.Clock),
 		resolutions: map[string]cachedResolution{},
-	}, nil
+	}
+	p.resolver.reservations = newReservationTracker(opts.Clock, opts.UnavailableOfferingsTTL)
+	return p, nil
 }
 
 func (p *Provider) region() string { return p.regionName }

@@ -15,9 +15,10 @@ import (
 )
 
 // FuzzSelectorTerms resolves an EC2NodeClass's subnet selector term {tags: {key: value}} and its
-// AMI alias through the real SDK against the emulator. Properties: no panic; any key and value
-// the CRD admits reach EC2 intact (the term selects exactly the subnets whose tag matches, "*"
-// meaning any value and EC2's wildcards applying); an alias reads as a supported family with a
+// AMI alias through the real SDK against the emulator, and the same tags as a capacity reservation
+// selector term. Properties: no panic; any key and value the CRD admits reach EC2 intact (the term
+// selects exactly the subnets, and the reservations, whose tag matches, "*" meaning any value and
+// EC2's wildcards applying); an alias reads as a supported family with a
 // version and names its SSM parameters, or its error quotes the alias.
 func FuzzSelectorTerms(f *testing.F) {
 	for _, s := range [][3]string{{"karpenter.sh/discovery", "tailor", "al2023@latest"}, {"karpenter.sh/discovery", "*", "bottlerocket@v1.40.0"},
@@ -32,6 +33,8 @@ func FuzzSelectorTerms(f *testing.F) {
 		f.Fatal(err)
 	}
 	r := NewResolver(cfg, "tailor", "1.36", nil)
+	reservationTags := map[string]string{"karpenter.sh/discovery": "tailor", "Name": "tailor-ml"}
+	emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: "us-west-2a", Total: 1, Tags: reservationTags})
 	all, err := ec2.NewFromConfig(cfg).DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{})
 	if err != nil || len(all.Subnets) == 0 {
 		f.Fatalf("the emulator has no subnets: %v", err)
@@ -67,6 +70,15 @@ func FuzzSelectorTerms(f *testing.F) {
 			if !want[aws.ToString(s.SubnetId)] {
 				t.Fatalf("tags %q=%q select %s, which does not carry them", key, value, aws.ToString(s.SubnetId))
 			}
+		}
+		reservations, err := r.capacityReservations(context.Background(), []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{key: value}}})
+		if err != nil {
+			t.Fatalf("selecting capacity reservations by %q=%q: %v", key, value, err)
+		}
+		v, tagged := reservationTags[key]
+		matched, _ := path.Match(value, v)
+		if wantOne := tagged && (value == "*" || matched || value == v); (len(reservations) == 1) != wantOne {
+			t.Fatalf("tags %q=%q select reservations %v; the one reservation carries %v", key, value, reservations, reservationTags)
 		}
 	})
 }

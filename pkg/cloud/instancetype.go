@@ -40,6 +40,10 @@ type Offering struct {
 	PricePerHour float64
 	// Available is false while the cloud reports no capacity for it or it has no price.
 	Available bool
+	// Labels are what a node launched from this offering carries beyond its type's, zone and
+	// capacity type: on AWS, a reserved offering's capacity reservation ID and type. Pods and
+	// NodePools can select on them like on any other node label.
+	Labels map[string]string
 }
 
 // Allocatable is Capacity minus Overhead: what pods on a node of this type can request.

@@ -93,10 +93,11 @@ func newPoolState(p Pool) *poolState {
 		return ps
 	}
 	ps.free = free
+	reserved := namesCapacityType(ps.reqs)
 	for _, it := range p.InstanceTypes {
 		alloc := it.Allocatable()
 		for _, o := range it.Offerings {
-			if !o.Available {
+			if !o.Available || (o.CapacityType == karpv1.CapacityTypeReserved && !reserved) {
 				continue
 			}
 			labels := candidateLabels(p.NodePool, pinned, it, o)
@@ -218,6 +219,19 @@ func dominates(a, b *framework.Resource) bool {
 	return true
 }
 
+// namesCapacityType says whether the requirements constrain karpenter.sh/capacity-type. As in
+// Karpenter, only a NodePool that says which capacity types it takes launches into capacity
+// reservations (its requirement must then admit "reserved"): a pool that says nothing would
+// otherwise spend reservations bought for other workloads.
+func namesCapacityType(reqs []corev1.NodeSelectorRequirement) bool {
+	for _, r := range reqs {
+		if r.Key == karpv1.CapacityTypeLabelKey {
+			return true
+		}
+	}
+	return false
+}
+
 func isWellKnownLabel(key string) bool {
 	return karpv1.WellKnownLabels.Has(key) || awsv1.WellKnownLabels.Has(key)
 }
@@ -235,6 +249,9 @@ func candidateLabels(pool *karpv1.NodePool, pinned map[string]string, it *cloud.
 		labels[k] = v
 	}
 	for k, v := range it.Labels {
+		labels[k] = v
+	}
+	for k, v := range o.Labels {
 		labels[k] = v
 	}
 	labels[corev1.LabelTopologyZone] = o.Zone

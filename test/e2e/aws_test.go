@@ -62,6 +62,12 @@ func newAWSEnvFor(t *testing.T, clusterName, region string) *awsEnv {
 // newAWSEnvWith is newAWSEnvFor with Tailor plugin args (sandbox.Options.TailorArgs).
 func newAWSEnvWith(t *testing.T, clusterName, region string, tailorArgs map[string]any) *awsEnv {
 	t.Helper()
+	return newAWSEnvTuned(t, clusterName, region, tailorArgs, nil)
+}
+
+// newAWSEnvTuned is newAWSEnvWith with provider options changed by tune.
+func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[string]any, tune func(*tailoraws.Options)) *awsEnv {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e tests start a control plane; skipped in -short mode")
 	}
@@ -79,14 +85,18 @@ func newAWSEnvWith(t *testing.T, clusterName, region string, tailorArgs map[stri
 	t.Cleanup(e.emu.Close)
 	e.emu.CreateQueue(awsQueue)
 	var err error
-	e.provider, err = tailoraws.New(ctx, tailoraws.Options{ClusterName: clusterName, Region: region, Endpoint: e.emu.URL(), Clock: e.clock,
+	opts := tailoraws.Options{ClusterName: clusterName, Region: region, Endpoint: e.emu.URL(), Clock: e.clock,
 		InterruptionQueue: awsQueue, RetryMaxBackoff: 100 * time.Millisecond,
 		NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
 			return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
 		},
 		OnInterruption: func(_ context.Context, ev interruption.Event, providerID string) {
 			e.interrupted <- handledNotice{ev, providerID}
-		}})
+		}}
+	if tune != nil {
+		tune(&opts)
+	}
+	e.provider, err = tailoraws.New(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

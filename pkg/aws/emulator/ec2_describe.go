@@ -21,6 +21,7 @@ func (e *Emulator) serveEC2(w http.ResponseWriter, reqID, action string, q query
 		"CreateFleet":                    e.createFleet,
 		"DescribeInstances":              e.describeInstances,
 		"TerminateInstances":             e.terminateInstances,
+		"DescribeCapacityReservations":   e.describeCapacityReservations,
 	}
 	h, ok := handlers[action]
 	if !ok {

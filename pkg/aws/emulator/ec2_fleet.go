@@ -77,8 +77,11 @@ func (e *Emulator) createFleet(q query) (ec2Response, error) {
 	case karpv1.CapacityTypeSpot:
 		strategy = q.get("SpotOptions.AllocationStrategy")
 	case karpv1.CapacityTypeOnDemand:
+	case ReservationTypeCapacityBlock:
+		// Capacity Blocks take no allocation strategy: the template's reservation decides.
+		strategy = ""
 	default:
-		return nil, invalidParameter("DefaultTargetCapacityType %q is not spot or on-demand", capacityType)
+		return nil, invalidParameter("DefaultTargetCapacityType %q is not spot, on-demand or capacity-block", capacityType)
 	}
 	token := q.get("ClientToken")
 
@@ -192,6 +195,14 @@ func (e *Emulator) tryLaunch(c candidate, capacityType string, q query, token st
 	if code, msg := checkInterfaces(c.lt, e.instanceType(o.InstanceType)); code != "" {
 		return nil, code, msg
 	}
+	if (capacityType == ReservationTypeCapacityBlock) != (c.lt.MarketType == ReservationTypeCapacityBlock) {
+		return nil, "InvalidParameterValue", fmt.Sprintf("launch template %s has market type %q; capacity blocks need %q on the template and as the fleet's capacity type",
+			c.lt.Name, c.lt.MarketType, ReservationTypeCapacityBlock)
+	}
+	reservation, code, msg := e.reservationFor(c.lt, o.InstanceType, subnet.Zone, capacityType)
+	if code != "" {
+		return nil, code, msg
+	}
 	image := o.ImageID
 	if image == "" {
 		image = c.lt.ImageID
@@ -206,7 +217,7 @@ func (e *Emulator) tryLaunch(c candidate, capacityType string, q query, token st
 		State: "running", LaunchTemplate: c.lt.Name, LaunchTime: e.clock.Now(), ClientToken: token,
 		Tags: copyTags(specs["instance"]), VolumeTags: copyTags(specs["volume"]),
 		SecurityGroupIDs: instanceSecurityGroups(c.lt), InstanceProfile: c.lt.InstanceProfile,
-		NetworkInterfaces: copyInterfaces(c.lt.NetworkInterfaces),
+		NetworkInterfaces: copyInterfaces(c.lt.NetworkInterfaces), CapacityReservationID: reservation,
 	}
 	e.world.instances = append(e.world.instances, inst)
 	return inst, "", ""

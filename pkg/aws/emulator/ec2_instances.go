@@ -25,6 +25,8 @@ type Instance struct {
 	// NetworkInterfaces are the interfaces it was launched with from its template (EFA ones
 	// included); none means EC2's default interface.
 	NetworkInterfaces []NetworkInterface
+	// CapacityReservationID is the reservation it was launched into, if any.
+	CapacityReservationID string
 }
 
 // ProviderID is the Node's spec.providerID for the instance, as the AWS cloud provider sets it.
@@ -79,23 +81,24 @@ type groupXML struct {
 }
 
 type instanceXML struct {
-	InstanceID         string           `xml:"instanceId"`
-	ImageID            string           `xml:"imageId"`
-	State              instanceStateXML `xml:"instanceState"`
-	PrivateDNSName     string           `xml:"privateDnsName"`
-	InstanceType       string           `xml:"instanceType"`
-	LaunchTime         string           `xml:"launchTime"`
-	AvailabilityZone   string           `xml:"placement>availabilityZone"`
-	Tenancy            string           `xml:"placement>tenancy"`
-	SubnetID           string           `xml:"subnetId"`
-	VpcID              string           `xml:"vpcId"`
-	PrivateIPAddress   string           `xml:"privateIpAddress"`
-	Groups             []groupXML       `xml:"groupSet>item"`
-	Architecture       string           `xml:"architecture"`
-	InstanceLifecycle  string           `xml:"instanceLifecycle,omitempty"`
-	ClientToken        string           `xml:"clientToken,omitempty"`
-	IAMInstanceProfile string           `xml:"iamInstanceProfile>arn,omitempty"`
-	Tags               []tagXML         `xml:"tagSet>item"`
+	InstanceID            string           `xml:"instanceId"`
+	ImageID               string           `xml:"imageId"`
+	State                 instanceStateXML `xml:"instanceState"`
+	PrivateDNSName        string           `xml:"privateDnsName"`
+	InstanceType          string           `xml:"instanceType"`
+	LaunchTime            string           `xml:"launchTime"`
+	AvailabilityZone      string           `xml:"placement>availabilityZone"`
+	Tenancy               string           `xml:"placement>tenancy"`
+	SubnetID              string           `xml:"subnetId"`
+	VpcID                 string           `xml:"vpcId"`
+	PrivateIPAddress      string           `xml:"privateIpAddress"`
+	Groups                []groupXML       `xml:"groupSet>item"`
+	Architecture          string           `xml:"architecture"`
+	InstanceLifecycle     string           `xml:"instanceLifecycle,omitempty"`
+	ClientToken           string           `xml:"clientToken,omitempty"`
+	IAMInstanceProfile    string           `xml:"iamInstanceProfile>arn,omitempty"`
+	CapacityReservationID string           `xml:"capacityReservationId,omitempty"`
+	Tags                  []tagXML         `xml:"tagSet>item"`
 }
 
 type reservationXML struct {
@@ -133,6 +136,11 @@ func (e *Emulator) describeInstances(q query) (ec2Response, error) {
 				return []string{i.SubnetID}, true
 			case "client-token":
 				return []string{i.ClientToken}, true
+			case "capacity-reservation-id":
+				if i.CapacityReservationID == "" {
+					return nil, true
+				}
+				return []string{i.CapacityReservationID}, true
 			case "instance-lifecycle":
 				if i.CapacityType == "spot" {
 					return []string{"spot"}, true
@@ -154,7 +162,7 @@ func (e *Emulator) describeInstances(q query) (ec2Response, error) {
 		x := instanceXML{InstanceID: i.ID, ImageID: i.ImageID, State: stateXML(i.State), PrivateDNSName: i.PrivateDNSName,
 			InstanceType: i.InstanceType, LaunchTime: ec2Time(i.LaunchTime), AvailabilityZone: i.Zone, Tenancy: "default",
 			SubnetID: i.SubnetID, VpcID: VPCID, PrivateIPAddress: i.PrivateIP, Architecture: e.architecture(i.InstanceType),
-			ClientToken: i.ClientToken, Tags: tagsXML(i.Tags)}
+			ClientToken: i.ClientToken, Tags: tagsXML(i.Tags), CapacityReservationID: i.CapacityReservationID}
 		if i.InstanceProfile != "" {
 			x.IAMInstanceProfile = "arn:aws:iam::" + AccountID + ":instance-profile/" + i.InstanceProfile
 		}

@@ -25,6 +25,13 @@ type launchTemplateDataXML struct {
 	IamInstanceProfile *instanceProfileXML   `xml:"iamInstanceProfile,omitempty"`
 	NetworkInterfaces  []networkInterfaceXML `xml:"networkInterfaceSet>item,omitempty"`
 	BlockDevices       []blockDeviceXML      `xml:"blockDeviceMappingSet>item,omitempty"`
+	Reservation        *reservationSpecXML   `xml:"capacityReservationSpecification,omitempty"`
+	MarketType         string                `xml:"instanceMarketOptions>marketType,omitempty"`
+}
+
+type reservationSpecXML struct {
+	Preference    string `xml:"capacityReservationPreference,omitempty"`
+	ReservationID string `xml:"capacityReservationTarget>capacityReservationId,omitempty"`
 }
 
 type instanceProfileXML struct {
@@ -86,6 +93,10 @@ func (e *Emulator) describeLaunchTemplateVersions(q query) (ec2Response, error) 
 	if lt.InstanceProfile != "" {
 		data.IamInstanceProfile = &instanceProfileXML{Name: lt.InstanceProfile}
 	}
+	if lt.CapacityReservationID != "" || lt.CapacityReservationPreference != "" {
+		data.Reservation = &reservationSpecXML{Preference: lt.CapacityReservationPreference, ReservationID: lt.CapacityReservationID}
+	}
+	data.MarketType = lt.MarketType
 	for _, n := range lt.NetworkInterfaces {
 		data.NetworkInterfaces = append(data.NetworkInterfaces, networkInterfaceXML{AssociatePublicIPAddress: n.AssociatePublicIP,
 			DeviceIndex: n.DeviceIndex, NetworkCardIndex: n.NetworkCardIndex, InterfaceType: n.InterfaceType, Groups: n.SecurityGroupIDs})

@@ -18,6 +18,12 @@ type LaunchTemplate struct {
 	Volumes []Volume
 	// NetworkInterfaces are the interfaces instances start with; none means EC2's default one.
 	NetworkInterfaces []NetworkInterface
+	// CapacityReservationID is the reservation the template's instances launch into
+	// (CapacityReservationSpecification.CapacityReservationTarget), and
+	// CapacityReservationPreference its preference ("none" opts out of open reservations).
+	CapacityReservationID, CapacityReservationPreference string
+	// MarketType is InstanceMarketOptions.MarketType: "capacity-block" for Capacity Blocks.
+	MarketType string
 }
 
 // Volume is one EBS block device mapping.
@@ -74,6 +80,9 @@ func (e *Emulator) createLaunchTemplate(q query) (ec2Response, error) {
 		ID: e.newID("lt"), Name: name, Created: e.clock.Now(), Tags: tagSpecs(q, "TagSpecification")["launch-template"],
 		ImageID: data.get("ImageId"), UserData: string(userData), SecurityGroupIDs: data.list("SecurityGroupId"),
 		InstanceProfile: data.get("IamInstanceProfile.Name"), NetworkInterfaces: nics,
+		CapacityReservationID:         data.get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+		CapacityReservationPreference: data.get("CapacityReservationSpecification.CapacityReservationPreference"),
+		MarketType:                    data.get("InstanceMarketOptions.MarketType"),
 	}
 	for _, bdm := range data.items("BlockDeviceMapping") {
 		size, err := bdm.int("Ebs.VolumeSize", 0)

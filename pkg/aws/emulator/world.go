@@ -64,6 +64,7 @@ type world struct {
 	fleets          map[string]*createFleetOutput
 	roles           map[string]*Role
 	profiles        map[string]*InstanceProfile
+	reservations    []*CapacityReservation
 }
 
 // seedWorld creates one subnet per zone and a node security group, all tagged for discovery by

@@ -48,6 +48,10 @@ type Options struct {
 	Clock            clock.WithTicker
 	Interval         time.Duration
 	NotReadyInterval time.Duration
+	// ReservationInterval, when shorter, is how often a Ready class that selects capacity
+	// reservations is resolved again: reservations are cancelled and expire, and the nodes in
+	// them drift only once the status says so.
+	ReservationInterval time.Duration
 	// Hash, when set, gives the class's static hash and its version, stamped on the class as
 	// annotations (as Karpenter does) so that kubectl shows what launches are compared with.
 	Hash func(nc *awsv1.EC2NodeClass) (hash, version string)
@@ -133,10 +137,20 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if err := c.stampHash(ctx, nc); err != nil {
 		return 0, err
 	}
-	if ready := resolved.GetCondition(awsv1.ConditionTypeReady); ready != nil && ready.Status == metav1.ConditionTrue {
-		return c.opts.Interval, nil
+	return c.opts.requeueAfter(resolved), nil
+}
+
+// requeueAfter is when to resolve the class again: soon while it is not Ready, more often than
+// other classes when it selects capacity reservations.
+func (o Options) requeueAfter(resolved *awsv1.EC2NodeClass) time.Duration {
+	ready := resolved.GetCondition(awsv1.ConditionTypeReady)
+	switch {
+	case ready == nil || ready.Status != metav1.ConditionTrue:
+		return o.NotReadyInterval
+	case len(resolved.Spec.CapacityReservationSelectorTerms) > 0 && o.ReservationInterval > 0 && o.ReservationInterval < o.Interval:
+		return o.ReservationInterval
 	}
-	return c.opts.NotReadyInterval, nil
+	return o.Interval
 }
 
 // stampHash writes the class's hash annotations when they are not current.

@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// reservationManifests: a class that selects the reservations tagged team=ml, and a NodePool that
+// takes reserved capacity first and on-demand otherwise, of one type so each pod below needs a
+// node of its own. Consolidation is off so that only what is tested moves pods.
+const reservationManifests = `
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: reserved}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-tailor
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: tailor}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: tailor}}]
+  capacityReservationSelectorTerms: [{tags: {team: ml}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: reserved}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: reserved}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [reserved, on-demand]}
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+  disruption:
+    consolidateAfter: Never
+    budgets: [{nodes: "100%"}]
+`
+
+// TestCapacityReservations, on the AWS provider: pods land in a reservation first, up to its
+// count, and the rest on-demand; cancelling the reservation drifts its nodes
+// (CapacityReservationDrift) and they are replaced; a Capacity Block's node is interrupted
+// CapacityBlockLead before the block ends, and its pod runs elsewhere.
+func TestCapacityReservations(t *testing.T) {
+	// The disruption loop's periods are shortened as in the other disruption tests, and the
+	// reservations are described every second, so that the test need not wait Karpenter's.
+	e := newAWSEnvTuned(t, awsCluster, emulator.Region, map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
+		func(o *tailoraws.Options) { o.CapacityReservationRefreshInterval = time.Second })
+	odcr := e.emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: fake.ZoneA, Total: 2,
+		MatchCriteria: emulator.MatchCriteriaTargeted, Tags: map[string]string{"team": "ml"}})
+	file := filepath.Join(t.TempDir(), "reserved.yaml")
+	if err := os.WriteFile(file, []byte(reservationManifests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{file}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReservations(odcr)
+	d := deploymentOf("ml", 3, "1200m", "512Mi")
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two pods in the reservation, the third on-demand.
+	e.waitRunning("app=ml", 3, time.Minute)
+	if got, want := e.placement("app=ml"), []string{"on-demand/", "reserved/" + odcr, "reserved/" + odcr}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pods run on %v, want %v", got, want)
+	}
+	if r := e.emu.CapacityReservations()[0]; r.Available != 0 {
+		t.Errorf("reservation %s has %d available with two nodes in it", odcr, r.Available)
+	}
+
+	// Cancelled: its nodes drift and are replaced by on-demand ones.
+	reservedClaims := e.claimsIn(odcr)
+	if err := e.emu.CancelCapacityReservation(odcr); err != nil {
+		t.Fatal(err)
+	}
+	e.waitAllDrifted(reservedClaims, string(tailoraws.DriftCapacityReservation))
+	e.waitFor("pods to leave the cancelled reservation", time.Minute, func() (bool, string) {
+		got := e.placement("app=ml")
+		return fmt.Sprint(got) == fmt.Sprint([]string{"on-demand/", "on-demand/", "on-demand/"}) && e.readyPods("app=ml") == 3, fmt.Sprint(got)
+	})
+
+	// A Capacity Block: the next pod lands in it; CapacityBlockLead before its end, its node is
+	// interrupted and the pod moves to on-demand capacity.
+	end := e.clock.Now().Add(tailoraws.CapacityBlockLead + 10*time.Minute)
+	block := e.emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: fake.ZoneB, Total: 1,
+		Type: emulator.ReservationTypeCapacityBlock, MatchCriteria: emulator.MatchCriteriaTargeted, EndTime: end, Tags: map[string]string{"team": "ml"}})
+	e.waitReservations(block)
+	e.scale(d, 4)
+	e.waitRunning("app=ml", 4, time.Minute)
+	if got := e.placement("app=ml"); got[len(got)-1] != "reserved/"+block {
+		t.Fatalf("pods run on %v, want one in capacity block %s", got, block)
+	}
+	blockClaims := e.claimsIn(block)
+	e.clock.Step(10*time.Minute + time.Second)
+	e.waitFor("the capacity block's node to go", time.Minute, func() (bool, string) {
+		_, err := e.cluster.Tailor.KarpenterV1().NodeClaims().Get(e.ctx, blockClaims[0], metav1.GetOptions{})
+		got := e.placement("app=ml")
+		return err != nil && e.readyPods("app=ml") == 4 && got[len(got)-1] == "on-demand/", fmt.Sprint(got)
+	})
+	found := false
+	for _, ev := range e.eventsFor(string(cloud.InterruptionCapacityReservation), "NodeClaim") {
+		found = found || ev.Regarding.Name == blockClaims[0]
+	}
+	if !found {
+		t.Errorf("no %s Event on NodeClaim %s", cloud.InterruptionCapacityReservation, blockClaims[0])
+	}
+}
+
+// waitReservations waits for EC2NodeClass reserved to list exactly the reservations.
+func (e *awsEnv) waitReservations(ids ...string) {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("EC2NodeClass reserved to list reservations %v", ids), 30*time.Second, func() (bool, string) {
+		nc, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "reserved", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var got []string
+		for _, cr := range nc.Status.CapacityReservations {
+			if cr.State == "active" {
+				got = append(got, cr.ID)
+			}
+		}
+		ready := nc.GetCondition(awsv1.ConditionTypeReady)
+		return ready != nil && ready.Status == metav1.ConditionTrue && fmt.Sprint(got) == fmt.Sprint(ids), fmt.Sprint(got)
+	})
+}
+
+// placement is "capacity-type/reservation-id" of each running pod's node, sorted.
+func (e *awsEnv) placement(selector string) []string {
+	e.t.Helper()
+	pods, err := e.cluster.Kube.CoreV1().Pods("default").List(e.ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		out = append(out, n.Labels[karpv1.CapacityTypeLabelKey]+"/"+n.Labels[awsv1.LabelCapacityReservationID])
+	}
+	sort.Strings(out)
+	return out
+}
+
+// claimsIn names the NodeClaims launched into the reservation.
+func (e *awsEnv) claimsIn(reservation string) []string {
+	e.t.Helper()
+	list, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{LabelSelector: awsv1.LabelCapacityReservationID + "=" + reservation})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, c := range list.Items {
+		out = append(out, c.Name)
+	}
+	if len(out) == 0 {
+		e.t.Fatalf("no NodeClaim in reservation %s", reservation)
+	}
+	return out
+}
+
+// waitAllDrifted waits until each claim has been seen Drifted for reason. A claim must be seen
+// drifted before it is replaced and gone: polls are far apart less than a replacement takes.
+func (e *awsEnv) waitAllDrifted(claims []string, reason string) {
+	e.t.Helper()
+	seen := map[string]bool{}
+	e.waitFor(fmt.Sprintf("NodeClaims %v Drifted=%s", claims, reason), time.Minute, func() (bool, string) {
+		for _, name := range claims {
+			if seen[name] {
+				continue
+			}
+			c, err := e.cluster.Tailor.KarpenterV1().NodeClaims().Get(e.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				e.t.Fatalf("NodeClaim %s went before it was seen Drifted=%s: %v", name, reason, err)
+			}
+			if cond := c.GetCondition(karpv1.ConditionTypeDrifted); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == reason {
+				seen[name] = true
+			}
+		}
+		return len(seen) == len(claims), fmt.Sprint(seen)
+	})
+}
