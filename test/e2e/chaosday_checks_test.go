@@ -227,3 +227,39 @@ func (e *chaosDayEnv) readyNodes() []corev1.Node {
 	slices.SortFunc(out, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// describeFleet writes out the pods, nodes and NodeClaims, for a failure to show where the fleet
+// stood.
+func (e *chaosDayEnv) describeFleet() string {
+	var b strings.Builder
+	if pods, err := e.cluster.Kube.CoreV1().Pods("").List(e.ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "pod %s: node %q nominated %q phase %s deleting %v\n", p.Name, p.Spec.NodeName, p.Status.NominatedNodeName, p.Status.Phase, p.DeletionTimestamp != nil)
+		}
+	}
+	if nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			fmt.Fprintf(&b, "node %s: %s deleting %v finalizers %v taints %v\n", n.Name, n.Spec.ProviderID, n.DeletionTimestamp != nil, n.Finalizers, n.Spec.Taints)
+		}
+	}
+	if claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{}); err == nil {
+		for _, c := range claims.Items {
+			var conds []string
+			for _, cond := range c.Status.Conditions {
+				conds = append(conds, fmt.Sprintf("%s=%s(%s: %s)", cond.Type, cond.Status, cond.Reason, cond.Message))
+			}
+			fmt.Fprintf(&b, "nodeclaim %s: %s node %q deleting %v finalizers %v annotations %v conditions %v\n", c.Name, c.Status.ProviderID, c.Status.NodeName,
+				c.DeletionTimestamp != nil, c.Finalizers, c.Annotations, conds)
+		}
+	}
+	if pdbs, err := e.cluster.Kube.PolicyV1().PodDisruptionBudgets("").List(e.ctx, metav1.ListOptions{}); err == nil {
+		for _, pdb := range pdbs.Items {
+			st := pdb.Status
+			fmt.Fprintf(&b, "pdb %s: healthy %d of %d desired, %d allowed, disrupted pods %v\n", pdb.Name, st.CurrentHealthy, st.DesiredHealthy, st.DisruptionsAllowed, st.DisruptedPods)
+		}
+	}
+	for _, inst := range e.emu.Instances() {
+		fmt.Fprintf(&b, "instance %s: %s %s claim %q\n", inst.ID, inst.State, inst.InstanceType, inst.Tags[awsv1.TagKeyNodeClaim])
+	}
+	return b.String()
+}
