@@ -42,9 +42,16 @@ func (e *chaosDayEnv) chaosDayFaults(app string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
+	exists := map[string]bool{}
+	for _, n := range nodes.Items {
+		exists[n.Name] = true
+	}
 	for _, p := range pods.Items {
-		if p.Spec.NodeName == "" {
+		switch {
+		case p.Spec.NodeName == "":
 			faults = append(faults, fmt.Sprintf("pod %s is Pending", p.Name))
+		case !exists[p.Spec.NodeName]:
+			faults = append(faults, fmt.Sprintf("pod %s is bound to node %s, which is gone", p.Name, p.Spec.NodeName))
 		}
 	}
 

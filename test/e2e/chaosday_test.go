@@ -123,6 +123,7 @@ func runChaosDay(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	loss := e.watchPodLoss(chaosDayApp)
 	// 1. Scale-up: the Deployment's pods are all new; nothing is disrupted yet.
 	e.phase("scale-up", plan.restarts[0], func() {}, nil)
 
@@ -153,6 +154,7 @@ func runChaosDay(t *testing.T, seed uint64) {
 	}, func() []string { return e.stillClaimed(expired) })
 
 	avail.Stop(e, chaosDayMaxUnavailable)
+	loss.Stop(e)
 	if visible, inFlight := e.emu.QueueDepth(awsQueue); visible+inFlight != 0 {
 		t.Errorf("the interruption queue still holds %d notices and %d in flight", visible, inFlight)
 	}
