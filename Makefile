@@ -48,10 +48,10 @@ SEEDS ?= 100
 FIRST ?= 1000
 JOBS ?= 2
 
-# The chaos day: Tailor restarted at seeded points of a scripted day, one seed at a time (about a
-# minute each); make chaos runs 10. OUT= keeps the log.
+# The chaos day: Tailor restarted at seeded points of a scripted day; its regression seeds, then
+# SEEDS seeds from FIRST, one at a time (about a minute each); make chaos runs 10. OUT= keeps the log.
 CHAOS_SEEDS ?= 10
-chaos-day: ## the chaos day over SEEDS seeds (default 10) from FIRST; the failing seeds are listed
+chaos-day: ## the chaos day: its regression seeds, then SEEDS seeds (default 10) from FIRST; the failing seeds are listed
 	SEEDS=$(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),$(CHAOS_SEEDS)) FIRST=$(FIRST) OUT=$(OUT) GO=$(GO) ./hack/chaos-day.sh
 
 fuzz: ## the workload harness over SEEDS generated scenarios from FIRST, in JOBS processes; failing seeds' manifests and the logs go to OUT

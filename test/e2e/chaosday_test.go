@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,11 +20,20 @@ import (
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 )
 
-// chaosDayFixedSeeds run in `make test`; `make chaos-day SEEDS=N FIRST=M` runs N seeds from M.
+// chaosDayFixedSeeds run in `make test`; `make chaos-day SEEDS=N FIRST=M` runs N seeds from M
+// after chaosDayRegressionSeeds. Seed 1 is itself a regression seed: its first run restarted
+// Tailor while expiration's drain was evicting, and the drain then waited two minutes on a
+// budget the cut eviction had spent (fixed: termination finishes an eviction its budget granted;
+// TestDrainFinishesAnEvictionItsBudgetGranted pins it without depending on timing).
 var chaosDayFixedSeeds = []uint64{1}
 
-// chaosDaySeedsEnv and chaosDayFirstEnv choose other seeds: CHAOSDAY_SEEDS=N runs N seeds from
-// CHAOSDAY_FIRST (default 1000); CHAOSDAY_SEEDS=3,17 (or 7, with the comma) runs those.
+// chaosDayRegressionSeeds found the same defect mid-consolidation (1000, 1003) and mid-drift
+// (1004); a minute each, so they run in make chaos-day, not make test.
+var chaosDayRegressionSeeds = []uint64{1000, 1003, 1004}
+
+// chaosDaySeedsEnv and chaosDayFirstEnv choose other seeds: CHAOSDAY_SEEDS=N runs the regression
+// seeds and N seeds from CHAOSDAY_FIRST (default 1000); CHAOSDAY_SEEDS=3,17 (or 7, with the
+// comma) runs just those.
 const (
 	chaosDaySeedsEnv = "CHAOSDAY_SEEDS"
 	chaosDayFirstEnv = "CHAOSDAY_FIRST"
@@ -98,9 +108,11 @@ func chaosDaySeeds() ([]uint64, error) {
 			return nil, fmt.Errorf("%s=%q: %w", chaosDayFirstEnv, f, err)
 		}
 	}
-	out := make([]uint64, count)
-	for i := range out {
-		out[i] = first + uint64(i)
+	out := append([]uint64{}, chaosDayRegressionSeeds...)
+	for i := range count {
+		if seed := first + i; !slices.Contains(out, seed) {
+			out = append(out, seed)
+		}
 	}
 	return out, nil
 }
