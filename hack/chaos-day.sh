@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Runs the chaos day (test/e2e TestChaosDay) over its regression seeds and SEEDS seeds from FIRST,
-# one seed at a time
-# (kube-scheduler keeps process-wide state), the whole log in $OUT/chaos-day.log, and prints
-# which seeds failed: replay one with CHAOSDAY_SEEDS=N, go test -count=1 -run TestChaosDay ./test/e2e/
+# one seed at a time (kube-scheduler keeps process-wide state), the whole log in
+# $OUT/chaos-day.log, and prints which seeds failed: replay one with CHAOSDAY_SEEDS=N, go test -count=1 -run TestChaosDay ./test/e2e/
 set -euo pipefail
 SEEDS=${SEEDS:-10}
 FIRST=${FIRST:-1000}
