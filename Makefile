@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit e2e chaos chaos-failover chaos-ec2 fuzz fuzz-parsers fuzz-short run bench generate lint verify-generate chart-lint image
+.PHONY: all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day fuzz fuzz-parsers fuzz-short run bench generate lint verify-generate chart-lint image
 
 all: build test
 
@@ -39,7 +39,7 @@ FUZZ_SHORT_PACKAGES := pkg/aws/userdata pkg/nodepool/budget pkg/scheduling pkg/a
 fuzz-short: ## the light parsers' fuzz targets for 3 s each, as part of make test
 	FUZZTIME=3s FUZZ_PACKAGES="$(FUZZ_SHORT_PACKAGES)" GO=$(GO) ./hack/fuzz-parsers.sh
 
-chaos: chaos-failover chaos-ec2 ## every long fault test, beside make test's short ones
+chaos: chaos-failover chaos-ec2 chaos-day ## every long fault test, beside make test's short ones
 
 # Every failover and API server outage test, the long variants too, with a 30 s outage.
 OUTAGE ?= 30s
@@ -53,6 +53,13 @@ chaos-ec2: ## EC2 fault e2e tests at the length of issue 14 (throttled 60 s, the
 SEEDS ?= 100
 FIRST ?= 1000
 JOBS ?= 2
+
+# The chaos day: Tailor restarted at seeded points of a scripted day; its regression seeds, then
+# SEEDS seeds from FIRST, one at a time (about a minute each); make chaos runs 10. OUT= keeps the log.
+CHAOS_SEEDS ?= 10
+chaos-day: ## the chaos day: its regression seeds, then SEEDS seeds (default 10) from FIRST; the failing seeds are listed
+	SEEDS=$(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),$(CHAOS_SEEDS)) FIRST=$(FIRST) OUT=$(OUT) GO=$(GO) ./hack/chaos-day.sh
+
 fuzz: ## the workload harness over SEEDS generated scenarios from FIRST, in JOBS processes; failing seeds' manifests and the logs go to OUT
 	SEEDS=$(SEEDS) FIRST=$(FIRST) JOBS=$(JOBS) OUT=$(OUT) GO=$(GO) ./hack/fuzz.sh
 

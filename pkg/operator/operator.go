@@ -154,6 +154,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		PodInformer:       podInformer.Informer(),
 		VolumeAttachments: h.SharedInformerFactory().Storage().V1().VolumeAttachments().Lister(),
 		Nodes:             nodeInformer.Lister(),
+		PDBs:              h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
 		Cloud:             o.cloud,
 		Recorder:          h.EventRecorder(),
 		Clock:             o.clock,

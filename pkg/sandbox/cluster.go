@@ -50,6 +50,10 @@ type Options struct {
 	Webhook *webhook.Options
 	// LeaderElection, if set, makes the schedulers elect a leader on one Lease (see StartStandby).
 	LeaderElection *LeaderElection
+	// CloudPerReplica makes every start of Tailor's scheduler build its cloud anew with NewCloud,
+	// as a restarted process does: no cache, mark or queue consumer of the last one carries over.
+	// Cluster.Cloud is then the cloud of the replica started last.
+	CloudPerReplica bool
 	// Outages puts an OutageProxy (Cluster.Outage) between the API server and Tailor's
 	// schedulers, the workload controllers and kwok. The cluster's own clients (Kube, Tailor,
 	// Config, Kubeconfig) and the cloud's reach it directly, so a test can watch through an outage.
@@ -78,6 +82,8 @@ type Cluster struct {
 	tailorArgs map[string]any
 	webhook    *webhook.Options
 	election   *LeaderElection
+	// newCloud is Options.NewCloud when every replica builds its own cloud.
+	newCloud func(kube kubernetes.Interface) cloud.CloudProvider
 
 	mu         sync.Mutex
 	replicas   []*replica
@@ -144,7 +150,11 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 		return fail(err)
 	}
 	StartStartupTaintAgent(ctx, componentKube, componentTailor)
-	c.Cloud = opts.NewCloud(c.Kube)
+	if opts.CloudPerReplica {
+		c.newCloud = opts.NewCloud
+	} else {
+		c.Cloud = opts.NewCloud(c.Kube)
+	}
 	if opts.Webhook != nil {
 		port, err := freePort()
 		if err != nil {

@@ -48,7 +48,13 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := &replica{name: name, cancel: cancel, errs: make(chan error, 1), exited: make(chan struct{})}
-	useCloud := func(kubernetes.Interface) (cloud.CloudProvider, error) { return c.Cloud, nil }
+	c.mu.Lock()
+	if c.newCloud != nil {
+		c.Cloud = c.newCloud(c.Kube)
+	}
+	replicaCloud := c.Cloud
+	c.mu.Unlock()
+	useCloud := func(kubernetes.Interface) (cloud.CloudProvider, error) { return replicaCloud, nil }
 	runOpts := []operator.RunOption{operator.WithReplicaInProcess(name), operator.WithLeaseKeptOnStop()}
 	// Every replica of tailor-scheduler serves the webhook; the sandbox has one port for it, so
 	// only the first replica does.

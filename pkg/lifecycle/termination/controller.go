@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -37,9 +38,12 @@ type Options struct {
 	PodInformer       cache.SharedIndexInformer
 	VolumeAttachments storagelisters.VolumeAttachmentLister
 	Nodes             corelisters.NodeLister
-	Cloud             cloud.CloudProvider
-	Recorder          events.EventRecorder
-	Clock             clock.WithTicker
+	// PDBs, when set, lets a drain finish an eviction a budget granted whose pod was never
+	// deleted (see grantedEviction).
+	PDBs     policylisters.PodDisruptionBudgetLister
+	Cloud    cloud.CloudProvider
+	Recorder events.EventRecorder
+	Clock    clock.WithTicker
 	// Metrics, when set, hears of each eviction and each terminated node.
 	Metrics Metrics
 }

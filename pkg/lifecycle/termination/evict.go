@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -57,6 +58,11 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1
 			c.count(OutcomeEvicted)
 			c.opts.Recorder.Eventf(p, node, corev1.EventTypeNormal, "Evicted", "Evict", "Evicted from node %s, which is being terminated", node.Name)
 		case apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err) && c.granted(p):
+			if err := c.finishGrantedEviction(ctx, node, p); err != nil {
+				c.count(OutcomeFailed)
+				return err
+			}
 		case apierrors.IsTooManyRequests(err):
 			// A PodDisruptionBudget does not allow it now; try again shortly.
 			c.count(OutcomeBlocked)
@@ -78,6 +84,31 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1
 		c.opts.Recorder.Eventf(node, nil, corev1.EventTypeWarning, "FailedDraining", "Drain", "Node %s: %s", node.Name, msg)
 	}
 	return c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionFalse, "EvictionBlocked", msg)
+}
+
+// granted reports whether a budget already counts p as evicted (see grantedEviction).
+func (c *Controller) granted(p *corev1.Pod) bool {
+	if c.opts.PDBs == nil {
+		return false
+	}
+	pdbs, err := c.opts.PDBs.PodDisruptionBudgets(p.Namespace).List(labels.Everything())
+	return err == nil && grantedEviction(p, pdbs)
+}
+
+// finishGrantedEviction deletes a pod whose eviction its budget granted and counted, but whose
+// delete never happened; the UID precondition keeps a pod recreated under the name safe.
+func (c *Controller) finishGrantedEviction(ctx context.Context, node *corev1.Node, p *corev1.Pod) error {
+	err := c.opts.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s/%s, whose eviction from node %s its PodDisruptionBudget already granted: %w", p.Namespace, p.Name, node.Name, err)
+	}
+	if err == nil {
+		c.count(OutcomeEvicted)
+		klog.FromContext(ctx).Info("Finished an eviction its PodDisruptionBudget had granted", "pod", klog.KObj(p), "node", node.Name)
+		c.opts.Recorder.Eventf(p, node, corev1.EventTypeNormal, "Evicted", "Evict",
+			"Evicted from node %s, which is being terminated: its PodDisruptionBudget had granted the eviction, whose delete was cut short", node.Name)
+	}
+	return nil
 }
 
 func (c *Controller) count(outcome string) {

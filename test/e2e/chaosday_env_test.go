@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+)
+
+// chaosDayEnv is a cluster on the AWS provider over the emulator whose one Tailor replica builds
+// its provider anew at every start, as a restarted process would: the launch-template and
+// resolution caches, the unavailable offerings and the SQS consumer all go with the old one.
+type chaosDayEnv struct {
+	*env
+	emu *emulator.Emulator
+	// restarts counts the restarts the day has made.
+	restarts atomic.Int32
+}
+
+// chaosDayArgs are Tailor's args for the day: Karpenter's 15 s validation and 10 s poll would
+// make every phase wait; the decisions themselves are the same.
+var chaosDayArgs = map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"}
+
+func newChaosDayEnv(t *testing.T) *chaosDayEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("e2e tests start a control plane; skipped in -short mode")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = klog.NewContext(ctx, klog.Background())
+	e := &chaosDayEnv{env: &env{t: t, ctx: ctx, clock: &sandbox.OffsetClock{}}}
+	var kube atomic.Pointer[kubernetes.Interface]
+	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: awsCluster, Region: emulator.Region, OnLaunch: func(l emulator.Launch) {
+		if k := kube.Load(); k != nil {
+			emulator.NodeRegistrar(*k)(l)
+		}
+	}})
+	t.Cleanup(e.emu.Close)
+	e.emu.CreateQueue(awsQueue)
+	newProvider := func(k kubernetes.Interface) cloud.CloudProvider {
+		kube.Store(&k)
+		p, err := tailoraws.New(ctx, tailoraws.Options{ClusterName: awsCluster, Region: emulator.Region, Endpoint: e.emu.URL(), Clock: e.clock,
+			InterruptionQueue: awsQueue, RetryMaxBackoff: 100 * time.Millisecond,
+			NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
+				return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
+			}})
+		if err != nil {
+			// The options are the test's own; only a broken SDK configuration gets here.
+			panic(fmt.Sprintf("building the AWS provider for a new replica: %v", err))
+		}
+		return p
+	}
+	cluster, err := sandbox.Start(ctx, t, sandbox.Options{Dir: t.TempDir(), Clock: e.clock, TailorArgs: chaosDayArgs,
+		CloudPerReplica: true, NewCloud: newProvider})
+	if err != nil {
+		cancel()
+		t.Fatalf("starting the sandbox: %v", err)
+	}
+	e.cluster = cluster
+	t.Cleanup(func() {
+		cluster.Stop()
+		cancel()
+	})
+	t.Cleanup(e.expectNoStranded)
+	return e
+}
+
+// restart stops Tailor wherever it is in its work, with nothing written on the way out, and
+// starts a fresh replica with a fresh provider.
+func (e *chaosDayEnv) restart(why string) {
+	e.t.Helper()
+	n := e.restarts.Add(1)
+	e.t.Logf("restart %d: %s", n, why)
+	if err := e.cluster.RestartScheduler(e.ctx); err != nil {
+		e.t.Fatalf("restart %d (%s): %v", n, why, err)
+	}
+}
+
+// sendSpotNotice puts a spot interruption warning for the instance on the interruption queue,
+// as EventBridge would.
+func (e *chaosDayEnv) sendSpotNotice(providerID string) {
+	e.t.Helper()
+	instanceID := providerID[strings.LastIndex(providerID, "/")+1:]
+	cfg, err := tailoraws.SDKConfig(e.ctx, tailoraws.Options{Endpoint: e.emu.URL()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	client := sqs.NewFromConfig(cfg)
+	url, err := interruption.QueueURL(e.ctx, client, awsQueue)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	body, err := interruption.Message(interruption.Notice{Kind: interruption.KindSpotInterruption, InstanceID: instanceID,
+		Region: emulator.Region, Account: emulator.AccountID, Time: e.clock.Now()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := client.SendMessage(e.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body)}); err != nil {
+		e.t.Fatalf("sending the spot notice for %s: %v", instanceID, err)
+	}
+}
