@@ -18,7 +18,7 @@ if ! $GO test -c -o "$bin" ./test/e2e/; then
 fi
 # Longest first, so that no long test starts last; the rest in the order they are listed.
 mapfile -t tests < <(cd test/e2e && "$bin" -test.list "$RUN" | grep '^Test' |
-	awk '{ print ($0 ~ /^(TestKarpenterShapes|TestEC2ThrottlingBacksOff|TestRequirementsChangeRollsNodesOneAtATime)$/ ? 0 : 1), $0 }' |
+	awk '{ print ($0 ~ /^(TestKarpenterShapes|TestChaosDay|TestEC2ThrottlingBacksOff|TestCapacityReservations|TestRequirementsChangeRollsNodesOneAtATime)$/ ? 0 : 1), $0 }' |
 	sort -s -k1,1n | cut -d' ' -f2)
 
 $GO test -count=1 -timeout "$TIMEOUT" ./test/harness/ ./cmd/tailor/ ./charts/ >"$OUT/packages.log" 2>&1 &
