@@ -92,7 +92,7 @@ func TestUnreserveGivesThePlanBack(t *testing.T) {
 	pod := newPod("a", "1", "1Gi")
 	p.mu.Lock()
 	p.destined[pod.UID] = destination{node: "n1", until: clk.Now().Add(NominationWindow)}
-	p.headFor(pod.UID, "n1")
+	p.headFor(pod, "n1")
 	p.admitted[pod.UID] = "n1"
 	p.mu.Unlock()
 	if node, ok := p.NominatedNode(pod); !ok || node != "n1" {

@@ -177,7 +177,7 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 	}
 	p.mu.Lock()
 	for _, w := range wanted {
-		p.headFor(w.pod.UID, w.node)
+		p.headFor(w.pod, w.node)
 		if admitted == nil || admitted[w.pod.UID] {
 			p.admitted[w.pod.UID] = w.node
 		} else {

@@ -198,6 +198,7 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 		return false
 	}
 	p.reserved[pod.UID] = reservedPlan{claim: p.planned[pod.UID], destined: p.destined[pod.UID], headed: p.headed[pod.UID]}
+	p.handOver(pod, node)
 	delete(p.enqueued, pod.UID)
 	delete(p.planned, pod.UID)
 	delete(p.destined, pod.UID)
@@ -362,9 +363,17 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 		p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 	}
+	byUID := make(map[types.UID]*corev1.Pod, len(plan.FitsExistingOn))
+	for _, pod := range pending {
+		if _, ok := plan.FitsExistingOn[pod.UID]; ok {
+			byUID[pod.UID] = pod
+		}
+	}
 	for uid, node := range plan.FitsExistingOn {
 		p.awaitedNodes[node] = p.opts.Clock.Now().Add(NominationWindow)
-		p.headFor(uid, node)
+		if pod := byUID[uid]; pod != nil {
+			p.headFor(pod, node)
+		}
 	}
 	p.mu.Unlock()
 	createStart := p.opts.Clock.Now()

@@ -20,19 +20,21 @@ import (
 // DefaultStrandedAfter is Options.StrandedAfter when unset.
 const DefaultStrandedAfter = 30 * time.Second
 
-// heading is the node a plan put a pending pod on, and since when it has been headed there.
+// heading is the node a plan put a pending pod on, since when it has been headed there, and the
+// pod's siblings (see siblingsOf), which may take its room there.
 type heading struct {
-	node  string
-	since time.Time
+	node     string
+	since    time.Time
+	siblings types.UID
 }
 
 // headFor records that a plan put pod on node; call it with p.mu held. The time is kept while
 // the node stays the same, so re-plans that agree do not reset it.
-func (p *Provisioner) headFor(uid types.UID, node string) {
-	if h, ok := p.headed[uid]; ok && h.node == node {
+func (p *Provisioner) headFor(pod *corev1.Pod, node string) {
+	if h, ok := p.headed[pod.UID]; ok && h.node == node {
 		return
 	}
-	p.headed[uid] = heading{node: node, since: p.opts.Clock.Now()}
+	p.headed[pod.UID] = heading{node: node, since: p.opts.Clock.Now(), siblings: siblingsOf(pod)}
 }
 
 func (p *Provisioner) strandedAfter() time.Duration {

@@ -48,7 +48,7 @@ func TestStrandedPodsAndUnusedNodesAreReported(t *testing.T) {
 		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
 	p.checker = sim
 	p.mu.Lock()
-	p.headFor(pod.UID, nodes[0].Name)
+	p.headFor(pod, nodes[0].Name)
 	p.nominations[pod.UID] = nodes[0].Name
 	p.launchedHere["claim-node-1"] = start
 	p.mu.Unlock()

@@ -1,0 +1,80 @@
+package provision
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// siblingsOf names the set of pods interchangeable with pod: those of the same controller
+// (ReplicaSet, Job), alike in every request and constraint. A pod with claims of its own (a
+// StatefulSet's volumes) or without a controller has none: "".
+func siblingsOf(pod *corev1.Pod) types.UID {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return ""
+		}
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind != "StatefulSet" {
+			return o.UID
+		}
+	}
+	return ""
+}
+
+// handOver keeps the plans of interchangeable pods whole when the scheduler binds one of them to
+// the room a plan kept for a sibling: that happens whenever the pods are not all nominated (see
+// admissible) and a node comes up while some wait. The sibling it displaced takes the pod's own
+// place in the plan, if it had one, and is otherwise planned again at once, instead of heading for
+// a node that has no room left for it until the stranded watch gives up on it. Call it from
+// Reserve, with p.mu held, before the pod's own plan is forgotten.
+func (p *Provisioner) handOver(pod *corev1.Pod, node string) {
+	own, had := p.headed[pod.UID]
+	if had && own.node == node {
+		return
+	}
+	siblings := siblingsOf(pod)
+	if siblings == "" {
+		return
+	}
+	for uid, h := range p.headed {
+		if uid == pod.UID || h.node != node || h.siblings != siblings || p.assumed[uid] != "" {
+			continue
+		}
+		if had {
+			p.headed[uid] = heading{node: own.node, since: p.opts.Clock.Now(), siblings: siblings}
+			moveEntry(p.planned, pod.UID, uid)
+			moveEntry(p.destined, pod.UID, uid)
+			moveEntry(p.admitted, pod.UID, uid)
+			if _, ok := p.planned[uid]; ok {
+				p.wrote(uid)
+			}
+		} else {
+			delete(p.headed, uid)
+			delete(p.planned, uid)
+			delete(p.destined, uid)
+			delete(p.admitted, uid)
+			p.enqueued[uid] = true
+		}
+		if ctx := p.runCtx; ctx != nil {
+			klog.FromContext(ctx).V(2).Info("A pod took the room planned for a sibling; the sibling takes its place in the plan",
+				"pod", klog.KObj(pod), "node", node, "sibling", uid, "siblingHeadsFor", p.headed[uid].node)
+			// Both take p.mu, which the caller holds.
+			go func() {
+				p.nominateSoon(ctx)
+				p.Trigger()
+			}()
+		}
+		return
+	}
+}
+
+// moveEntry gives to's entry in m from's, or none if from has none.
+func moveEntry[V any](m map[types.UID]V, from, to types.UID) {
+	if v, ok := m[from]; ok {
+		m[to] = v
+	} else {
+		delete(m, to)
+	}
+}

@@ -1,0 +1,62 @@
+package provision
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func ownedBy(uid types.UID) podOpt {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs-" + string(uid), UID: uid, Controller: ptrTo(true)}}
+	}
+}
+
+// The scheduler binds a pod to the room its plan kept for a sibling (a pod of the same
+// ReplicaSet): the sibling takes the pod's place in the plan instead of heading for a full node.
+// A pod of another controller hands nothing over; a sibling that had no place in the plan leaves
+// the displaced one to be planned again at once.
+func TestReserveHandsTheDisplacedSiblingThePodsPlace(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	setup := func() (*Provisioner, *corev1.Pod, *corev1.Pod) {
+		p := New(Options{Clock: clk})
+		a, b := newPod("a", "1", "1Gi", ownedBy("rs1")), newPod("b", "1", "1Gi", ownedBy("rs1"))
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.planned[a.UID], p.planned[b.UID] = "claim-1", "claim-2"
+		p.headFor(a, "n1")
+		p.headFor(b, "n2")
+		p.admitted[a.UID], p.admitted[b.UID] = "n1", "n2"
+		return p, a, b
+	}
+
+	p, a, b := setup()
+	p.Reserve(b, "n1")
+	p.mu.Lock()
+	if h, c := p.headed[a.UID], p.planned[a.UID]; h.node != "n2" || c != "claim-2" || p.admitted[a.UID] != "n2" {
+		t.Errorf("a heads for %q on claim %q (admitted %q); want n2, claim-2: b took its room on n1", h.node, c, p.admitted[a.UID])
+	}
+	p.mu.Unlock()
+
+	p, a, _ = setup()
+	stranger := newPod("c", "1", "1Gi", ownedBy("rs2"))
+	p.Reserve(stranger, "n1")
+	p.mu.Lock()
+	if h := p.headed[a.UID]; h.node != "n1" || p.planned[a.UID] != "claim-1" {
+		t.Errorf("a pod of another ReplicaSet moved a's plan to %q", h.node)
+	}
+	p.mu.Unlock()
+
+	p, a, _ = setup()
+	unplanned := newPod("d", "1", "1Gi", ownedBy("rs1"))
+	p.Reserve(unplanned, "n1")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.headed[a.UID]; ok || p.planned[a.UID] != "" || !p.enqueued[a.UID] {
+		t.Errorf("a still heads for %q after an unplanned sibling took its room; want it planned again", p.headed[a.UID].node)
+	}
+}
