@@ -179,8 +179,9 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	}); err != nil {
 		return err
 	}
-	// A launching claim whose node name became known lets its planned pods be nominated to it;
-	// a deleted one is no capacity in flight any more.
+	// A launching claim whose node name became known lets its planned pods be nominated to it, and
+	// one that initialized wakes them in the scheduler's queue; a deleted one is no capacity in
+	// flight any more.
 	if _, err = o.claimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -192,9 +193,16 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if old, ok := oldObj.(*karpv1.NodeClaim); ok {
-				if c, ok := newObj.(*karpv1.NodeClaim); ok && old.Status.NodeName == "" && c.Status.NodeName != "" {
+				c, ok := newObj.(*karpv1.NodeClaim)
+				if !ok {
+					return
+				}
+				if old.Status.NodeName == "" && c.Status.NodeName != "" {
 					o.provisioner.Launched()
 					o.provisioner.Trigger()
+				}
+				if !old.IsTrue(karpv1.ConditionTypeInitialized) && c.IsTrue(karpv1.ConditionTypeInitialized) {
+					o.provisioner.Initialized(c.Status.NodeName)
 				}
 			}
 		},

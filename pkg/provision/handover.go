@@ -2,6 +2,7 @@ package provision
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
@@ -76,5 +77,31 @@ func moveEntry[V any](m map[types.UID]V, from, to types.UID) {
 		m[to] = v
 	} else {
 		delete(m, to)
+	}
+}
+
+// Initialized moves the pending pods a plan sent to node into the scheduler's active queue once
+// node's NodeClaim has initialized. The scheduler would try them again on its own only if a
+// queueing hint took the node's arrival for a change that might help them: the hints of pod
+// affinity and topology spread skip a node whose labels match no pod of theirs yet, and such pods
+// would wait in the unschedulable queue beside their node for minutes.
+func (p *Provisioner) Initialized(node string) {
+	if p.opts.Activate == nil || node == "" {
+		return
+	}
+	pods, err := p.opts.Pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	activate := map[string]*corev1.Pod{}
+	p.mu.Lock()
+	for _, pod := range pods {
+		if h, ok := p.headed[pod.UID]; ok && h.node == node && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+			activate[pod.Namespace+"/"+pod.Name] = pod
+		}
+	}
+	p.mu.Unlock()
+	if len(activate) > 0 {
+		p.opts.Activate(activate)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -58,5 +60,34 @@ func TestReserveHandsTheDisplacedSiblingThePodsPlace(t *testing.T) {
 	defer p.mu.Unlock()
 	if _, ok := p.headed[a.UID]; ok || p.planned[a.UID] != "" || !p.enqueued[a.UID] {
 		t.Errorf("a still heads for %q after an unplanned sibling took its room; want it planned again", p.headed[a.UID].node)
+	}
+}
+
+// A NodeClaim that initialized wakes, in the scheduler's queue, the pending pods a plan sent to its
+// node, and no other pod.
+func TestInitializedActivatesThePodsPlannedThere(t *testing.T) {
+	podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	var activated []string
+	p := New(Options{Clock: clocktesting.NewFakeClock(time.Now()), Pods: corelisters.NewPodLister(podStore),
+		Activate: func(pods map[string]*corev1.Pod) {
+			for key := range pods {
+				activated = append(activated, key)
+			}
+		}})
+	headed, elsewhere, bound := newPod("headed", "1", "1Gi"), newPod("elsewhere", "1", "1Gi"), newPod("bound", "1", "1Gi")
+	bound.Spec.NodeName = "n1"
+	for _, pod := range []*corev1.Pod{headed, elsewhere, bound} {
+		if err := podStore.Add(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.mu.Lock()
+	p.headFor(headed, "n1")
+	p.headFor(elsewhere, "n2")
+	p.headFor(bound, "n1")
+	p.mu.Unlock()
+	p.Initialized("n1")
+	if len(activated) != 1 || activated[0] != headed.Namespace+"/"+headed.Name {
+		t.Fatalf("activated %v, want only the pending pod headed for n1", activated)
 	}
 }
