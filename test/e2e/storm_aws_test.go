@@ -116,7 +116,7 @@ func TestInterruptionStorm(t *testing.T) {
 	// The interrupted nodes were tainted, then drained and deleted before their deadlines; the
 	// others, rebalanced ones included, were left alone.
 	pods := e.waitRunningOff("app=storm", size, nodes.names(plan.removed()), 5*time.Minute)
-	var drainedBy time.Duration
+	drainedBy := time.Duration(-1 << 63)
 	lastGone := time.Time{}
 	for id, claim := range instances {
 		n, ok := plan.byInstance[id]
@@ -432,9 +432,15 @@ func (e *awsEnv) watchNodes() *nodeWatch {
 	}); err != nil {
 		e.t.Fatal(err)
 	}
-	factory.Start(e.ctx.Done())
-	factory.WaitForCacheSync(e.ctx.Done())
-	e.t.Cleanup(factory.Shutdown)
+	// Its own stop channel: cleanups run before the environment's context ends, and Shutdown
+	// waits for the informer to stop.
+	stop := make(chan struct{})
+	factory.Start(stop)
+	factory.WaitForCacheSync(stop)
+	e.t.Cleanup(func() {
+		close(stop)
+		factory.Shutdown()
+	})
 	return w
 }
 
