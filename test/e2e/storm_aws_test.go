@@ -3,8 +3,10 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,13 +36,12 @@ import (
 // deadline (the NodeClaim deleted after its node was tainted, or, for a rebalance recommendation,
 // only recorded), and the interrupted nodes are drained and gone before it too; each duplicate is
 // acted on once; the unknown ones are deleted without effect; the queue ends empty; and every pod
-// runs again on a node that was not interrupted. make test runs 50 nodes in 1 s, make chaos
-// (TAILOR_CHAOS=1) 500 in 10 s, the size of issue 14.
+// runs again on a node that was not interrupted. The notices arrive 50 a second whatever the
+// size: make test runs 30 nodes, make chaos (TAILOR_CHAOS=1) 500 in 10 s, the size of issue 14;
+// TAILOR_STORM_NODES sets another.
 func TestInterruptionStorm(t *testing.T) {
-	size, burst := 50, time.Second
-	if chaos {
-		size, burst = 500, 10*time.Second
-	}
+	size := stormSize(t)
+	burst := time.Duration(size) * time.Second / 50
 	e := newAWSEnv(t)
 	e.createClass(awsClass("default", "al2023@latest", nil))
 	pool := awsPool("default", "default")
@@ -48,7 +49,7 @@ func TestInterruptionStorm(t *testing.T) {
 	e.createNodePool(pool)
 	e.createOnePerNode("storm", size)
 	start := time.Now()
-	e.waitRunning("app=storm", size, 5*time.Minute+time.Duration(size)*time.Second)
+	e.waitRunning("app=storm", size, 5*time.Minute+time.Duration(size)*3*time.Second)
 	t.Logf("%d nodes up with a pod each in %.1f s", size, time.Since(start).Seconds())
 
 	instances := map[string]string{} // instance ID → NodeClaim
@@ -115,7 +116,7 @@ func TestInterruptionStorm(t *testing.T) {
 
 	// The interrupted nodes were tainted, then drained and deleted before their deadlines; the
 	// others, rebalanced ones included, were left alone.
-	pods := e.waitRunningOff("app=storm", size, nodes.names(plan.removed()), 5*time.Minute)
+	pods := e.waitRunningOff("app=storm", size, nodes.names(plan.removed()), 5*time.Minute+time.Duration(size)*2*time.Second)
 	drainedBy := time.Duration(-1 << 63)
 	lastGone := time.Time{}
 	for id, claim := range instances {
@@ -148,6 +149,24 @@ func TestInterruptionStorm(t *testing.T) {
 		"(%.1f s before the nearest deadline); %d pods Running elsewhere %.1f s after the first notice",
 		len(plan.sends), len(plan.byInstance), plan.duplicates, plan.unknown, burst, emptied.Sub(first).Seconds(),
 		worst.Seconds(), -latest.Seconds(), lastGone.Sub(first).Seconds(), -drainedBy.Seconds(), len(pods), time.Since(first).Seconds())
+}
+
+// stormSize is the number of nodes and of notices: TAILOR_STORM_NODES, or 500 under make chaos
+// and 30 in make test. At least 20, so that the storm holds each kind, a duplicate and an
+// unknown instance.
+func stormSize(t *testing.T) int {
+	v := os.Getenv("TAILOR_STORM_NODES")
+	if v == "" {
+		if chaos {
+			return 500
+		}
+		return 30
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 20 {
+		t.Fatalf("TAILOR_STORM_NODES=%q: want a number of nodes, at least 20", v)
+	}
+	return n
 }
 
 // createOnePerNode makes a Deployment of n pods that refuse to share a node, so the fleet is n
