@@ -45,7 +45,7 @@ chaos-ec2: ## EC2 fault e2e tests at the length of issue 14 (throttled 60 s, the
 	TAILOR_CHAOS=1 $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run '^($(CHAOS_EC2_TESTS))$$' -v ./test/e2e/
 
 # The interruption storm of issue 14: STORM_NODES nodes, as many SQS notices at 50 a second (500
-# in 10 s), a tenth duplicated and a tenth for unknown instances. make test runs it with 30.
+# in 10 s), a tenth duplicated and a tenth for unknown instances. make test runs it with 20.
 STORM_NODES ?= 500
 chaos-storm: ## interruption storm e2e at the size of issue 14 (STORM_NODES=500), figures in the log
 	TAILOR_CHAOS=1 TAILOR_STORM_NODES=$(STORM_NODES) $(GO) test -count=1 -timeout 90m -run '^TestInterruptionStorm$$' -v ./test/e2e/
