@@ -151,7 +151,11 @@ func (c *Consumer) Poll(ctx context.Context) (int, error) {
 			finished = append(finished, m)
 		}
 	}
-	c.delete(ctx, finished)
+	// Handled is handled: the deletion goes ahead even if the consumer is stopping (losing the
+	// lease, say), so the next leader does not work the same notices again.
+	deleteCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	c.delete(deleteCtx, finished)
 	return len(out.Messages), nil
 }
 
