@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -127,5 +126,4 @@ func TestCopiesOfANoticeActOnce(t *testing.T) {
 	if err := c.Handle(ctx, unknown); err != nil || outcome(unknown.Kind, OutcomeUnknown)-before != 1 {
 		t.Errorf("a notice for no claim's instance: %v, Unknown +%v", err, outcome(unknown.Kind, OutcomeUnknown)-before)
 	}
-	_ = corev1.EventTypeNormal
 }
