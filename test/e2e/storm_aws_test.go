@@ -108,7 +108,13 @@ func TestInterruptionStorm(t *testing.T) {
 			t.Errorf("%v notices %s, want %d", n, outcome, want)
 		}
 	}
-	r, d := stormQueueCounts()
+	// The queue empties when the emulator deletes a batch; the consumer counts it once the
+	// answer is back.
+	var r, d float64
+	e.waitFor("the consumer to count its deletions", 30*time.Second, func() (bool, string) {
+		r, d = stormQueueCounts()
+		return d-deleted >= float64(len(plan.sends)), fmt.Sprintf("%v deleted", d-deleted)
+	})
 	if r-received != float64(len(plan.sends)) || d-deleted != float64(len(plan.sends)) {
 		t.Errorf("the consumer received %v and deleted %v messages, want %d each: a message was delivered twice or left behind",
 			r-received, d-deleted, len(plan.sends))
