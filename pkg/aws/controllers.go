@@ -67,7 +67,7 @@ func (p *Provider) consumeInterruptions(ctx context.Context, handle interruption
 		case <-time.After(30 * time.Second):
 		}
 	}
-	c, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, Handler: handle, Metrics: interruptionMetrics()})
+	c, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, Handler: handle, Metrics: InterruptionMetrics()})
 	if err != nil {
 		return err
 	}
@@ -75,9 +75,10 @@ func (p *Provider) consumeInterruptions(ctx context.Context, handle interruption
 	return c.Run(ctx)
 }
 
-// interruptionMetrics are registered once per process with the scheduler's other metrics, however
-// many providers (tests) there are.
-var interruptionMetrics = sync.OnceValue(func() *interruption.Metrics {
+// InterruptionMetrics are the SQS consumer's counters (messages received by kind, deleted,
+// malformed), registered once per process with the scheduler's other metrics, however many
+// providers (tests) there are.
+var InterruptionMetrics = sync.OnceValue(func() *interruption.Metrics {
 	m := interruption.NewMetrics()
 	for _, c := range m.Collectors() {
 		_ = legacyregistry.Registerer().Register(c)

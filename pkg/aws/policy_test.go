@@ -59,6 +59,9 @@ func iamAction(action string) string {
 		return "pricing:GetProducts"
 	case "ReceiveMessage", "DeleteMessage", "GetQueueUrl", "SendMessage":
 		return "sqs:" + action
+	case "DeleteMessageBatch":
+		return "sqs:DeleteMessage" // SQS authorizes a batch by its single action's permission
+
 	case "GetRole", "GetInstanceProfile", "CreateInstanceProfile", "AddRoleToInstanceProfile", "RemoveRoleFromInstanceProfile", "TagInstanceProfile":
 		return "iam:" + action
 	}
@@ -101,7 +104,7 @@ func TestPolicyAllowsEverythingTailorCalls(t *testing.T) {
 			allowed[a] = true
 		}
 	}
-	needed := append(e.emu.CalledActions(), "ReceiveMessage", "DeleteMessage", "GetQueueUrl")
+	needed := append(e.emu.CalledActions(), "ReceiveMessage", "DeleteMessageBatch", "GetQueueUrl")
 	for _, action := range needed {
 		if !allowed[iamAction(action)] {
 			t.Errorf("Tailor calls %s but iam-policy.json does not allow it", iamAction(action))

@@ -120,5 +120,5 @@ func Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
 		NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
 		TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
-		PodsStranded, PodsStrandedTotal, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked}, disruptionCollectors()...)
+		PodsStranded, PodsStrandedTotal, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices}, disruptionCollectors()...)
 }

@@ -66,7 +66,7 @@ func (o *Operator) attachSignals(h fwk.Handle, clients clientset.Interface) erro
 		}
 	}
 	s.interruption = interruption.New(interruption.Options{NodeClaims: nodeClaims, ClaimLister: claimLister,
-		Nodes: nodes, Recorder: h.EventRecorder(), Disrupter: disrupter})
+		Nodes: nodes, Recorder: h.EventRecorder(), Disrupter: disrupter, Clock: o.clock})
 	// A node class's spec (its hash) or resolved status (images, subnets, security groups) is
 	// what cloud drift is measured against: re-check its claims when it changes, rather than at
 	// the next periodic look.

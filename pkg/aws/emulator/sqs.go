@@ -87,6 +87,10 @@ type sqsInput struct {
 	VisibilityTimeout   *int   `json:"VisibilityTimeout"`
 	ReceiptHandle       string `json:"ReceiptHandle"`
 	MessageBody         string `json:"MessageBody"`
+	Entries             []struct {
+		ID            string `json:"Id"`
+		ReceiptHandle string `json:"ReceiptHandle"`
+	} `json:"Entries"`
 }
 
 func (e *Emulator) sqs(ctx context.Context, action string, body []byte) (any, error) {
@@ -114,7 +118,11 @@ func (e *Emulator) sqs(ctx context.Context, action string, body []byte) (any, er
 	case "ReceiveMessage":
 		return e.receive(ctx, name, in)
 	case "DeleteMessage":
-		return e.deleteMessage(name, in.ReceiptHandle)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.deleteLocked(name, in.ReceiptHandle)
+	case "DeleteMessageBatch":
+		return e.deleteBatch(name, in)
 	}
 	return nil, &apiError{Code: "UnknownOperationException", Message: "the AWS emulator does not serve SQS " + action}
 }
@@ -176,9 +184,39 @@ func (e *Emulator) receive(ctx context.Context, name string, in sqsInput) (any, 
 	}
 }
 
-func (e *Emulator) deleteMessage(name, receipt string) (any, error) {
+// deleteBatch deletes up to 10 messages; each entry succeeds or fails on its own, as in SQS.
+func (e *Emulator) deleteBatch(name string, in sqsInput) (any, error) {
+	if len(in.Entries) == 0 {
+		return nil, &apiError{Code: "AWS.SimpleQueueService.EmptyBatchRequest", Message: "There should be at least one DeleteMessageBatchRequestEntry in the request."}
+	}
+	if len(in.Entries) > 10 {
+		return nil, &apiError{Code: "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", Message: fmt.Sprintf("Maximum number of entries per request are 10. You have sent %d.", len(in.Entries))}
+	}
+	seen := map[string]bool{}
+	for _, en := range in.Entries {
+		if seen[en.ID] {
+			return nil, &apiError{Code: "AWS.SimpleQueueService.BatchEntryIdsNotDistinct", Message: fmt.Sprintf("Id %s repeated.", en.ID)}
+		}
+		seen[en.ID] = true
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	successful, failed := []map[string]string{}, []map[string]any{}
+	for _, en := range in.Entries {
+		if _, err := e.deleteLocked(name, en.ReceiptHandle); err != nil {
+			ae, ok := err.(*apiError)
+			if !ok || ae.Code == "QueueDoesNotExist" {
+				return nil, err
+			}
+			failed = append(failed, map[string]any{"Id": en.ID, "Code": ae.Code, "Message": ae.Message, "SenderFault": true})
+			continue
+		}
+		successful = append(successful, map[string]string{"Id": en.ID})
+	}
+	return map[string]any{"Successful": successful, "Failed": failed}, nil
+}
+
+func (e *Emulator) deleteLocked(name, receipt string) (any, error) {
 	q, ok := e.queues[name]
 	if !ok {
 		return nil, &apiError{Code: "QueueDoesNotExist", Message: "The specified queue does not exist."}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -50,12 +51,21 @@ type Options struct {
 	Handler  Handler
 	Metrics  *Metrics
 	// WaitTime is the long-poll wait (20 s, the SQS maximum, when zero); Visibility is how long a
-	// received message stays hidden while it is handled (20 s when zero).
+	// received message stays hidden while it is handled (60 s when zero). Karpenter's 20 s is
+	// shorter than handling a notice can take here (the wait for the replacement's plan alone
+	// may take up to 30 s in a storm), and a notice still in hand would be delivered again.
 	WaitTime   time.Duration
 	Visibility time.Duration
 	// ErrorBackoff is the pause after a failed receive (1 s when zero), so an outage is not a
 	// busy loop.
 	ErrorBackoff time.Duration
+	// Receivers is how many long polls run at once (10 when zero). Each handles its batch of up
+	// to 10 messages in parallel and receives again once the whole batch is done, so one slow
+	// notice holds back only its own batch, and a burst is worked on up to 10 × Receivers at a
+	// time rather than 10. Notices in hand together share the provisioner's plan passes, which
+	// is what a storm waits on: with 4 (40 in hand) a 500-notice storm was deleting claims in
+	// waves of about 28 per pass and missed its 2-minute deadlines.
+	Receivers int
 }
 
 // Consumer long-polls the queue and dispatches its messages.
@@ -75,10 +85,16 @@ func New(opts Options) (*Consumer, error) {
 		opts.WaitTime = 20 * time.Second
 	}
 	if opts.Visibility == 0 {
-		opts.Visibility = 20 * time.Second
+		opts.Visibility = 60 * time.Second
 	}
 	if opts.ErrorBackoff == 0 {
 		opts.ErrorBackoff = time.Second
+	}
+	if opts.Receivers == 0 {
+		opts.Receivers = 10
+	}
+	if opts.Receivers < 0 {
+		return nil, fmt.Errorf("interruption consumer: Receivers is %d; it must be at least 1", opts.Receivers)
 	}
 	return &Consumer{opts: opts}, nil
 }
@@ -92,24 +108,31 @@ func QueueURL(ctx context.Context, client *sqs.Client, name string) (string, err
 	return aws.ToString(out.QueueUrl), nil
 }
 
-// Run polls until ctx ends. Receive errors are logged and retried after a pause; nothing a
-// message contains can stop it.
+// Run polls with Receivers long polls at once until ctx ends, and returns once they all have.
+// Receive errors are logged and retried after a pause; nothing a message contains can stop it.
 func (c *Consumer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("queue", c.opts.QueueURL)
-	for ctx.Err() == nil {
-		if _, err := c.Poll(ctx); err != nil && ctx.Err() == nil {
-			logger.Error(err, "receiving interruption messages; retrying")
-			select {
-			case <-ctx.Done():
-			case <-time.After(c.opts.ErrorBackoff):
+	var wg sync.WaitGroup
+	for range c.opts.Receivers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if _, err := c.Poll(ctx); err != nil && ctx.Err() == nil {
+					logger.Error(err, "receiving interruption messages; retrying")
+					select {
+					case <-ctx.Done():
+					case <-time.After(c.opts.ErrorBackoff):
+					}
+				}
 			}
-		}
+		})
 	}
+	wg.Wait()
 	return nil
 }
 
-// Poll receives one batch (up to 10 messages, long-polling) and handles its messages in
-// parallel. It returns how many messages it received.
+// Poll receives one batch (up to 10 messages, long-polling), handles its messages in parallel,
+// and deletes the ones it is done with in one DeleteMessageBatch. It returns how many messages it
+// received.
 func (c *Consumer) Poll(ctx context.Context) (int, error) {
 	out, err := c.opts.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:            aws.String(c.opts.QueueURL),
@@ -120,28 +143,36 @@ func (c *Consumer) Poll(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	done := make([]bool, len(out.Messages))
 	var wg sync.WaitGroup
-	for _, m := range out.Messages {
-		wg.Add(1)
-		go func(m sqstypes.Message) {
-			defer wg.Done()
-			c.handle(ctx, m)
-		}(m)
+	for i, m := range out.Messages {
+		wg.Go(func() { done[i] = c.handle(ctx, m) })
 	}
 	wg.Wait()
+	var finished []sqstypes.Message
+	for i, m := range out.Messages {
+		if done[i] {
+			finished = append(finished, m)
+		}
+	}
+	// Handled is handled: the deletion goes ahead even if the consumer is stopping (losing the
+	// lease, say), so the next leader does not work the same notices again.
+	deleteCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	c.delete(deleteCtx, finished)
 	return len(out.Messages), nil
 }
 
-// handle parses and dispatches one message, and deletes it when it is done with: handled,
-// of no interest, or unreadable (a malformed message would otherwise come back forever).
-func (c *Consumer) handle(ctx context.Context, m sqstypes.Message) {
+// handle parses and dispatches one message, and says whether it is done with: handled, of no
+// interest, or unreadable (a malformed message would otherwise come back forever). A message
+// whose handling failed stays on the queue, to be delivered again.
+func (c *Consumer) handle(ctx context.Context, m sqstypes.Message) bool {
 	logger := klog.FromContext(ctx).WithValues("messageID", aws.ToString(m.MessageId))
 	events, err := Parse(aws.ToString(m.Body))
 	if err != nil {
 		c.opts.Metrics.Malformed.Inc()
 		logger.Error(err, "deleting an interruption message that cannot be read")
-		c.delete(ctx, m)
-		return
+		return true
 	}
 	var failed error
 	for _, ev := range events {
@@ -152,17 +183,34 @@ func (c *Consumer) handle(ctx context.Context, m sqstypes.Message) {
 	}
 	if failed != nil {
 		logger.Error(failed, "handling an interruption message failed; it stays on the queue to be retried")
-		return
+		return false
 	}
-	c.delete(ctx, m)
+	return true
 }
 
-func (c *Consumer) delete(ctx context.Context, m sqstypes.Message) {
-	_, err := c.opts.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.opts.QueueURL), ReceiptHandle: m.ReceiptHandle})
-	if err != nil {
-		// Handled but still queued: it will be handled again, which handlers must tolerate anyway.
-		klog.FromContext(ctx).Error(err, "deleting a handled interruption message", "messageID", aws.ToString(m.MessageId))
+// delete removes the messages from the queue, in one call (a batch holds at most 10, as a
+// receive does). A message that could not be deleted was handled but is still queued: it will
+// be handled again, which handlers must tolerate anyway (copies of a notice do nothing twice).
+func (c *Consumer) delete(ctx context.Context, ms []sqstypes.Message) {
+	if len(ms) == 0 {
 		return
 	}
-	c.opts.Metrics.Deleted.Inc()
+	logger := klog.FromContext(ctx)
+	entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(ms))
+	for i, m := range ms {
+		entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+	}
+	out, err := c.opts.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(c.opts.QueueURL), Entries: entries})
+	if err != nil {
+		logger.Error(err, "deleting handled interruption messages", "messages", len(ms))
+		return
+	}
+	for _, f := range out.Failed {
+		i, _ := strconv.Atoi(aws.ToString(f.Id))
+		if i >= 0 && i < len(ms) {
+			logger.Error(fmt.Errorf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message)), "deleting a handled interruption message",
+				"messageID", aws.ToString(ms[i].MessageId))
+		}
+	}
+	c.opts.Metrics.Deleted.Add(float64(len(out.Successful)))
 }

@@ -151,9 +151,20 @@ func (d *Disrupter) nodeOf(claim *karpv1.NodeClaim) *corev1.Node {
 
 // taint puts karpenter.sh/disrupted:NoSchedule on the node and waits until the informers show
 // it, because the plan that follows reads the node from them: a plan made from the untainted node
-// would see no pods that need moving.
+// would see no pods that need moving. A conflict (the kubelet's status heartbeats change the
+// node's resourceVersion all the time) is retried at once from a fresh read, rather than failing
+// the disruption: an interruption would otherwise wait for its notice to be delivered again.
 func (d *Disrupter) taint(ctx context.Context, node *corev1.Node) error {
-	if _, err := nodetaint.SetDisrupted(ctx, d.opts.Kube, node, true); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := nodetaint.SetDisrupted(ctx, d.opts.Kube, node, true)
+		if apierrors.IsConflict(err) {
+			if fresh, getErr := d.opts.Kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); getErr == nil {
+				node = fresh
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	nodetaint.WaitVisible(ctx, d.opts.Nodes, node.Name, true)

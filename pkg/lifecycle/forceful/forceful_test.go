@@ -2,6 +2,7 @@ package forceful
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -77,8 +79,22 @@ func claim(name, nodeName string) *karpv1.NodeClaim {
 // the node tainted in the informer the provisioner plans from.
 func newDisrupter(t *testing.T, objs ...runtime.Object) (*Disrupter, *steps) {
 	t.Helper()
+	return newDisrupterConflicting(t, 0, objs...)
+}
+
+// newDisrupterConflicting is newDisrupter whose first conflicts patches of a node fail with a
+// conflict, as when the kubelet's heartbeat changed it in between.
+func newDisrupterConflicting(t *testing.T, conflicts int, objs ...runtime.Object) (*Disrupter, *steps) {
+	t.Helper()
 	kube := kubefake.NewClientset(objs...)
 	s := &steps{}
+	kube.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), a.(k8stesting.PatchAction).GetName(), errors.New("the object has been modified"))
+	})
 	kube.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s.add("taint " + a.(k8stesting.PatchAction).GetName())
 		return false, nil, nil
@@ -116,6 +132,19 @@ func TestDisruptTaintsThenPlansThenDeletes(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "expiration", "Expired", "pool")); got != before+1 {
 		t.Fatalf("replace decisions %v, want %v", got, before+1)
+	}
+}
+
+// A conflict on the taint is retried from a fresh read at once: the disruption goes on rather
+// than failing (an interruption notice would otherwise wait for its redelivery).
+func TestDisruptRetriesATaintConflict(t *testing.T) {
+	d, s := newDisrupterConflicting(t, 2, node("n1"), pod("web", "n1"))
+	if err := d.Disrupt(context.Background(), claim("c1", "n1"), Reason{Method: "Interrupted", Event: "SpotInterruption"}); err != nil {
+		t.Fatalf("Disrupt after two conflicts = %v", err)
+	}
+	want := []string{"taint n1", "taint n1", "taint n1", "condition Interrupted", "plan, n1 tainted", "delete c1"}
+	if got := s.get(); !slices.Equal(got, want) {
+		t.Fatalf("steps %v, want %v", got, want)
 	}
 }
 

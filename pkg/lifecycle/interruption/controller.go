@@ -8,13 +8,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/cache"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/keymutex"
 
 	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -22,6 +26,7 @@ import (
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/forceful"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // Method is the disruption reason interruptions are counted and recorded under.
@@ -35,34 +40,92 @@ type Options struct {
 	// Recorder may be nil, in which case no Events are written.
 	Recorder  events.EventRecorder
 	Disrupter *forceful.Disrupter
+	// Clock times how long a handled notice is remembered (the real clock when nil).
+	Clock clock.Clock
 }
 
+// Outcomes of a notice, the outcome label of tailor_interruption_notices_total.
+const (
+	OutcomeDisrupted = "Disrupted"
+	OutcomeRecorded  = "Recorded"
+	// OutcomeDuplicate: the same notice (instance and kind) was acted on already.
+	OutcomeDuplicate = "Duplicate"
+	// OutcomeAlreadyRemoving: another notice, or another method, is removing the node already.
+	OutcomeAlreadyRemoving = "AlreadyRemoving"
+	OutcomeUnknown         = "Unknown"
+)
+
+// rememberFor is how long a notice acted on is remembered, so that copies of it do nothing: SQS
+// delivers at least once, EventBridge retries, and several receivers may hold copies at once. It
+// outlasts the 5-minute retention of the queue Karpenter's setup creates, so any copy still
+// queued is inside it; a copy later than that, or after a restart, finds the claim deleted.
+const rememberFor = 10 * time.Minute
+
 // Controller handles interruption notices.
-type Controller struct{ opts Options }
+type Controller struct {
+	opts Options
+	// locks serialize the notices of one instance: two copies handled at once must not both
+	// act before either is remembered.
+	locks keymutex.KeyMutex
+	// acted holds the notices acted on (instance and kind) and the instances being removed. The
+	// informer cache alone cannot say: a claim deleted a moment ago still shows undeleted there.
+	acted *cache.Expiring
+}
 
 // New returns a Controller; hand its Handle to the cloud's InterruptionSource.
-func New(opts Options) *Controller { return &Controller{opts: opts} }
+func New(opts Options) *Controller {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{opts: opts, locks: keymutex.NewHashed(1024), acted: cache.NewExpiringWithClock(opts.Clock)}
+}
 
 // Handle acts on one notice. A rebalance recommendation is only recorded (see
-// cloud.InterruptionRebalance); every other kind removes the node. An error leaves the notice
-// with the source, which delivers it again.
+// cloud.InterruptionRebalance); every other kind removes the node. A notice acted on already, or
+// for a node already being removed, does nothing again. An error leaves the notice with the
+// source, which delivers it again.
 func (c *Controller) Handle(ctx context.Context, n cloud.Interruption) error {
+	outcome, err := c.handle(ctx, n)
+	if err == nil {
+		metrics.InterruptionNotices.WithLabelValues(string(n.Kind), outcome).Inc()
+	}
+	return err
+}
+
+func (c *Controller) handle(ctx context.Context, n cloud.Interruption) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("kind", n.Kind, "providerID", n.ProviderID)
+	c.locks.LockKey(n.ProviderID)
+	defer func() { _ = c.locks.UnlockKey(n.ProviderID) }()
+	notice, removing := n.ProviderID+"|"+string(n.Kind), n.ProviderID+"|removing"
+	if _, ok := c.acted.Get(notice); ok {
+		logger.V(2).Info("Interruption notice acted on already; ignoring the copy")
+		return OutcomeDuplicate, nil
+	}
 	claim, err := c.claimOf(ctx, n.ProviderID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if claim == nil {
 		logger.Info("Interruption notice for an instance that is no NodeClaim's; ignoring")
-		return nil
+		return OutcomeUnknown, nil
 	}
 	msg := Describe(n, claim)
 	if n.Kind == cloud.InterruptionRebalance {
 		logger.Info("Rebalance recommendation; the node stays", "nodeClaim", claim.Name)
 		c.record(claim, corev1.EventTypeNormal, string(n.Kind), msg)
-		return nil
+		c.acted.Set(notice, struct{}{}, rememberFor)
+		return OutcomeRecorded, nil
 	}
-	return c.opts.Disrupter.Disrupt(ctx, claim, forceful.Reason{Method: Method, Event: string(n.Kind), Message: msg})
+	if _, ok := c.acted.Get(removing); ok || claim.DeletionTimestamp != nil {
+		c.acted.Set(notice, struct{}{}, rememberFor)
+		return OutcomeAlreadyRemoving, nil
+	}
+	if err := c.opts.Disrupter.Disrupt(ctx, claim, forceful.Reason{Method: Method, Event: string(n.Kind), Message: msg}); err != nil {
+		return "", err
+	}
+	c.acted.Set(notice, struct{}{}, rememberFor)
+	c.acted.Set(removing, struct{}{}, rememberFor)
+	return OutcomeDisrupted, nil
 }
 
 // claimOf finds the NodeClaim of the instance: from the cache, or from the API server when the
