@@ -29,3 +29,33 @@ func TestUnsettledCountsSucceededJobPodsThatLeft(t *testing.T) {
 		t.Fatalf("a pod missing that no Job accounts for: %q, want the count to be short", why)
 	}
 }
+
+// A Job's replacement pod that waits while a sibling, pending all along, took the room the move
+// opened is not newly pending: no more of the Job's pods wait than before. One more waiting is.
+func TestNewlyPendingCountsInterchangeablePodsBySet(t *testing.T) {
+	ctrl := true
+	pod := func(name, job string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: workload.Namespace}}
+		if job != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "Job", Name: job, Controller: &ctrl}}
+		}
+		return p
+	}
+	before := []*corev1.Pod{pod("s1", "batch"), pod("s2", "batch")}
+	was, count := map[string]bool{}, map[string]int{}
+	for _, p := range before {
+		was[key(p)] = true
+		count[replicaSetOf(p)]++
+	}
+	swapped := []*corev1.Pod{pod("s2", "batch"), pod("replacement", "batch")}
+	if got := newlyPending(swapped, was, count); len(got) != 0 {
+		t.Errorf("as many of the Job's pods wait as before, yet %d counted as newly pending", len(got))
+	}
+	more := append(swapped, pod("another", "batch"))
+	if got := newlyPending(more, was, count); len(got) != 2 {
+		t.Errorf("one more of the Job's pods waits: %d newly pending, want the 2 not pending before", len(got))
+	}
+	if got := newlyPending([]*corev1.Pod{pod("db-0", "")}, was, count); len(got) != 1 {
+		t.Errorf("a pod of no ReplicaSet or Job pending after the scale-down is not counted")
+	}
+}
