@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -213,7 +214,8 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			capacityType: string(fi.Lifecycle), imageID: images[string(fi.InstanceType)]}
 		// An instance from a reservation's template is in it. (A repeated client token can
 		// answer with an earlier on-demand fallback's instance, whose template is not one.)
-		if id := reservationOf[templateName(fi.LaunchTemplateAndOverrides)]; id != "" {
+		name := templateName(fi.LaunchTemplateAndOverrides)
+		if id := cmp.Or(reservationOf[name], p.templates.reservationOf(name)); id != "" {
 			inst.capacityType, inst.reservationID, launchedInto = karpv1.CapacityTypeReserved, id, id
 		}
 		return inst, nil

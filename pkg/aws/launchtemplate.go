@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
@@ -88,13 +89,29 @@ type launchTemplates struct {
 	ec2     *ec2.Client
 	cluster string
 	clock   clock.Clock
+	// creating lets one launch create a template while the others that need it wait for it:
+	// a template is known only once EC2 has it, or a launch beside the first would name a
+	// template that does not exist yet.
+	creating singleflight.Group
 
 	mu       sync.Mutex
 	lastUsed map[string]time.Time
+	// reservations maps the names of templates that target a capacity reservation to it. Names
+	// are hashes of the whole spec, so an entry stays true, and an instance EC2 hands back for a
+	// repeated client token is known to be in its reservation even when this launch's own plan
+	// no longer names it (the reservation is full: with that very instance).
+	reservations map[string]string
 }
 
 func newLaunchTemplates(c *ec2.Client, cluster string, clk clock.Clock) *launchTemplates {
-	return &launchTemplates{ec2: c, cluster: cluster, clock: clk, lastUsed: map[string]time.Time{}}
+	return &launchTemplates{ec2: c, cluster: cluster, clock: clk, lastUsed: map[string]time.Time{}, reservations: map[string]string{}}
+}
+
+// reservationOf returns the capacity reservation the named template targets, or "".
+func (l *launchTemplates) reservationOf(name string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reservations[name]
 }
 
 // forget drops a template from memory, e.g. when EC2 says it no longer exists.
@@ -114,19 +131,34 @@ func (l *launchTemplates) forgetAll() {
 func (l *launchTemplates) ensure(ctx context.Context, spec templateSpec) (string, error) {
 	name := spec.name(l.cluster)
 	l.mu.Lock()
+	if spec.CapacityReservationID != "" {
+		l.reservations[name] = spec.CapacityReservationID
+	}
 	_, known := l.lastUsed[name]
-	l.lastUsed[name] = l.clock.Now()
+	if known {
+		l.lastUsed[name] = l.clock.Now()
+	}
 	l.mu.Unlock()
 	if known {
 		return name, nil
 	}
+	if _, err, _ := l.creating.Do(name, func() (any, error) { return nil, l.create(ctx, name, spec) }); err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	l.lastUsed[name] = l.clock.Now()
+	l.mu.Unlock()
+	return name, nil
+}
+
+// create makes the template in EC2 unless it is there already.
+func (l *launchTemplates) create(ctx context.Context, name string, spec templateSpec) error {
 	_, err := l.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
 	switch code := errorCode(err); {
 	case err == nil:
-		return name, nil
+		return nil
 	case code != "InvalidLaunchTemplateName.NotFoundException":
-		l.forget(name)
-		return "", fmt.Errorf("describing launch template %s: %w", name, err)
+		return fmt.Errorf("describing launch template %s: %w", name, err)
 	}
 	_, err = l.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name),
@@ -134,10 +166,9 @@ func (l *launchTemplates) ensure(ctx context.Context, spec templateSpec) (string
 		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(spec.Tags)}},
 	})
 	if err != nil && errorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
-		l.forget(name)
-		return "", fmt.Errorf("creating launch template %s: %w", name, err)
+		return fmt.Errorf("creating launch template %s: %w", name, err)
 	}
-	return name, nil
+	return nil
 }
 
 func templateData(spec templateSpec) *ec2types.RequestLaunchTemplateData {

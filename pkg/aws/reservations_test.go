@@ -2,6 +2,8 @@ package aws_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -340,5 +342,57 @@ func TestCapacityBlockEnds(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A launch that is tried again for the same claim (its status write failed, the process
+// restarted) gets back, through the client token, the instance the first try put in the
+// reservation, although the reservation is now full with that very instance and the retry's own
+// plan no longer names it: the claim is that instance, in its reservation, not a failure that
+// terminates it.
+func TestRepeatedReservedLaunchKeepsItsInstance(t *testing.T) {
+	e := newEnv(t, emulator.Options{})
+	ctx := context.Background()
+	id := e.emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: fake.ZoneA, Total: 1, Tags: mlTerm.Tags,
+		MatchCriteria: emulator.MatchCriteriaTargeted})
+	e.reserveClass(t, mlTerm)
+	first, err := e.provider.Create(ctx, reservedClaim("a", "m5.large", "c5.large"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.provider.Create(ctx, reservedClaim("a", "m5.large", "c5.large"))
+	if err != nil {
+		t.Fatalf("the repeated launch failed: %v", err)
+	}
+	if again.Status.ProviderID != first.Status.ProviderID || again.Labels[awsv1.LabelCapacityReservationID] != id {
+		t.Errorf("repeated launch: %s in %q; want the first launch's %s in %s", again.Status.ProviderID,
+			again.Labels[awsv1.LabelCapacityReservationID], first.Status.ProviderID, id)
+	}
+	if n := e.emu.Calls("CreateFleet"); n != 2 {
+		t.Errorf("%d CreateFleet calls, want 2 (the second answered from its client token)", n)
+	}
+}
+
+// Launches side by side that need the same new template wait for the one that creates it: none
+// names a template EC2 does not have yet (each would fail its fleet and launch again).
+func TestLaunchesSideBySideShareTheTemplateTheyNeed(t *testing.T) {
+	e := newEnv(t, emulator.Options{})
+	e.emu.SetLatency(50 * time.Millisecond)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = e.provider.Create(ctx, claim(fmt.Sprintf("side-%d", i), karpv1.CapacityTypeOnDemand, "m5.large"))
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.emu.Calls("CreateFleet"); n != len(errs) {
+		t.Errorf("%d CreateFleet calls for %d launches: some named a template that did not exist yet", n, len(errs))
 	}
 }
