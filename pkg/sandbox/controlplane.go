@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -65,7 +67,26 @@ func (cp *ControlPlane) Stop() {
 	cp.stop = nil
 }
 
+// startEtcd starts etcd on two free ports. A port found free may be taken before etcd binds it
+// (by another sandbox's process, or by any process's outgoing connections, which draw from the
+// same range), so a bind that fails for that is tried again on other ports.
 func startEtcd(dir string) (string, func(), error) {
+	var err error
+	for range 5 {
+		var endpoint string
+		var stop func()
+		// etcd does not always wrap the listener's error: its text is what is sure to be there.
+		if endpoint, stop, err = startEtcdOnce(dir); err == nil || !strings.Contains(err.Error(), syscall.EADDRINUSE.Error()) {
+			return endpoint, stop, err
+		}
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			return "", nil, rmErr
+		}
+	}
+	return "", nil, err
+}
+
+func startEtcdOnce(dir string) (string, func(), error) {
 	clientPort, err := freePort()
 	if err != nil {
 		return "", nil, err
