@@ -68,3 +68,58 @@ func (p *Provisioner) Adopt(claim string, pods []*corev1.Pod) {
 	}
 	p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 }
+
+// Reserve books the pod on the node the scheduler chose: it needs no plan any more, and its room
+// is taken even before the binding shows in the informers. It refuses, and returns false, when
+// the disruption loop has closed the node (see Close): the scheduler then puts the pod back in
+// its queue instead of binding it to a node that is about to go.
+func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed[node] {
+		if p.refused[node] == nil {
+			p.refused[node] = map[string]*corev1.Pod{}
+		}
+		p.refused[node][pod.Namespace+"/"+pod.Name] = pod
+		return false
+	}
+	p.reserved[pod.UID] = reservedPlan{claim: p.planned[pod.UID], destined: p.destined[pod.UID], headed: p.headed[pod.UID]}
+	p.handOver(pod, node)
+	delete(p.enqueued, pod.UID)
+	delete(p.planned, pod.UID)
+	delete(p.destined, pod.UID)
+	delete(p.headed, pod.UID)
+	p.landed[node] = true
+	p.assumed[pod.UID] = node
+	p.wrote(pod.UID)
+	return true
+}
+
+// reservedPlan is what Reserve set aside of a pod's plan, given back if the binding fails.
+type reservedPlan struct {
+	claim    string
+	destined destination
+	headed   heading
+}
+
+// Unreserve undoes Reserve: the binding failed, and the pod goes back to the scheduling queue.
+func (p *Provisioner) Unreserve(pod *corev1.Pod, _ string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.assumed, pod.UID)
+	// The pod is pending again: it is still on its way to the node its plan chose, and without
+	// its plan PostFilter would let the scheduler clear its nomination there.
+	if r, ok := p.reserved[pod.UID]; ok {
+		delete(p.reserved, pod.UID)
+		if r.claim != "" {
+			p.planned[pod.UID] = r.claim
+			p.wrote(pod.UID)
+		}
+		if r.destined.node != "" {
+			p.destined[pod.UID] = r.destined
+		}
+		if r.headed.node != "" {
+			p.headed[pod.UID] = r.headed
+		}
+	}
+}
