@@ -69,7 +69,7 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 		case !ok || claim.IsTrue(karpv1.ConditionTypeInitialized):
 			v.Nodes = append(v.Nodes, n)
 		default:
-			v.Nodes = append(v.Nodes, withoutStartupTaints(n, claim))
+			v.Nodes = append(v.Nodes, asItsClaimSays(n, claim))
 			v.InFlight[n.Name] = claim.Name
 		}
 		if ok {
@@ -137,24 +137,42 @@ func IsLeaving(n *corev1.Node, claim *karpv1.NodeClaim) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
 }
 
-func withoutStartupTaints(n *corev1.Node, claim *karpv1.NodeClaim) *corev1.Node {
+// asItsClaimSays is a node that joined for a claim not yet initialized, as it will be once
+// registration has synced the claim onto it: with the claim's labels and taints, and without the
+// taints that go away while it starts. A Node may join with fewer labels than its claim holds (the
+// capacity type, custom labels of the NodePool); weighed as it joined, it would count the pods
+// planned onto it in no domain of those keys, and the next plan would put siblings into a domain
+// the scheduler then finds full (harness seed 1544: three replicas planned onto spot where a
+// capacity-type spread allowed two).
+func asItsClaimSays(n *corev1.Node, claim *karpv1.NodeClaim) *corev1.Node {
 	out := n.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, v := range claimLabels(claim) {
+		if k != corev1.LabelHostname {
+			out.Labels[k] = v
+		}
+	}
 	out.Spec.Taints = slices.DeleteFunc(out.Spec.Taints, func(t corev1.Taint) bool {
 		if slices.Contains(ephemeralTaints, t.Key) {
 			return true
 		}
 		return slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) })
 	})
+	for _, t := range claim.Spec.Taints {
+		if !slices.ContainsFunc(out.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
+			out.Spec.Taints = append(out.Spec.Taints, t)
+		}
+	}
 	return out
 }
 
-// standIn is the node a launching NodeClaim will become, as far as is known: its labels, its
-// taints, and the smallest allocatable among the instance types it may still launch as, so that
-// pods are never counted onto room it might not have.
-func standIn(claim *karpv1.NodeClaim, its []*cloud.InstanceType) *corev1.Node {
-	reqs := scheduling.NodeSelectorRequirements(claim.Spec.Requirements)
+// claimLabels are the labels a claim's node will have as far as the claim says: those of its
+// requirements that allow one value, and its own labels, which the cloud's launch fills in.
+func claimLabels(claim *karpv1.NodeClaim) map[string]string {
 	labels := map[string]string{}
-	for _, r := range reqs {
+	for _, r := range scheduling.NodeSelectorRequirements(claim.Spec.Requirements) {
 		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
 			labels[r.Key] = r.Values[0]
 		}
@@ -162,6 +180,15 @@ func standIn(claim *karpv1.NodeClaim, its []*cloud.InstanceType) *corev1.Node {
 	for k, v := range claim.Labels {
 		labels[k] = v
 	}
+	return labels
+}
+
+// standIn is the node a launching NodeClaim will become, as far as is known: its labels, its
+// taints, and the smallest allocatable among the instance types it may still launch as, so that
+// pods are never counted onto room it might not have.
+func standIn(claim *karpv1.NodeClaim, its []*cloud.InstanceType) *corev1.Node {
+	reqs := scheduling.NodeSelectorRequirements(claim.Spec.Requirements)
+	labels := claimLabels(claim)
 	name := claim.Status.NodeName
 	if name == "" {
 		name = claim.Name

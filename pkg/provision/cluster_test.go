@@ -1,6 +1,8 @@
 package provision
 
 import (
+	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
 func onNodeNamed(node string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
@@ -64,4 +67,56 @@ func TestViewPlansForPodsOfLeavingNodes(t *testing.T) {
 	if onStaying != 2 || !v.Counted["uid-assumed"] {
 		t.Fatalf("%d pods counted on the staying node (assumed counted: %v); want c and the assumed pod", onStaying, v.Counted["uid-assumed"])
 	}
+}
+
+// A Node joins with the labels its kubelet gave it, and registration syncs the claim's labels and
+// taints onto it a moment later. Until then the plan weighs it as the claim says it will be:
+// harness seed 1544 planned siblings into the capacity type of a joining node as if the replica
+// planned there counted in none, and the scheduler refused the one too many.
+func TestViewWeighsAJoiningNodeAsItsClaim(t *testing.T) {
+	const app = "web"
+	ct := karpv1.CapacityTypeLabelKey
+	joining := zonedNode("joining", fake.ZoneA, "2", "8Gi")
+	joining.Spec.ProviderID = "fake:///joining"
+	joining.Spec.Taints = []corev1.Taint{karpv1.UnregisteredNoExecuteTaint}
+	claim := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "claim-1", Labels: map[string]string{
+			karpv1.NodePoolLabelKey: "default", ct: karpv1.CapacityTypeSpot}},
+		Spec: karpv1.NodeClaimSpec{
+			Taints: []corev1.Taint{{Key: dedicated, Effect: corev1.TaintEffectNoSchedule}},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+				{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{fake.ZoneA}}},
+		},
+		Status: karpv1.NodeClaimStatus{ProviderID: "fake:///joining", NodeName: "joining"},
+	}
+	spreadCT := spread(app, ct, 2, corev1.DoNotSchedule, minDomains(3))
+	first := newPod("web-first", "500m", "512Mi", labelled(app), spreadCT, tolerates(dedicated))
+	pending := replicas(3, app, "500m", "512Mi", spreadCT)
+	c := &Cluster{Nodes: []*corev1.Node{joining}, Pods: append([]*corev1.Pod{first}, pending...),
+		Claims: []*karpv1.NodeClaim{claim}, Planned: map[types.UID]string{first.UID: claim.Name}}
+
+	v := c.View(nil)
+	if len(v.Nodes) != 1 || v.InFlight["joining"] != claim.Name || !v.Counted[first.UID] {
+		t.Fatalf("view: %d nodes, in flight %v, counted %v; want the joining node in flight with the first replica", len(v.Nodes), v.InFlight, v.Counted)
+	}
+	n := v.Nodes[0]
+	if n.Labels[ct] != karpv1.CapacityTypeSpot || n.Labels[corev1.LabelHostname] != "joining" {
+		t.Errorf("joining node labels %v; want the claim's capacity type and the node's own hostname", n.Labels)
+	}
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != dedicated {
+		t.Errorf("joining node taints %v; want the claim's taint only (unregistered goes at registration)", n.Spec.Taints)
+	}
+
+	// With the first replica counted on spot, a 2-skew capacity-type spread (two domains, below
+	// minDomains: a global minimum of 0) leaves one more for spot and two for on-demand.
+	in := Input{Pending: pending, Nodes: v.Nodes, Pods: v.Pods, InFlight: v.InFlight, Pools: []Pool{newPool("default")}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	if len(plan.Unplaceable) != 0 {
+		t.Fatalf("want every replica placed; got %s", summary(plan))
+	}
+	want := map[string]int{karpv1.CapacityTypeSpot: 1, karpv1.CapacityTypeOnDemand: 2}
+	if got := podsPerDomain(t, plan, ct); !maps.Equal(got, want) {
+		t.Errorf("new replicas per capacity type %v, want %v; %s", got, want, summary(plan))
+	}
+	verifyPlan(t, sim, in, plan)
 }

@@ -30,6 +30,7 @@ import (
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -381,6 +382,12 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 	p.mu.Unlock()
 	klog.FromContext(ctx).Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
 		"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
+	if logger := klog.FromContext(ctx).V(3); logger.Enabled() {
+		// What a plan settled the claim to, and for whom: the first thing to read when the
+		// scheduler and the plan disagree about a pod.
+		logger.Info("NodeClaim planned", "nodeClaim", created.Name, "pods", podNames(pc.Pods),
+			"requirements", scheduling.NodeSelectorRequirements(created.Spec.Requirements))
+	}
 	return created, nil
 }
 
@@ -459,4 +466,12 @@ func (p *Provisioner) explain(u Unplaceable) {
 		}
 		p.opts.Recorder.Eventf(u.Pod, related, corev1.EventTypeWarning, "FailedProvisioning", "Provisioning", "%s", msg)
 	}
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Namespace + "/" + p.Name
+	}
+	return out
 }
