@@ -2,6 +2,8 @@ package provision
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -177,4 +179,30 @@ func offlineSim(t *testing.T, edit func(*config.KubeSchedulerProfile), objects .
 		}
 	}
 	return s
+}
+
+// TestVolumeReplicasSpreadSettleTheirZones: a StatefulSet's replicas, each with a claim of its own
+// waiting for its first consumer, spread over zones and one to a node. Their volumes make the plan
+// weigh them per offering; their claims must still settle into one zone each, or every replica
+// is counted in no zone and the cloud may launch them all in one (harness seed 1545).
+func TestVolumeReplicasSpreadSettleTheirZones(t *testing.T) {
+	const app = "db"
+	objects := []runtime.Object{storageClass("wffc", storagev1.VolumeBindingWaitForFirstConsumer)}
+	pending := replicas(6, app, "1", "2Gi", awayFrom(app), spread(app, corev1.LabelTopologyZone, 1, corev1.DoNotSchedule))
+	for i, p := range pending {
+		name := fmt.Sprintf("data-%s-%d", app, i)
+		objects = append(objects, claim(name, "wffc", corev1.ReadWriteOnce))
+		mounting(name)(p)
+	}
+	s := offlineSim(t, nil, objects...)
+	in := Input{Pending: pending, Pools: []Pool{newPool("default")}}
+	plan := NewPlanner(s).Plan(context.Background(), in)
+	if len(plan.Unplaceable) != 0 || len(plan.Claims) != len(pending) {
+		t.Fatalf("want a claim per replica; got %s", summary(plan))
+	}
+	want := map[string]int{fake.ZoneA: 2, fake.ZoneB: 2, fake.ZoneC: 2}
+	if got := podsPerDomain(t, plan, corev1.LabelTopologyZone); !maps.Equal(got, want) {
+		t.Errorf("replicas per zone %v, want %v", got, want)
+	}
+	verifyPlan(t, s, in, plan)
 }

@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -101,14 +102,13 @@ func (r *relevance) keys(p *corev1.Pod) podKeys {
 }
 
 func (r *relevance) compute(p *corev1.Pod) podKeys {
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
-			return podKeys{all: true}
-		}
-	}
-	if len(p.Spec.ResourceClaims) > 0 {
-		return podKeys{all: true}
-	}
+	// A pod that reads more than its spec tells is weighed per offering, but its topology keys
+	// are settled all the same: a StatefulSet's replica with a volume still spreads over zones,
+	// and a claim left free to launch in any zone counts it in none (harness seed 1545: four
+	// replicas of a zone spread planned onto claims free in three zones, all launched in one).
+	all := len(p.Spec.ResourceClaims) > 0 || slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
+	})
 	sel := map[string]bool{}
 	for k := range p.Spec.NodeSelector {
 		sel[k] = true
@@ -148,7 +148,7 @@ func (r *relevance) compute(p *corev1.Pod) podKeys {
 	// A claim's hostname is its own name whatever it launches as: never a reason to split.
 	delete(sel, corev1.LabelHostname)
 	delete(topo, corev1.LabelHostname)
-	return podKeys{selector: sortedKeys(sel), topology: sortedKeys(topo)}
+	return podKeys{selector: sortedKeys(sel), topology: sortedKeys(topo), all: all}
 }
 
 func sortedKeys(set map[string]bool) []string {
