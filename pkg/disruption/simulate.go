@@ -56,7 +56,9 @@ type passCluster struct {
 	// topology are the view's pods that declare topology spread or pod (anti-)affinity: all the
 	// planner reads of the cluster's pods besides the snapshot.
 	topology []*corev1.Pod
-	room     *room
+	// waiting are the pods that wait unplaced: every probe lets them take their pick first.
+	waiting []*corev1.Pod
+	room    *room
 }
 
 func newProber(s *State, pl Planner) *prober { return &prober{state: s, planner: pl} }
@@ -72,7 +74,7 @@ func (p *prober) cluster() *passCluster {
 	}
 	view := p.state.cluster().View(p.state.TypesByPool)
 	// Every probe plans with the same pools: their offerings are worked out once.
-	pc := &passCluster{view: view, pools: provision.PreparePools(p.state.pools())}
+	pc := &passCluster{view: view, pools: provision.PreparePools(p.state.pools()), waiting: waitingOf(p.state.Pods, view)}
 	pc.snapshot, pc.err = simulation.NewSnapshot(view.Pods, view.Nodes)
 	for _, pod := range view.Pods {
 		if declaresTopology(pod) {
@@ -121,6 +123,16 @@ func (p *prober) simulate(ctx context.Context, removed []*Candidate) *Outcome {
 			in.Pods = append(in.Pods, pod)
 		}
 	}
+	for _, pod := range placeWaiting(ctx, p.planner, in, pc.waiting) {
+		ni, err := pc.snapshot.NodeInfos().Get(pod.Spec.NodeName)
+		if err != nil {
+			return &Outcome{Unplaceable: err.Error()}
+		}
+		pc.snapshot.AddPod(ni, pod)
+		if declaresTopology(pod) {
+			in.Pods = append(in.Pods, pod)
+		}
+	}
 	return outcomeOf(p.planner.Plan(ctx, in))
 }
 
@@ -155,6 +167,7 @@ func (p *prober) simulateRebuilt(ctx context.Context, removed []*Candidate) *Out
 	if len(in.Pending) == 0 {
 		return &Outcome{}
 	}
+	in.Pods = append(in.Pods, placeWaiting(ctx, p.planner, in, waitingOf(p.state.Pods, view))...)
 	return outcomeOf(p.planner.Plan(ctx, in))
 }
 

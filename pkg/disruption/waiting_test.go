@@ -1,0 +1,63 @@
+package disruption
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+)
+
+// A pod that waits unplaced takes the spread slot a removal frees before the evicted pod can come
+// back to it, so the removal must leave that pod room after the waiting one (harness seed 1489).
+// Three replicas spread over zones with maxSkew 1: two in zone a (nodes a1, a2), one in zone b. A
+// fourth waits, held to zone a, where a third replica would skew the zones by 2 (the test holds
+// pods to a zone by node selector, standing in for a zonal volume). Removing a2
+// sends its replica, also held to zone a, back there; but a2's removal first lets the waiting one
+// into zone a, and then the evicted replica fits nowhere.
+func TestRemovalLeavesRoomForThePodsThatWait(t *testing.T) {
+	ctx := context.Background()
+	inZoneA := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: fake.ZoneA} }
+	// Every zone counts, whatever zone the pod is held to (nodeAffinityPolicy Ignore).
+	ignore := corev1.NodeInclusionPolicyIgnore
+	spreadZones := func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "db"}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selector("app", "db"), NodeAffinityPolicy: &ignore}}
+	}
+	build := func(waiting bool) *cluster {
+		c := newCluster(t, newPool("default"))
+		c.node("a1", "default", odXLarge)
+		c.node("a2", "default", odXLarge)
+		c.node("b1", "default", offering{odXLarge.instanceType, fake.ZoneB, odXLarge.capacityType})
+		c.pod("db-0", "a1", "100m", "128Mi", spreadZones, inZoneA)
+		c.pod("db-1", "a2", "100m", "128Mi", spreadZones, inZoneA)
+		c.pod("db-2", "b1", "100m", "128Mi", spreadZones)
+		if waiting {
+			c.pod("db-3", "", "100m", "128Mi", spreadZones, inZoneA)
+		}
+		return c
+	}
+	for _, rebuild := range []bool{false, true} {
+		alone := build(false)
+		p := newProber(alone.State, testPlanner(t))
+		p.rebuild = rebuild
+		if out := p.simulate(ctx, []*Candidate{candidate(t, alone.State, "a2")}); !out.OK() || len(out.Replacements) != 0 {
+			t.Fatalf("rebuild=%v, no pod waiting: removing a2 gives %+v; want db-1 to fit on a1", rebuild, out)
+		}
+		c := build(true)
+		p = newProber(c.State, testPlanner(t))
+		p.rebuild = rebuild
+		out := p.simulate(ctx, []*Candidate{candidate(t, c.State, "a2")})
+		if out.OK() || !strings.Contains(out.Unplaceable, "default/db-1") {
+			t.Errorf("rebuild=%v, db-3 waiting for zone a: removing a2 gives %+v; want db-1 to fit nowhere", rebuild, out)
+		}
+		for _, pod := range c.Pods {
+			if pod.Name == "db-3" && pod.Spec.NodeName != "" {
+				t.Errorf("the probe bound the waiting pod to %s in the State", pod.Spec.NodeName)
+			}
+		}
+	}
+}
