@@ -247,6 +247,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		// claims. The claim books the pod itself.
 		var reasons map[string]string
 		placed := false
+		asks := simulation.MinRequests(pod)
 		for _, w := range newCapacityViews(pod, defaultKeys, len(domains) > 0) {
 			as := w.as
 			asGroup := group
@@ -270,21 +271,27 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				}
 			}
 			keys := rel.keys(as)
-			for _, oc := range open {
-				if memo.claimRejected(asGroup, oc) {
-					continue
-				}
-				if allowedByPreFilter(pre, oc.name) {
-					if alive, choice := pl.weigh(ctx, oc, as, state, keys); alive != nil {
-						if pl.add(ctx, oc, pod, info, state, alive, choice) {
-							pf.relabelled()
-						}
-						pf.add(info, oc.info)
-						placed = true
-						break
+			// The claims with room for the pod first, then the others (fill.go).
+			for _, roomy := range [2]bool{true, false} {
+				for _, oc := range open {
+					if oc.hasRoom(asks) != roomy || memo.claimRejected(asGroup, oc) {
+						continue
 					}
+					if allowedByPreFilter(pre, oc.name) {
+						if alive, choice := pl.weigh(ctx, oc, as, state, keys); alive != nil {
+							if pl.add(ctx, oc, pod, info, state, alive, choice) {
+								pf.relabelled()
+							}
+							pf.add(info, oc.info)
+							placed = true
+							break
+						}
+					}
+					memo.rejectClaim(asGroup, oc)
 				}
-				memo.rejectClaim(asGroup, oc)
+				if placed {
+					break
+				}
 			}
 			if placed {
 				break

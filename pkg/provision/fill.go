@@ -1,0 +1,42 @@
+package provision
+
+import (
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// Claims with room first. A claim launches as the cheapest of its offerings that holds its pods,
+// so a pod that joins a claim costs nothing when it fits what that type leaves free, and grows
+// the claim to a dearer type otherwise. Plain first fit over the claims in the order they opened
+// lets the first claims, which may still grow to the biggest types, take every pod, while the
+// claims that constraints keep apart (one pod per node for hostname spread or anti-affinity)
+// launch mostly empty: in Karpenter's benchmark mix that was a fifth of the price. So the plan
+// weighs a pod first on the claims whose cheapest holding type has room for its requests, then
+// on the others, each time in the order the claims opened. (Best fit among the claims with room,
+// tightest first, priced the same on the benchmark and cost a sort per pod.) Room only orders
+// the questions; each claim still takes the pod only if the Filter plugins pass (weigh).
+
+// hasRoom reports whether the pod, asking for at least r, fits by cpu, memory and pod count in
+// what the claim's cheapest holding type leaves free.
+func (oc *openClaim) hasRoom(r simulation.Requests) bool {
+	if oc.room == nil {
+		oc.room = oc.spare()
+	}
+	return oc.room.AllowedPodNumber > 0 && r.MilliCPU <= oc.room.MilliCPU && r.Memory <= oc.room.Memory
+}
+
+// spare is what the cheapest alive offering whose type holds the claim's requests leaves free,
+// or nothing when none of them does (a claim whose pods only fit with the capacity half's
+// finer points, such as pod-level resources, is weighed in the second round).
+func (oc *openClaim) spare() *framework.Resource {
+	used, pods := oc.info.Requested, len(oc.info.Pods)
+	for _, i := range oc.alive {
+		a := oc.pool.types[oc.pool.compatible[i].typ].alloc
+		if a.MilliCPU >= used.MilliCPU && a.Memory >= used.Memory && a.AllowedPodNumber >= pods {
+			return &framework.Resource{MilliCPU: a.MilliCPU - used.MilliCPU, Memory: a.Memory - used.Memory,
+				AllowedPodNumber: a.AllowedPodNumber - pods}
+		}
+	}
+	return &framework.Resource{}
+}
