@@ -248,6 +248,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		var reasons map[string]string
 		placed := false
 		asks := simulation.MinRequests(pod)
+		passes, shy := passesFor(pod, defaultKeys)
+		kind := kindOf(pod)
 		for _, w := range newCapacityViews(pod, defaultKeys, len(domains) > 0) {
 			as := w.as
 			asGroup := group
@@ -271,10 +273,11 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				}
 			}
 			keys := rel.keys(as)
-			// The claims with room for the pod first, then the others (fill.go).
-			for _, roomy := range [2]bool{true, false} {
+			// The claims with room for the pod first, then the others; for a pod that repels its
+			// own kind, the claims without it first (fill.go).
+			for _, pass := range passes {
 				for _, oc := range open {
-					if oc.hasRoom(asks) != roomy || memo.claimRejected(asGroup, oc) {
+					if !oc.in(pass, asks, kind, shy) || memo.claimRejected(asGroup, oc) {
 						continue
 					}
 					if allowedByPreFilter(pre, oc.name) {
