@@ -282,8 +282,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 					}
 					if allowedByPreFilter(pre, oc.name) {
 						if alive, choice := pl.weigh(ctx, oc, as, state, keys); alive != nil {
+							before, n := oc.info.Node(), len(oc.info.GetPods())
 							if pl.add(ctx, oc, pod, info, state, alive, choice) {
-								pf.relabelled()
+								pf.relabelled(oc.info, before, n)
 							}
 							pf.add(info, oc.info)
 							placed = true
