@@ -59,6 +59,14 @@ func requiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
 	return nil
 }
 
+// holds records that the claim now holds a pod of kind that repels its kind.
+func (oc *openClaim) holds(kind string) {
+	if oc.kinds == nil {
+		oc.kinds = map[string]int{}
+	}
+	oc.kinds[kind]++
+}
+
 // kindOf is what the replicas of one owner share that their own selectors read.
 func kindOf(p *corev1.Pod) string { return p.Namespace + "/" + labels.Set(p.Labels).String() }
 

@@ -53,7 +53,7 @@ type openClaim struct {
 	// room caches spare(), what the claim's cheapest holding type leaves free; nil after a
 	// pod joins.
 	room *framework.Resource
-	// kinds counts the claim's pods by kindOf.
+	// kinds counts the claim's pods that repel their own kind, by kindOf (see fill.go).
 	kinds map[string]int
 	// refusal is why weigh last refused a pod for the pool's minValues, for explanations.
 	refusal string
@@ -234,10 +234,6 @@ func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk
 	defer oc.noteCover(pod, requests, state)
 	oc.before = oc.info.Requested.Clone()
 	oc.room = nil
-	if oc.kinds == nil {
-		oc.kinds = map[string]int{}
-	}
-	oc.kinds[kindOf(pod)]++
 	oc.lastPod, oc.lastState = pod, state
 	oc.pods = append(oc.pods, pod)
 	if len(choice) > 0 {

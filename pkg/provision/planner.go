@@ -247,9 +247,13 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		// claims. The claim books the pod itself.
 		var reasons map[string]string
 		placed := false
-		asks := simulation.MinRequests(pod)
+		r := pl.requestsOf(pod)
+		asks := simulation.Requests{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
 		passes, shy := passesFor(pod, defaultKeys)
-		kind := kindOf(pod)
+		var kind string
+		if shy {
+			kind = kindOf(pod)
+		}
 		for _, w := range newCapacityViews(pod, defaultKeys, len(domains) > 0) {
 			as := w.as
 			asGroup := group
@@ -287,6 +291,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 								pf.relabelled(oc.info, before, n)
 							}
 							pf.add(info, oc.info)
+							if shy {
+								oc.holds(kind)
+							}
 							placed = true
 							break
 						}
@@ -309,6 +316,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				oc, why := pl.open(ctx, state, pre, as, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
 				if oc != nil {
 					oc.book(pod)
+					if shy {
+						oc.holds(kind)
+					}
 					pf.opened(oc.info)
 					open = append(open, oc)
 					ps.open = append(ps.open, oc)
