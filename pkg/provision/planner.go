@@ -247,6 +247,13 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		// claims. The claim books the pod itself.
 		var reasons map[string]string
 		placed := false
+		r := pl.requestsOf(pod)
+		asks := simulation.Requests{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
+		passes, shy := passesFor(pod, defaultKeys)
+		var kind string
+		if shy {
+			kind = kindOf(pod)
+		}
 		for _, w := range newCapacityViews(pod, defaultKeys, len(domains) > 0) {
 			as := w.as
 			asGroup := group
@@ -270,21 +277,32 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				}
 			}
 			keys := rel.keys(as)
-			for _, oc := range open {
-				if memo.claimRejected(asGroup, oc) {
-					continue
-				}
-				if allowedByPreFilter(pre, oc.name) {
-					if alive, choice := pl.weigh(ctx, oc, as, state, keys); alive != nil {
-						if pl.add(ctx, oc, pod, info, state, alive, choice) {
-							pf.relabelled()
-						}
-						pf.add(info, oc.info)
-						placed = true
-						break
+			// The claims with room for the pod first, then the others; for a pod that repels its
+			// own kind, the claims without it first (fill.go).
+			for _, pass := range passes {
+				for _, oc := range open {
+					if !oc.in(pass, asks, kind, shy) || memo.claimRejected(asGroup, oc) {
+						continue
 					}
+					if allowedByPreFilter(pre, oc.name) {
+						if alive, choice := pl.weigh(ctx, oc, as, state, keys); alive != nil {
+							before, n := oc.info.Node(), len(oc.info.GetPods())
+							if pl.add(ctx, oc, pod, info, state, alive, choice) {
+								pf.relabelled(oc.info, before, n)
+							}
+							pf.add(info, oc.info)
+							if shy {
+								oc.holds(kind)
+							}
+							placed = true
+							break
+						}
+					}
+					memo.rejectClaim(asGroup, oc)
 				}
-				memo.rejectClaim(asGroup, oc)
+				if placed {
+					break
+				}
 			}
 			if placed {
 				break
@@ -298,6 +316,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				oc, why := pl.open(ctx, state, pre, as, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
 				if oc != nil {
 					oc.book(pod)
+					if shy {
+						oc.holds(kind)
+					}
 					pf.opened(oc.info)
 					open = append(open, oc)
 					ps.open = append(ps.open, oc)

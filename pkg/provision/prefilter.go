@@ -2,10 +2,12 @@ package provision
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"github.com/tailor-sh/tailor/pkg/scheduling"
@@ -21,8 +23,9 @@ import (
 //   - InterPodAffinity and VolumeRestrictions keep counts that AddPod updates as PreFilter would
 //     have counted them, and neither reads the set of nodes, only the pods on them and their
 //     labels. A new claim is the pods on it added to nodes. A node whose labels changed (a claim
-//     that settled into a zone) calls for a fresh state, though a claim settles before the first
-//     pod that anyone counts in that zone joins it (see relevance), so nothing counted moves.
+//     that settled into a zone) has its pods taken off it as it was (RemovePod) and put back on
+//     it as it is (AddPod), so the counts move with the labels as the plugins count them. Each
+//     step is replayed against the node as it was then, not as it is now.
 //   - InterPodAffinity skips a pod that no placed pod repels and that has no terms of its own. A
 //     placed pod with anti-affinity terms can end that, and the framework does not run AddPod for
 //     a skipped plugin, so such a placement calls for a fresh state too.
@@ -38,19 +41,23 @@ type preFilters struct {
 	sim *simulation.Simulator
 	// kept is nil when nothing is kept (Planner.fresh).
 	kept map[preFilterKey]*keptState
-	// placed are the pods this plan put on nodes, in order, each with the node.
+	// placed are the pods this plan put on nodes and the nodes it relabelled, in order.
 	placed []placement
-	// relabels counts the node labels this plan changed.
-	relabels int
+	// frozen caches, per node object, a node info that shows it: the node as it was at a step.
+	frozen map[*corev1.Node]fwk.NodeInfo
 	// shared counts the pending pods of each spec; reused counts the states brought up to date
 	// instead of computed (for tests).
 	shared map[string]int
 	reused int
 }
 
+// placement is a pod put on node, or, when before is set, node's labels changed from before's
+// with pods on it.
 type placement struct {
-	pod  fwk.PodInfo
-	node fwk.NodeInfo
+	pod    fwk.PodInfo
+	node   fwk.NodeInfo
+	before fwk.NodeInfo
+	pods   []fwk.PodInfo
 }
 
 // preFilterKey is a pod's spec (specKey), the step of its preference ladder (-1 for the pod
@@ -64,13 +71,13 @@ type preFilterKey struct {
 type keptState struct {
 	state fwk.CycleState
 	pre   *fwk.PreFilterResult
-	// at and relabels are what the plan had done when state was last brought up to date.
-	at, relabels    int
+	// at is how much of placed state was last brought up to date with.
+	at              int
 	affinitySkipped bool
 }
 
 func newPreFilters(sim *simulation.Simulator, fresh bool, specs []string) *preFilters {
-	p := &preFilters{sim: sim, shared: map[string]int{}}
+	p := &preFilters{sim: sim, shared: map[string]int{}, frozen: map[*corev1.Node]fwk.NodeInfo{}}
 	if !fresh {
 		p.kept = map[preFilterKey]*keptState{}
 	}
@@ -94,7 +101,7 @@ func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step
 	state, pre, status := p.sim.PreFilter(ctx, pod)
 	skipped := state.GetSkipFilterPlugins()
 	if status == nil && spec != "" && p.kept != nil && p.shared[spec] > 1 && skipped.Has(names.PodTopologySpread) && keepable(pod) {
-		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed), relabels: p.relabels,
+		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed),
 			affinitySkipped: skipped.Has(names.InterPodAffinity)}
 	}
 	return state, pre, status
@@ -103,17 +110,23 @@ func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step
 // current brings k up to date for pod and reports whether it could.
 func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState) bool {
 	since := p.placed[k.at:]
-	if k.relabels != p.relabels {
-		return false
-	}
 	if k.affinitySkipped {
 		for _, pl := range since {
-			if len(pl.pod.GetRequiredAntiAffinityTerms()) > 0 {
+			if pl.before == nil && len(pl.pod.GetRequiredAntiAffinityTerms()) > 0 {
 				return false
 			}
 		}
 	}
 	for _, pl := range since {
+		if pl.before != nil {
+			for _, moved := range pl.pods {
+				if !p.sim.RemovePod(ctx, k.state, pod, moved, pl.before).IsSuccess() ||
+					!p.sim.AddPod(ctx, k.state, pod, moved, pl.node).IsSuccess() {
+					return false
+				}
+			}
+			continue
+		}
 		if !p.sim.AddPod(ctx, k.state, pod, pl.pod, pl.node).IsSuccess() {
 			return false
 		}
@@ -142,7 +155,19 @@ func keepable(pod *corev1.Pod) bool {
 
 // add records that pod now runs on node.
 func (p *preFilters) add(pod fwk.PodInfo, node fwk.NodeInfo) {
-	p.placed = append(p.placed, placement{pod: pod, node: node})
+	p.placed = append(p.placed, placement{pod: pod, node: p.frozenOf(node.Node())})
+}
+
+// frozenOf returns a node info that shows node, whatever node's claim becomes later. The
+// PreFilter extensions read only the node (its labels) of the node info they are given.
+func (p *preFilters) frozenOf(node *corev1.Node) fwk.NodeInfo {
+	if ni, ok := p.frozen[node]; ok {
+		return ni
+	}
+	ni := framework.NewNodeInfo()
+	ni.SetNode(node)
+	p.frozen[node] = ni
+	return ni
 }
 
 // opened records a new claim, with the pods on it (its daemons and its first pod).
@@ -152,5 +177,8 @@ func (p *preFilters) opened(node fwk.NodeInfo) {
 	}
 }
 
-// relabelled records that a node's labels changed.
-func (p *preFilters) relabelled() { p.relabels++ }
+// relabelled records that node, which was before and held its first n pods then, has new labels.
+func (p *preFilters) relabelled(node fwk.NodeInfo, before *corev1.Node, n int) {
+	pods := slices.Clone(node.GetPods()[:n])
+	p.placed = append(p.placed, placement{node: p.frozenOf(node.Node()), before: p.frozenOf(before), pods: pods})
+}

@@ -277,6 +277,12 @@ func (s *Simulator) AddPod(ctx context.Context, state fwk.CycleState, podToSched
 	return s.fw.RunPreFilterExtensionAddPod(ctx, state, podToSchedule, added, node)
 }
 
+// RemovePod tells the PreFilter state of podToSchedule that removed no longer runs on node; with
+// AddPod it moves a pod's count when its node's labels change.
+func (s *Simulator) RemovePod(ctx context.Context, state fwk.CycleState, podToSchedule *corev1.Pod, removed fwk.PodInfo, node fwk.NodeInfo) *fwk.Status {
+	return s.fw.RunPreFilterExtensionRemovePod(ctx, state, podToSchedule, removed, node)
+}
+
 type swappableLister struct {
 	current atomic.Pointer[view]
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,17 +24,35 @@ import (
 // BenchmarkBurst creates 1,000 pods at once on an empty cluster (the real API server, scheduler
 // and kwok, the fake cloud) and reports the seconds from the last pod created to the last
 // NodeClaim created, and to every pod Running. The pods are of Karpenter's benchmark sizes,
-// without constraints.
+// without constraints. Each iteration is a burst on a fresh sandbox; the tail is what matters
+// (issue 15: under 1 s in every run), so it reports the worst of the iterations as well as the
+// mean, and logs every one: run it with -benchtime 5x for five bursts.
 func BenchmarkBurst(b *testing.B) {
 	const pods = 1000
+	var toClaims, toRunning []float64
+	var claims int
 	for b.Loop() {
 		b.StopTimer()
-		toClaims, toRunning, claims := burstOnce(b, pods)
+		c, r, n := burstOnce(b, pods)
 		b.StartTimer()
-		b.ReportMetric(toClaims.Seconds(), "s-to-last-nodeclaim")
-		b.ReportMetric(toRunning.Seconds(), "s-to-all-running")
-		b.ReportMetric(float64(claims), "nodeclaims")
+		toClaims, toRunning = append(toClaims, c.Seconds()), append(toRunning, r.Seconds())
+		claims = max(claims, n)
+		b.Logf("burst %d: last pod created -> last NodeClaim created %.3f s, -> every pod Running %.3f s, %d NodeClaims",
+			len(toClaims), c.Seconds(), r.Seconds(), n)
 	}
+	b.ReportMetric(slices.Max(toClaims), "max-s-to-last-nodeclaim")
+	b.ReportMetric(mean(toClaims), "mean-s-to-last-nodeclaim")
+	b.ReportMetric(slices.Max(toRunning), "max-s-to-all-running")
+	b.ReportMetric(mean(toRunning), "mean-s-to-all-running")
+	b.ReportMetric(float64(claims), "max-nodeclaims")
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
 }
 
 func burstOnce(b *testing.B, n int) (toClaims, toRunning time.Duration, claims int) {
