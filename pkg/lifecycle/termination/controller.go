@@ -190,7 +190,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if done, err := c.terminateInstance(ctx, node, claim); err != nil || !done {
 		return time.Second, err
 	}
-	if err := removeFinalizer(ctx, c.opts.Kube, node); err != nil {
+	if removed, err := removeFinalizer(ctx, c.opts.Kube, node); err != nil || !removed {
+		// Not removed: an earlier pass did, and the cache had not caught up. It is counted once.
 		return 0, err
 	}
 	logger.Info("Node terminated")

@@ -195,18 +195,19 @@ func (c *Controller) setCondition(ctx context.Context, claim *karpv1.NodeClaim, 
 	return err
 }
 
-// removeFinalizer drops Tailor's finalizer from the node, guarded by its resource version.
-func removeFinalizer(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) error {
+// removeFinalizer drops Tailor's finalizer from the node, guarded by its resource version. It
+// reports false if the node was already gone.
+func removeFinalizer(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) (bool, error) {
 	finalizers := slices.DeleteFunc(slices.Clone(node.Finalizers), func(f string) bool { return f == karpv1.TerminationFinalizer })
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": node.ResourceVersion}})
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 func truncated(items []string, n int) []string {
