@@ -155,6 +155,10 @@ func TestChartProfileIsTheShippedOne(t *testing.T) {
 	if !reflect.DeepEqual(chartCfg["profiles"], shipped["profiles"]) {
 		t.Fatalf("the chart's profiles differ from manifests/scheduler-config.yaml's:\n%v\nvs\n%v", chartCfg["profiles"], shipped["profiles"])
 	}
+	// The API client's limits too (sized for storms of drains), so the two installs agree.
+	if !reflect.DeepEqual(chartCfg["clientConnection"], shipped["clientConnection"]) || shipped["clientConnection"] == nil {
+		t.Fatalf("the chart's clientConnection %v differs from manifests/scheduler-config.yaml's %v", chartCfg["clientConnection"], shipped["clientConnection"])
+	}
 }
 
 // settings.pluginArgs lists every arg of the plugin, at the plugin's own default.

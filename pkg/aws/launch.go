@@ -119,8 +119,9 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	// reservationOf names each template's reservation: one template per reservation, as its
 	// target is in the template.
 	reservationOf := map[string]string{}
+	rendered := userDataCache{}
 	for _, o := range options {
-		spec, err := p.templateSpec(claim, nc, res, o.t, o.offering)
+		spec, err := p.templateSpec(claim, nc, res, o.t, o.offering, rendered)
 		if err != nil {
 			// User data that cannot be rendered fails every launch from the class alike.
 			return nil, &cloud.PermanentLaunchError{Code: "UserDataInvalid", Message: err.Error(), Err: err}
@@ -290,20 +291,31 @@ func instanceTags(cluster string, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClas
 	return tags
 }
 
+// userDataCache holds one launch's rendered user data by what differs between its instance
+// types (max pods and reservations). A claim offers up to 60 types, most alike in those, and
+// rendering (YAML, MIME) costs more CPU than the rest of a launch: a storm of replacements
+// launched at once rendered the same document dozens of times each.
+type userDataCache map[string]string
+
 // templateSpec is the launch template for one launchable type of the claim.
-func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, t *launchableType, o cloud.Offering) (templateSpec, error) {
-	labels := kubeletLabels(claim.Labels)
-	labels[awsv1.LabelNodeClass] = nc.Name
-	node := userdata.Node{
-		ClusterName: p.opts.ClusterName, APIServerEndpoint: p.opts.ClusterEndpoint, CABundle: p.opts.ClusterCABundle,
-		ServiceCIDR: p.opts.ServiceCIDR, ClusterDNS: p.opts.ClusterDNS, Labels: labels,
-		Taints:  append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
-		MaxPods: int32(t.pods), KubeReserved: t.kube, SystemReserved: t.system, EvictionHard: t.eviction,
-		InstanceStoreRAID0: raid0(nc),
-	}
-	ud, err := userdata.Render(nc.AMIFamily(), node, deref(nc.Spec.UserData))
-	if err != nil {
-		return templateSpec{}, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, t *launchableType, o cloud.Offering, rendered userDataCache) (templateSpec, error) {
+	key := fmt.Sprint(t.pods, t.kube, t.system, t.eviction) // fmt prints maps in key order
+	ud, ok := rendered[key]
+	if !ok {
+		labels := kubeletLabels(claim.Labels)
+		labels[awsv1.LabelNodeClass] = nc.Name
+		node := userdata.Node{
+			ClusterName: p.opts.ClusterName, APIServerEndpoint: p.opts.ClusterEndpoint, CABundle: p.opts.ClusterCABundle,
+			ServiceCIDR: p.opts.ServiceCIDR, ClusterDNS: p.opts.ClusterDNS, Labels: labels,
+			Taints:  append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
+			MaxPods: int32(t.pods), KubeReserved: t.kube, SystemReserved: t.system, EvictionHard: t.eviction,
+			InstanceStoreRAID0: raid0(nc),
+		}
+		var err error
+		if ud, err = userdata.Render(nc.AMIFamily(), node, deref(nc.Spec.UserData)); err != nil {
+			return templateSpec{}, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+		}
+		rendered[key] = ud
 	}
 	var groups []string
 	for _, g := range res.NodeClass.Status.SecurityGroups {

@@ -55,7 +55,10 @@ func (c *Controller) finalize(ctx context.Context, claim *karpv1.NodeClaim) (tim
 	if err != nil {
 		return 0, err
 	}
-	if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{}); apierrors.IsNotFound(err) {
+		// An earlier pass let it go; the cache had not caught up. It is counted once.
+		return 0, nil
+	} else if err != nil {
 		return 0, err
 	}
 	logger.Info("NodeClaim terminated")

@@ -298,8 +298,8 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 		list, _ := nodes.List(labels.Everything())
 		return list
 	})
-	o.wg.Go(func() { o.lifecycle.Run(ctx, 4) })
-	o.wg.Go(func() { o.termination.Run(ctx, 4) })
+	o.wg.Go(func() { o.lifecycle.Run(ctx, int(*o.args.NodeClaimWorkers)) })
+	o.wg.Go(func() { o.termination.Run(ctx, int(*o.args.TerminationWorkers)) })
 	o.wg.Go(func() { o.gc.Run(ctx) })
 	o.wg.Go(func() { o.readiness.Run(ctx) })
 	planner := provision.NewPlanner(sim)

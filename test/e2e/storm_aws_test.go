@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,6 +131,13 @@ func TestInterruptionStorm(t *testing.T) {
 	})
 	drainedBy := time.Duration(-1 << 63)
 	lastGone := time.Time{}
+	handledAt := map[string]time.Time{} // instance → when its first notice was handled
+	for _, h := range got {
+		if at, ok := handledAt[h.ev.InstanceID]; !ok || h.at.Before(at) {
+			handledAt[h.ev.InstanceID] = h.at
+		}
+	}
+	var drains []time.Duration // notice handled (claim deleted) → node gone
 	for id, claim := range instances {
 		n, ok := plan.byInstance[id]
 		seen := nodes.of(id)
@@ -143,6 +151,7 @@ func TestInterruptionStorm(t *testing.T) {
 				continue
 			}
 			drainedBy = max(drainedBy, seen.gone.Sub(n.due))
+			drains = append(drains, seen.gone.Sub(handledAt[id]))
 			if seen.gone.After(lastGone) {
 				lastGone = seen.gone
 			}
@@ -160,6 +169,11 @@ func TestInterruptionStorm(t *testing.T) {
 		"(%.1f s before the nearest deadline); %d pods Running elsewhere %.1f s after the first notice",
 		len(plan.sends), len(plan.byInstance), plan.duplicates, plan.unknown, burst, emptied.Sub(first).Seconds(),
 		worst.Seconds(), -latest.Seconds(), lastGone.Sub(first).Seconds(), -drainedBy.Seconds(), len(pods), time.Since(first).Seconds())
+	if len(drains) > 0 {
+		slices.Sort(drains)
+		t.Logf("drains of %d interrupted nodes, notice handled to node gone: median %.1f s, 90th percentile %.1f s, longest %.1f s",
+			len(drains), drains[len(drains)/2].Seconds(), drains[len(drains)*9/10].Seconds(), drains[len(drains)-1].Seconds())
+	}
 }
 
 // stormSize is the number of nodes and of notices: TAILOR_STORM_NODES, or 500 under make chaos

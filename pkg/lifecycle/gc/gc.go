@@ -4,6 +4,7 @@ package gc
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,9 +104,15 @@ func (g *Collector) Collect(ctx context.Context) error {
 			}
 		}
 	}()
+	api := &apiClaims{list: g.opts.NodeClaims.List}
 	for _, inst := range instances {
 		live[inst.Status.ProviderID] = true
 		if byProviderID[inst.Status.ProviderID] != nil || byName[inst.Name] || !g.due(seen, "instance/"+inst.Status.ProviderID, now) {
+			continue
+		}
+		if found, err := api.has(ctx, inst.Name, inst.Status.ProviderID); err != nil {
+			return err
+		} else if found {
 			continue
 		}
 		if err := g.opts.Cloud.Delete(ctx, inst); err != nil && !cloud.IsNotFound(err) {
@@ -131,12 +138,39 @@ func (g *Collector) Collect(ctx context.Context) error {
 		}
 		logger.Info("Deleted NodeClaim whose instance is gone", "nodeClaim", c.Name, "providerID", c.Status.ProviderID)
 	}
-	return g.collectNodes(ctx, byProviderID, seen, now)
+	return g.collectNodes(ctx, byProviderID, api, seen, now)
+}
+
+// apiClaims reads the NodeClaims from the API server, once a round and only when something is
+// about to be collected. The informer's cache can trail the API server by longer than Grace
+// when it is loaded (hundreds of launches at once): a node registered for a claim whose status
+// the cache has not caught up with looks unmatched, and must not be deleted for it.
+type apiClaims struct {
+	list         func(context.Context, metav1.ListOptions) (*karpv1.NodeClaimList, error)
+	names, byPID map[string]bool
+}
+
+// has reports whether the API server holds a claim of that name or provider ID.
+func (a *apiClaims) has(ctx context.Context, name, providerID string) (bool, error) {
+	if a.names == nil {
+		list, err := a.list(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, fmt.Errorf("listing NodeClaims to confirm what the cache says is unmatched: %w", err)
+		}
+		a.names, a.byPID = map[string]bool{}, map[string]bool{}
+		for _, c := range list.Items {
+			a.names[c.Name] = true
+			if c.Status.ProviderID != "" {
+				a.byPID[c.Status.ProviderID] = true
+			}
+		}
+	}
+	return (name != "" && a.names[name]) || (providerID != "" && a.byPID[providerID]), nil
 }
 
 // collectNodes deletes Nodes that Tailor launched (they carry its NodePool label) whose NodeClaim
 // is gone. Deleting goes through the node's finalizer, so the node is still drained first.
-func (g *Collector) collectNodes(ctx context.Context, byProviderID map[string]*karpv1.NodeClaim, seen map[string]bool, now time.Time) error {
+func (g *Collector) collectNodes(ctx context.Context, byProviderID map[string]*karpv1.NodeClaim, api *apiClaims, seen map[string]bool, now time.Time) error {
 	nodes, err := g.opts.Nodes.List(labels.Everything())
 	if err != nil {
 		return err
@@ -146,6 +180,11 @@ func (g *Collector) collectNodes(ctx context.Context, byProviderID map[string]*k
 			continue
 		}
 		if byProviderID[n.Spec.ProviderID] != nil || !g.due(seen, "node/"+n.Name, now) {
+			continue
+		}
+		if found, err := api.has(ctx, "", n.Spec.ProviderID); err != nil {
+			return err
+		} else if found {
 			continue
 		}
 		if err := g.opts.Kube.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

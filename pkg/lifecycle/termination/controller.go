@@ -27,6 +27,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/controller"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // Options are what the controller reads and writes.
@@ -74,9 +75,31 @@ func New(opts Options) (*Controller, error) {
 	}}); err != nil {
 		return nil, fmt.Errorf("indexing pods by node: %w", err)
 	}
-	_, err := opts.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := opts.NodeInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueNode,
 		UpdateFunc: func(_, n any) { c.enqueueNode(n) },
+	}); err != nil {
+		return nil, err
+	}
+	// A drain waits for its pods: for an eviction to be accepted before it evicts the next group,
+	// and for the last pod to go before it terminates the instance. The pod's own event wakes
+	// it, rather than a poll every second of every node being drained.
+	_, err := opts.PodInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(o, n any) {
+			old, ok1 := o.(*corev1.Pod)
+			pod, ok2 := n.(*corev1.Pod)
+			if ok1 && ok2 && leftDrain(old, pod) {
+				c.enqueueNodeOf(pod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.enqueueNodeOf(pod)
+			}
+		},
 	})
 	return c, err
 }
@@ -86,6 +109,31 @@ func (c *Controller) enqueueNode(obj any) {
 		c.queue.Add(n.Name)
 	}
 }
+
+// leftDrain reports whether a pod's update moves its node's drain along: the pod no longer needs
+// eviction (its eviction was accepted), or no longer holds the node (it finished).
+func leftDrain(old, pod *corev1.Pod) bool {
+	return (holdsNode(old) && !holdsNode(pod)) || (scheduling.NeedsEviction(old) && !scheduling.NeedsEviction(pod))
+}
+
+// enqueueNodeOf queues the node pod ran on if that node is being terminated.
+func (c *Controller) enqueueNodeOf(pod *corev1.Pod) {
+	if pod.Spec.NodeName == "" {
+		return
+	}
+	if n, err := c.opts.Nodes.Get(pod.Spec.NodeName); err == nil {
+		c.enqueueNode(n)
+	}
+}
+
+// Requeue delays of a drain. A PodDisruptionBudget that refuses an eviction says nothing when it
+// would allow it, so the eviction is asked again soon. Pods that were evicted or are leaving
+// bring their node back with their own events (see leftDrain); the longer poll is only a safety
+// net.
+const (
+	evictionBlockedRetry = time.Second
+	podsLeavingPoll      = 10 * time.Second
+)
 
 // Run works the queue until ctx ends. Several workers keep one slow drain from holding up others.
 func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers) }
@@ -116,10 +164,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return 0, err
 	}
 	if remaining := stillRunning(pods); len(remaining) > 0 {
-		if err := c.drain(ctx, node, claim, pods, deadline); err != nil {
+		blocked, err := c.drain(ctx, node, claim, pods, deadline)
+		if err != nil {
 			return 0, err
 		}
-		return time.Second, nil
+		if blocked {
+			return evictionBlockedRetry, nil
+		}
+		return podsLeavingPoll, nil
 	}
 	if claim != nil {
 		if err := c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", ""); err != nil {
@@ -138,7 +190,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if done, err := c.terminateInstance(ctx, node, claim); err != nil || !done {
 		return time.Second, err
 	}
-	if err := removeFinalizer(ctx, c.opts.Kube, node); err != nil {
+	if removed, err := removeFinalizer(ctx, c.opts.Kube, node); err != nil || !removed {
+		// Not removed: an earlier pass did, and the cache had not caught up. It is counted once.
 		return 0, err
 	}
 	logger.Info("Node terminated")

@@ -57,15 +57,20 @@ func mustDelete(p *corev1.Pod, deadline *time.Time, now time.Time) (bool, int64)
 	return true, max(0, int64(left/time.Second))
 }
 
-// stillRunning are the pods that keep the node from being terminated: those that need eviction
-// and those being deleted that have not finished. Tolerating pods do not hold the node.
+// stillRunning are the pods that keep the node from being terminated (see holdsNode).
 func stillRunning(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
-		terminating := p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-		if (scheduling.NeedsEviction(p) || terminating) && !scheduling.IsMirror(p) {
+		if holdsNode(p) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// holdsNode reports whether p keeps its node from being terminated: it needs eviction, or it is
+// being deleted and has not finished. Tolerating pods and mirror pods do not hold the node.
+func holdsNode(p *corev1.Pod) bool {
+	terminating := p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	return (scheduling.NeedsEviction(p) || terminating) && !scheduling.IsMirror(p)
 }

@@ -3,6 +3,7 @@ package termination
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -29,51 +31,37 @@ const (
 	OutcomeFailed  = "failed"
 )
 
+// evictionsPerNode is how many of one node's pods are evicted at once. Each eviction is one API
+// call that waits on the API server's budget check; a node of 100 pods evicted one after another
+// would hold its drain (and its worker) for 100 round trips.
+const evictionsPerNode = 10
+
 // drain evicts the first group of pods that still has any; later groups wait for it to empty.
-// Pods whose deadline has come are deleted instead, with what is left of the grace period.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, pods []*corev1.Pod, deadline *time.Time) error {
+// Pods whose deadline has come are deleted instead, with what is left of the grace period. It
+// reports whether a PodDisruptionBudget held any eviction back, which only asking again resolves.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, pods []*corev1.Pod, deadline *time.Time) (bool, error) {
 	groups := drainGroups(pods)
 	if len(groups) == 0 {
-		return nil // only pods already terminating remain; wait for them
+		return false, nil // only pods already terminating remain; wait for them
 	}
 	now := c.opts.Clock.Now()
+	group := groups[0]
+	blockedBy := make([]bool, len(group))
+	errs := make([]error, len(group))
+	workqueue.ParallelizeUntil(ctx, evictionsPerNode, len(group), func(i int) {
+		blockedBy[i], errs[i] = c.evict(ctx, node, group[i], deadline, now)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return false, err
+	}
 	var blocked []string
-	for _, p := range groups[0] {
-		if force, grace := mustDelete(p, deadline, now); force {
-			err := c.opts.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
-			if err != nil && !apierrors.IsNotFound(err) {
-				c.count(OutcomeFailed)
-				return fmt.Errorf("deleting pod %s/%s past node %s's termination grace period: %w", p.Namespace, p.Name, node.Name, err)
-			}
-			c.count(OutcomeDeleted)
-			c.opts.Recorder.Eventf(p, node, corev1.EventTypeWarning, "Disrupted", "Delete",
-				"Deleting pod past node %s's termination grace period, regardless of its PodDisruptionBudget", node.Name)
-			continue
-		}
-		err := c.opts.Kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
-			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
-		})
-		switch {
-		case err == nil:
-			c.count(OutcomeEvicted)
-			c.opts.Recorder.Eventf(p, node, corev1.EventTypeNormal, "Evicted", "Evict", "Evicted from node %s, which is being terminated", node.Name)
-		case apierrors.IsNotFound(err):
-		case apierrors.IsTooManyRequests(err) && c.granted(p):
-			if err := c.finishGrantedEviction(ctx, node, p); err != nil {
-				c.count(OutcomeFailed)
-				return err
-			}
-		case apierrors.IsTooManyRequests(err):
-			// A PodDisruptionBudget does not allow it now; try again shortly.
-			c.count(OutcomeBlocked)
+	for i, p := range group {
+		if blockedBy[i] {
 			blocked = append(blocked, p.Namespace+"/"+p.Name)
-		default:
-			c.count(OutcomeFailed)
-			return fmt.Errorf("evicting pod %s/%s from node %s: %w", p.Namespace, p.Name, node.Name, err)
 		}
 	}
 	if len(blocked) == 0 || claim == nil {
-		return nil
+		return len(blocked) > 0, nil
 	}
 	msg := fmt.Sprintf("waiting on PodDisruptionBudgets to evict %d pods: %v", len(blocked), truncated(blocked, 5))
 	if deadline != nil {
@@ -83,7 +71,45 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1
 	if cond == nil || cond.Reason != "EvictionBlocked" || cond.Message != msg {
 		c.opts.Recorder.Eventf(node, nil, corev1.EventTypeWarning, "FailedDraining", "Drain", "Node %s: %s", node.Name, msg)
 	}
-	return c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionFalse, "EvictionBlocked", msg)
+	return true, c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionFalse, "EvictionBlocked", msg)
+}
+
+// evict removes one pod through the Eviction API, or deletes it if the node's deadline leaves
+// no time for its grace period; it reports whether a PodDisruptionBudget refused the eviction.
+func (c *Controller) evict(ctx context.Context, node *corev1.Node, p *corev1.Pod, deadline *time.Time, now time.Time) (bool, error) {
+	if force, grace := mustDelete(p, deadline, now); force {
+		err := c.opts.Kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.count(OutcomeFailed)
+			return false, fmt.Errorf("deleting pod %s/%s past node %s's termination grace period: %w", p.Namespace, p.Name, node.Name, err)
+		}
+		c.count(OutcomeDeleted)
+		c.opts.Recorder.Eventf(p, node, corev1.EventTypeWarning, "Disrupted", "Delete",
+			"Deleting pod past node %s's termination grace period, regardless of its PodDisruptionBudget", node.Name)
+		return false, nil
+	}
+	err := c.opts.Kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+	})
+	switch {
+	case err == nil:
+		c.count(OutcomeEvicted)
+		c.opts.Recorder.Eventf(p, node, corev1.EventTypeNormal, "Evicted", "Evict", "Evicted from node %s, which is being terminated", node.Name)
+	case apierrors.IsNotFound(err):
+	case apierrors.IsTooManyRequests(err) && c.granted(p):
+		if err := c.finishGrantedEviction(ctx, node, p); err != nil {
+			c.count(OutcomeFailed)
+			return false, err
+		}
+	case apierrors.IsTooManyRequests(err):
+		// A PodDisruptionBudget does not allow it now; try again shortly.
+		c.count(OutcomeBlocked)
+		return true, nil
+	default:
+		c.count(OutcomeFailed)
+		return false, fmt.Errorf("evicting pod %s/%s from node %s: %w", p.Namespace, p.Name, node.Name, err)
+	}
+	return false, nil
 }
 
 // granted reports whether a budget already counts p as evicted (see grantedEviction).
@@ -169,18 +195,19 @@ func (c *Controller) setCondition(ctx context.Context, claim *karpv1.NodeClaim, 
 	return err
 }
 
-// removeFinalizer drops Tailor's finalizer from the node, guarded by its resource version.
-func removeFinalizer(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) error {
+// removeFinalizer drops Tailor's finalizer from the node, guarded by its resource version. It
+// reports false if the node was already gone.
+func removeFinalizer(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) (bool, error) {
 	finalizers := slices.DeleteFunc(slices.Clone(node.Finalizers), func(f string) bool { return f == karpv1.TerminationFinalizer })
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": node.ResourceVersion}})
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 func truncated(items []string, n int) []string {

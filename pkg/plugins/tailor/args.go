@@ -48,6 +48,17 @@ type Args struct {
 	// Ready), forcefully, unless more than 20% of the NodePool's or the cluster's nodes are
 	// unhealthy. Off by default, as Karpenter's NodeRepair feature gate.
 	NodeRepair bool `json:"nodeRepair,omitempty"`
+	// TerminationWorkers is how many nodes are drained and terminated at once. A drain mostly
+	// waits (on evictions, on pods leaving, on the cloud), so a spot reclaim of hundreds of
+	// nodes needs as many drains in hand as it has nodes to meet their two-minute deadlines;
+	// a waiting drain costs a goroutine, not CPU. Default 100, as Karpenter's termination
+	// controller; 1 to 1000.
+	TerminationWorkers *int32 `json:"terminationWorkers,omitempty"`
+	// NodeClaimWorkers is how many NodeClaims are launched, registered and finalized at once.
+	// A storm launches a replacement for every interrupted node while the same queue deletes
+	// their Nodes; a few workers busy with slow launches would hold the deletions back.
+	// Default 100; 1 to 1000.
+	NodeClaimWorkers *int32 `json:"nodeClaimWorkers,omitempty"`
 }
 
 // Defaults for Args. Karpenter's are 1s and 10s; Tailor sits in the scheduler and needs no polling.
@@ -59,6 +70,9 @@ const (
 	DefaultDisruptionPollInterval        = 10 * time.Second
 	DefaultSpotToSpotMinInstanceTypes    = 15
 	DefaultStrandedAfter                 = 30 * time.Second
+	DefaultTerminationWorkers            = 100
+	DefaultNodeClaimWorkers              = 100
+	maxWorkers                           = 1000
 )
 
 // DecodeArgs reads the plugin's args from the scheduler configuration, fills in defaults and
@@ -113,6 +127,14 @@ func SetDefaults(a *Args) {
 		n := int32(DefaultSpotToSpotMinInstanceTypes)
 		a.SpotToSpotMinInstanceTypes = &n
 	}
+	if a.TerminationWorkers == nil {
+		n := int32(DefaultTerminationWorkers)
+		a.TerminationWorkers = &n
+	}
+	if a.NodeClaimWorkers == nil {
+		n := int32(DefaultNodeClaimWorkers)
+		a.NodeClaimWorkers = &n
+	}
 }
 
 // Validate checks defaulted args.
@@ -138,6 +160,14 @@ func Validate(a *Args, path *field.Path) field.ErrorList {
 	}
 	if n := a.SpotToSpotMinInstanceTypes; n != nil && (*n < 1 || *n > 60) {
 		errs = append(errs, field.Invalid(path.Child("spotToSpotMinInstanceTypes"), *n, "must be between 1 and 60, the most instance types a NodeClaim offers"))
+	}
+	for _, w := range []struct {
+		name string
+		n    *int32
+	}{{"terminationWorkers", a.TerminationWorkers}, {"nodeClaimWorkers", a.NodeClaimWorkers}} {
+		if w.n != nil && (*w.n < 1 || *w.n > maxWorkers) {
+			errs = append(errs, field.Invalid(path.Child(w.name), *w.n, fmt.Sprintf("must be between 1 and %d", maxWorkers)))
+		}
 	}
 	return errs
 }

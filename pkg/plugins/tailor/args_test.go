@@ -32,6 +32,12 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "node repair on", raw: `{"nodeRepair":true}`, check: func(a *Args) bool { return a.NodeRepair }},
 		{name: "node repair not a bool", raw: `{"nodeRepair":"yes"}`, wantErr: ": json: cannot unmarshal"},
 		{name: "best-effort minValues", raw: `{"minValuesPolicy":"BestEffort"}`, check: func(a *Args) bool { return a.MinValuesPolicy == "BestEffort" }},
+		{name: "workers by default", raw: `{}`, check: func(a *Args) bool { return *a.TerminationWorkers == 100 && *a.NodeClaimWorkers == 100 }},
+		{name: "workers set", raw: `{"terminationWorkers":500,"nodeClaimWorkers":8}`, check: func(a *Args) bool {
+			return *a.TerminationWorkers == 500 && *a.NodeClaimWorkers == 8
+		}},
+		{name: "no termination workers", raw: `{"terminationWorkers":0}`, wantErr: "terminationWorkers: Invalid value: 0: must be between 1 and 1000"},
+		{name: "too many nodeclaim workers", raw: `{"nodeClaimWorkers":1001}`, wantErr: "nodeClaimWorkers: Invalid value: 1001"},
 		{name: "unknown minValues policy", raw: `{"minValuesPolicy":"Sometimes"}`, wantErr: "minValuesPolicy"},
 		{name: "max below idle", raw: `{"batchIdleDuration":"2s","batchMaxDuration":"1s"}`, wantErr: "batchMaxDuration"},
 		{name: "misspelt knob", raw: `{"consolidationValidationPeriods":"2s"}`, wantErr: `: unknown field "consolidationValidationPeriods"`},
