@@ -78,6 +78,8 @@ func benchmarkThroughput(b *testing.B, w workload) {
 // returns the pods bound per second from the first create to the last binding. The scheduler is
 // stopped and every pod deleted before it returns, so the next phase meets the same empty nodes.
 func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w workload, phase string) (float64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stop := s.startInProcess(ctx, b, c)
 	defer func() {
 		stop()
