@@ -19,9 +19,9 @@ type bindings struct {
 	want  int
 	mu    sync.Mutex
 	bound map[string]bool
-	first time.Time
-	last  time.Time
-	all   chan struct{}
+	// at are the times of the bindings, in the order seen.
+	at  []time.Time
+	all chan struct{}
 }
 
 // watchBindings starts watching before the pods are created, so no binding is missed; the watch
@@ -53,12 +53,8 @@ func (bs *bindings) record(name string) {
 	if bs.bound[name] {
 		return
 	}
-	now := time.Now()
-	if len(bs.bound) == 0 {
-		bs.first = now
-	}
 	bs.bound[name] = true
-	bs.last = now
+	bs.at = append(bs.at, time.Now())
 	if len(bs.bound) == bs.want {
 		close(bs.all)
 	}
@@ -80,4 +76,27 @@ func (bs *bindings) count() int {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	return len(bs.bound)
+}
+
+// rateFrom returns the pods bound per second from t0, or from the first binding if that came
+// later, to the last binding, and how many pods that counts.
+func (bs *bindings) rateFrom(t0 time.Time) (perSecond float64, pods int, took time.Duration) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if len(bs.at) == 0 {
+		return 0, 0, 0
+	}
+	if first := bs.at[0]; first.After(t0) {
+		t0 = first
+	}
+	for _, at := range bs.at {
+		if at.After(t0) {
+			pods++
+		}
+	}
+	took = bs.at[len(bs.at)-1].Sub(t0)
+	if took <= 0 {
+		return 0, pods, took
+	}
+	return float64(pods) / took.Seconds(), pods, took
 }

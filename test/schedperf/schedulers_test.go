@@ -60,8 +60,9 @@ func (s scheduler) writeConfig(dir, kubeconfig string) (string, error) {
 
 // startInProcess runs s in this process until the returned stop is called: kube-scheduler's own
 // app.Setup and app.Run for vanilla, operator.Run (the same, with the Tailor plugin and Tailor's
-// provisioner and controllers) for tailor, whose start it waits for.
-func (s scheduler) startInProcess(ctx context.Context, b *testing.B, c *cluster) (stop func()) {
+// provisioner and controllers) for tailor. It returns once Tailor has started (vanilla: at once),
+// and when.
+func (s scheduler) startInProcess(ctx context.Context, b *testing.B, c *cluster) (stop func(), startedAt time.Time) {
 	b.Helper()
 	path, err := s.writeConfig(c.dir, c.kubeconfig)
 	if err != nil {
@@ -96,6 +97,7 @@ func (s scheduler) startInProcess(ctx context.Context, b *testing.B, c *cluster)
 	}
 	select {
 	case <-started:
+		startedAt = time.Now()
 	case err := <-done:
 		cancel()
 		b.Fatalf("%s scheduler stopped before it started: %v", s.name, err)
@@ -108,7 +110,7 @@ func (s scheduler) startInProcess(ctx context.Context, b *testing.B, c *cluster)
 		if err := <-done; err != nil && ctx.Err() == nil {
 			b.Errorf("%s scheduler: %v", s.name, err)
 		}
-	}
+	}, startedAt
 }
 
 // applyNodePool gives Tailor's provisioner a NodePool and an EC2NodeClass (the examples'), as in
