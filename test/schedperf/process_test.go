@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +74,8 @@ func startChild(ctx context.Context, b *testing.B, c *cluster, s scheduler, bin 
 		b.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = logs, logs
+	// A benchmark stopped by its timeout or a signal runs no cleanup: the child must not outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("starting %s: %v", bin, err)
 	}
