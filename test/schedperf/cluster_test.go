@@ -148,16 +148,24 @@ func (c *cluster) createPods(ctx context.Context, pods []*corev1.Pod) error {
 }
 
 // deletePods removes the pods selector selects at once (no kubelet needs to confirm it) and
-// waits until they are gone, so the next phase starts on the same empty nodes.
+// waits until they are gone, so the next phase starts on the same empty nodes. A collection of
+// thousands may take the API server longer than a request may last; it goes on deleting, and the
+// call is repeated until none is left.
 func (c *cluster) deletePods(ctx context.Context, selector string) error {
 	opts := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	if err := c.writer.CoreV1().Pods(metav1.NamespaceDefault).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: selector}); err != nil {
-		return fmt.Errorf("deleting pods %s: %w", selector, err)
-	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := c.kube.CoreV1().Pods(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: 1})
-		return err == nil && len(list.Items) == 0, nil
+		if err == nil && len(list.Items) == 0 {
+			return true, nil
+		}
+		last = c.writer.CoreV1().Pods(metav1.NamespaceDefault).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: selector})
+		return false, nil
 	})
+	if err != nil {
+		return fmt.Errorf("deleting pods %q: %w (last: %v)", selector, err, last)
+	}
+	return nil
 }
 
 // parallel runs do for 0..n-1 on 32 goroutines and returns the first error.
