@@ -75,6 +75,8 @@ run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in o
 bench: ## benchmarks; compare two runs with benchstat
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... | tee bench.txt
 	$(GO) test -run '^$$' -bench Burst -benchtime 1x -count 3 ./test/e2e/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok)' | tee -a bench.txt
+	$(GO) test -run '^$$' -bench SchedulingThroughput -benchtime 1x -count 2 -timeout 90m ./test/schedperf/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|schedperf:)' | tee -a bench.txt
+	$(GO) test -run '^$$' -bench SchedulerMemory -benchtime 1x -count 1 -timeout 60m ./test/schedperf/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|schedperf:)' | tee -a bench.txt
 
 GENERATED := pkg/apis manifests/crds charts/tailor/crds pkg/generated
 

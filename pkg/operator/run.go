@@ -25,6 +25,13 @@ type RunOption func(*runConfig)
 type runConfig struct {
 	webhook  webhook.Options
 	election election
+	started  func()
+}
+
+// WithStarted calls started once Tailor's provisioner and controllers run beside the scheduler.
+// A benchmark waits for it, so that what it measures is the steady state and not Tailor's start.
+func WithStarted(started func()) RunOption {
+	return func(c *runConfig) { c.started = started }
 }
 
 // WithWebhook serves the mutating webhook that sets spec.schedulerName to Tailor's profile. It runs
@@ -78,6 +85,10 @@ func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk 
 				if err := op.Start(leadCtx, profile, int(cc.ComponentConfig.Parallelism)); err != nil {
 					startErr = err
 					cancel()
+					return
+				}
+				if rc.started != nil {
+					rc.started()
 				}
 			})
 		})

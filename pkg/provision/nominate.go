@@ -169,7 +169,9 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 	sim := p.checker
 	p.mu.Unlock()
 	var admitted map[types.UID]bool
-	if sim != nil {
+	// No pod waits for a launching node (every pending pod fits an existing one, the common case):
+	// nothing to weigh, and the view, a snapshot of the whole cluster, is not built.
+	if sim != nil && len(wanted) > 0 {
 		p.checking.Lock()
 		view := newSchedulerView(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
 		admitted = admissible(ctx, view, wanted)

@@ -41,13 +41,14 @@ type Host interface {
 	Attach(h fwk.Handle, args *Args) error
 }
 
-// Plugin implements PostFilter, Score, Reserve and Unreserve.
+// Plugin implements PostFilter, PreScore, Score, Reserve and Unreserve.
 type Plugin struct {
 	capacity Capacity
 }
 
 var (
 	_ fwk.PostFilterPlugin = (*Plugin)(nil)
+	_ fwk.PreScorePlugin   = (*Plugin)(nil)
 	_ fwk.ScorePlugin      = (*Plugin)(nil)
 	_ fwk.ReservePlugin    = (*Plugin)(nil)
 )
@@ -89,13 +90,44 @@ func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for Tailor to provision capacity")
 }
 
+// plannedKey is where PreScore leaves the planned node for Score in the cycle state.
+const plannedKey fwk.StateKey = Name + "/planned"
+
+// plannedNode is the node a plan put the pod of this cycle on.
+type plannedNode string
+
+// Clone returns the value itself: a string is immutable.
+func (p plannedNode) Clone() fwk.StateData { return p }
+
+// PreScore looks up the pod's plan once a cycle. A pod with none (every pod that fits an existing
+// node, the common case) skips Score on every node: the scheduler's own scores alone decide, and
+// Tailor costs the cycle one map lookup instead of one per feasible node.
+func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	planned, ok := p.capacity.PlannedNode(pod)
+	if !ok {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(plannedKey, plannedNode(planned))
+	return nil
+}
+
 // Score ranks the node a plan put the pod on above every other feasible node. The plan packed a
 // batch onto nodes as a whole; the scheduler's own scoring spreads pods, and pods it spread onto
 // the room planned for others leave those others without room, and new capacity is launched for
 // them. Nominations (status.nominatedNodeName) keep the plan too, but are API writes that a burst
-// may outrun; this is memory, and holds from the first cycle.
-func (p *Plugin) Score(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) (int64, *fwk.Status) {
-	if planned, ok := p.capacity.PlannedNode(pod); ok && node.Node() != nil && node.Node().Name == planned {
+// may outrun; this is memory, and holds from the first cycle. A configuration that enables Score
+// without PreScore still works: the plan is then looked up for each node.
+func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) (int64, *fwk.Status) {
+	if node.Node() == nil {
+		return 0, nil
+	}
+	var planned string
+	if data, err := state.Read(plannedKey); err == nil {
+		planned = string(data.(plannedNode))
+	} else if name, ok := p.capacity.PlannedNode(pod); ok {
+		planned = name
+	}
+	if planned != "" && node.Node().Name == planned {
 		return fwk.MaxNodeScore, nil
 	}
 	return 0, nil

@@ -1,0 +1,83 @@
+package tailor
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// plans is a Capacity that knows only plans, and counts how often they are looked up.
+type plans struct {
+	planned map[types.UID]string
+	lookups int
+}
+
+func (c *plans) Enqueue(*corev1.Pod)                      {}
+func (c *plans) NominatedNode(*corev1.Pod) (string, bool) { return "", false }
+func (c *plans) Reserve(*corev1.Pod, string) bool         { return true }
+func (c *plans) Unreserve(*corev1.Pod, string)            {}
+func (c *plans) PlannedNode(pod *corev1.Pod) (string, bool) {
+	c.lookups++
+	n, ok := c.planned[pod.UID]
+	return n, ok
+}
+
+func nodeInfo(name string) fwk.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	return ni
+}
+
+func TestPreScoreLooksUpThePlanOnceAndScoreRanksThePlannedNode(t *testing.T) {
+	nodes := []fwk.NodeInfo{nodeInfo("a"), nodeInfo("b"), nodeInfo("c")}
+	for _, tc := range []struct {
+		name string
+		// planned is the pod's planned node; "" means it has no plan.
+		planned string
+		// preScore is whether the configuration enables PreScore.
+		preScore    bool
+		wantSkip    bool
+		wantScores  []int64
+		wantLookups int
+	}{
+		{name: "no plan: Score is skipped after one lookup", preScore: true, wantSkip: true, wantLookups: 1},
+		{name: "planned onto b", planned: "b", preScore: true, wantScores: []int64{0, fwk.MaxNodeScore, 0}, wantLookups: 1},
+		{name: "planned onto b, Score without PreScore", planned: "b", wantScores: []int64{0, fwk.MaxNodeScore, 0}, wantLookups: 3},
+		{name: "no plan, Score without PreScore", wantScores: []int64{0, 0, 0}, wantLookups: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "uid-p"}}
+			capacity := &plans{planned: map[types.UID]string{}}
+			if tc.planned != "" {
+				capacity.planned[pod.UID] = tc.planned
+			}
+			p := &Plugin{capacity: capacity}
+			state := framework.NewCycleState()
+			if tc.preScore {
+				st := p.PreScore(context.Background(), state, pod, nodes)
+				if got := st.IsSkip(); got != tc.wantSkip {
+					t.Fatalf("PreScore skip = %v (%v), want %v", got, st, tc.wantSkip)
+				}
+			}
+			if !tc.wantSkip {
+				for i, n := range nodes {
+					score, st := p.Score(context.Background(), state, pod, n)
+					if !st.IsSuccess() {
+						t.Fatalf("Score on %s: %v", n.Node().Name, st)
+					}
+					if score != tc.wantScores[i] {
+						t.Errorf("Score on %s = %d, want %d", n.Node().Name, score, tc.wantScores[i])
+					}
+				}
+			}
+			if capacity.lookups != tc.wantLookups {
+				t.Errorf("the plan was looked up %d times, want %d", capacity.lookups, tc.wantLookups)
+			}
+		})
+	}
+}
