@@ -112,16 +112,50 @@ func (s *shapeState) settled(pods int) (bool, string) {
 // nodeOf is the node the pod runs on.
 func (s *shapeState) nodeOf(p corev1.Pod) corev1.Node { return s.nodes[p.Spec.NodeName] }
 
-// launchedBefore says whether the NodeClaim of pod p's node was created no later than p (whole
-// seconds): a node that was there first was not launched for p, and the scheduler may bind p to
-// it by its own scores.
-func (s *shapeState) launchedBefore(p corev1.Pod) bool {
+// launchedFor says whether Tailor launched the NodeClaim of pod p's node for p: the provisioner
+// tells every pod of a claim it creates so, with a Nominated event that names the claim. A claim
+// created for other pods (the plan may count p on the room it has left, as the scheduler may bind
+// p there by its own scores) was not launched for p.
+func (s *shapeState) launchedFor(e *awsEnv, p corev1.Pod) (bool, error) {
+	claim := ""
 	for _, c := range s.claims {
 		if c.Status.NodeName == p.Spec.NodeName {
-			return !c.CreationTimestamp.After(p.CreationTimestamp.Time)
+			claim = c.Name
 		}
 	}
-	return false
+	if claim == "" {
+		return false, fmt.Errorf("pod %s runs on node %s, which no NodeClaim of the case has", p.Name, p.Spec.NodeName)
+	}
+	events, err := e.cluster.Kube.EventsV1().Events(p.Namespace).List(e.ctx, metav1.ListOptions{FieldSelector: "reason=Nominated"})
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range events.Items {
+		if ev.Regarding.UID == p.UID && strings.Contains(ev.Note, "NodeClaim "+claim) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// toldUnplaceable counts the case's pods that are not running and have a FailedProvisioning
+// event: the provisioner has planned them and found no room.
+func (s *shapeState) toldUnplaceable(e *awsEnv) (int, error) {
+	events, err := e.cluster.Kube.EventsV1().Events(s.name).List(e.ctx, metav1.ListOptions{FieldSelector: "reason=FailedProvisioning"})
+	if err != nil {
+		return 0, err
+	}
+	told := map[string]bool{}
+	for _, ev := range events.Items {
+		told[string(ev.Regarding.UID)] = true
+	}
+	n := 0
+	for _, p := range s.pods {
+		if p.Status.Phase != corev1.PodRunning && told[string(p.UID)] {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // podsOf are the case's pods of one workload (label app).
