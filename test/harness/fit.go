@@ -122,7 +122,7 @@ func (f *Fitter) daemonsOn(ctx context.Context, node *corev1.Node, dss []appsv1.
 // FitsExisting returns the first existing node (Ready, not being deleted) the Filter plugins
 // accept pod on, given the pods bound now, or "".
 func (f *Fitter) FitsExisting(ctx context.Context, r *Reading, pod *corev1.Pod) string {
-	f.sim.Use(schedcache.NewSnapshot(r.boundPods(), r.liveNodes()))
+	f.sim.Use(schedcache.NewSnapshot(r.podsOnLiveNodes(), r.liveNodes()))
 	state, _, st := f.sim.PreFilter(ctx, pod)
 	if st != nil {
 		return ""
@@ -146,7 +146,7 @@ func (f *Fitter) FitsExisting(ctx context.Context, r *Reading, pod *corev1.Pod) 
 func (f *Fitter) FitsNew(ctx context.Context, r *Reading, pod *corev1.Pod) []string {
 	byPool := map[string][]offering{}
 	var order []string
-	bound, nodes := r.boundPods(), r.liveNodes()
+	bound, nodes := r.podsOnLiveNodes(), r.liveNodes()
 	for _, o := range f.offerings {
 		ni := framework.NewNodeInfo()
 		ni.SetNode(o.node)

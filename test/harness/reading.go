@@ -111,6 +111,24 @@ func (r *Reading) boundPods() []*corev1.Pod {
 	return out
 }
 
+// podsOnLiveNodes are the bound pods on the nodes liveNodes returns. A snapshot must be given
+// only those: a pod whose node is gone or going would make the snapshot hold a node with no Node,
+// which the scheduler's own cache never does and its plugins do not expect (PodTopologySpread's
+// PreFilter dereferences every node's labels; seed 1582 crashed the harness so).
+func (r *Reading) podsOnLiveNodes() []*corev1.Pod {
+	live := map[string]bool{}
+	for _, n := range r.liveNodes() {
+		live[n.Name] = true
+	}
+	var out []*corev1.Pod
+	for _, p := range r.boundPods() {
+		if live[p.Spec.NodeName] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (r *Reading) podsOn(node string) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range r.boundPods() {
