@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // register adopts the Node that joined for the claim's instance: it syncs the claim's labels and
@@ -29,11 +30,7 @@ func (c *Controller) register(ctx context.Context, claim *karpv1.NodeClaim) (tim
 	}
 	labels[karpv1.NodeRegisteredLabelKey] = "true"
 	taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool { return t.Key == karpv1.UnregisteredTaintKey })
-	for _, t := range claim.Spec.Taints {
-		if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
-			taints = append(taints, t)
-		}
-	}
+	taints = scheduling.WithTaints(taints, claim.Spec.Taints)
 	finalizers := node.Finalizers
 	if !hasFinalizer(finalizers, karpv1.TerminationFinalizer) {
 		// From now on deleting the node drains it and terminates its instance first.

@@ -160,11 +160,7 @@ func asItsClaimSays(n *corev1.Node, claim *karpv1.NodeClaim) *corev1.Node {
 		}
 		return slices.ContainsFunc(claim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) })
 	})
-	for _, t := range claim.Spec.Taints {
-		if !slices.ContainsFunc(out.Spec.Taints, func(x corev1.Taint) bool { return x.MatchTaint(&t) }) {
-			out.Spec.Taints = append(out.Spec.Taints, t)
-		}
-	}
+	out.Spec.Taints = scheduling.WithTaints(out.Spec.Taints, claim.Spec.Taints)
 	return out
 }
 
