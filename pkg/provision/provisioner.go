@@ -385,7 +385,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 	if logger := klog.FromContext(ctx).V(3); logger.Enabled() {
 		// What a plan settled the claim to, and for whom: the first thing to read when the
 		// scheduler and the plan disagree about a pod.
-		logger.Info("NodeClaim planned", "nodeClaim", created.Name, "pods", podNames(pc.Pods),
+		logger.Info("NodeClaim planned", "nodeClaim", created.Name, "pods", klog.KObjSlice(pc.Pods),
 			"requirements", scheduling.NodeSelectorRequirements(created.Spec.Requirements))
 	}
 	return created, nil
@@ -466,12 +466,4 @@ func (p *Provisioner) explain(u Unplaceable) {
 		}
 		p.opts.Recorder.Eventf(u.Pod, related, corev1.EventTypeWarning, "FailedProvisioning", "Provisioning", "%s", msg)
 	}
-}
-
-func podNames(pods []*corev1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.Namespace + "/" + p.Name
-	}
-	return out
 }
