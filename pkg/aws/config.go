@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"k8s.io/utils/clock"
@@ -148,6 +149,7 @@ func SDKConfig(ctx context.Context, o Options) (aws.Config, error) {
 			BaseEndpoint: aws.String(o.Endpoint),
 			Credentials:  credentials.NewStaticCredentialsProvider("AKIDTAILORTEST", "tailor-test-secret", ""),
 			Retryer:      retryer,
+			HTTPClient:   ownBodies{awshttp.NewBuildableClient()},
 		}, nil
 	}
 	opts := []func(*config.LoadOptions) error{config.WithRetryer(retryer)}
@@ -161,6 +163,10 @@ func SDKConfig(ctx context.Context, o Options) (aws.Config, error) {
 	if cfg.Region == "" {
 		return aws.Config{}, fmt.Errorf("no AWS region: set AWS_REGION, a region in the shared AWS config, or --aws-region")
 	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = awshttp.NewBuildableClient()
+	}
+	cfg.HTTPClient = ownBodies{cfg.HTTPClient}
 	return cfg, nil
 }
 
