@@ -247,6 +247,9 @@ func (o *Operator) PlannedNode(pod *corev1.Pod) (string, bool) {
 	return o.provisioner.PlannedNode(pod)
 }
 
+// HeldFor implements tailor.Capacity.
+func (o *Operator) HeldFor(pod *corev1.Pod) (string, bool) { return o.provisioner.HeldFor(pod) }
+
 // Reserve implements tailor.Capacity.
 func (o *Operator) Reserve(pod *corev1.Pod, node string) bool {
 	return o.provisioner.Reserve(pod, node)

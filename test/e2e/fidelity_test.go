@@ -94,3 +94,44 @@ func joinTainted(ctx context.Context, kube kubernetes.Interface, inst fake.Insta
 	_, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	return err
 }
+
+// TestAPodWaitsForTheNodeLaunchedForIt: two replicas that prefer different zones get a node each,
+// and the first node comes up seconds before the second. The second replica fits beside the
+// first, and the scheduler alone would bind it there, leaving the node launched for it empty
+// until consolidation removed it. It waits for its own node instead.
+func TestAPodWaitsForTheNodeLaunchedForIt(t *testing.T) {
+	var joins atomic.Int32
+	e := newEnvWithJoiner(t, func(inner fake.Joiner) fake.Joiner {
+		return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
+			if joins.Add(1) > 1 {
+				select {
+				case <-time.After(8 * time.Second):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return inner.Join(ctx, inst)
+		})
+	})
+	e.createNodePool(nodePool("default"))
+	d := deploymentOf("apart", 2, "100m", "128Mi")
+	d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+			TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "apart"}},
+		}}},
+	}}
+	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := e.waitRunning("app=apart", 2, 60*time.Second)
+	if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
+		t.Fatalf("both replicas run on %s, the node that came up first", pods[0].Spec.NodeName)
+	}
+	nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("%d nodes, want one per replica", len(nodes.Items))
+	}
+}

@@ -1,7 +1,8 @@
 // Package tailor is the scheduler plugin that connects kube-scheduler to Tailor's provisioner.
 // PostFilter hands pods that fit no node to the provisioner (or nominates the node already being
-// launched for them); Score prefers the node the plan put a pod on; Reserve and Unreserve keep the provisioner's ledger of pods that are about
-// to bind. Every method touches memory only: the scheduling goroutine never waits on I/O.
+// launched for them); PreFilter and Filter hold a pod to that node until it is up; Score prefers
+// the node the plan put a pod on; Reserve and Unreserve keep the provisioner's ledger of pods
+// that are about to bind. Every method touches memory only: the scheduling goroutine never waits on I/O.
 package tailor
 
 import (
@@ -27,6 +28,8 @@ type Capacity interface {
 	NominatedNode(pod *corev1.Pod) (string, bool)
 	// PlannedNode returns the node a plan put pod on, while the pod is on its way there.
 	PlannedNode(pod *corev1.Pod) (string, bool)
+	// HeldFor returns the only node pod may bind to while it waits for the node launched for it.
+	HeldFor(pod *corev1.Pod) (string, bool)
 	// Reserve records that the scheduler has assumed pod onto nodeName. It returns false when
 	// nodeName is being removed and must take no more pods.
 	Reserve(pod *corev1.Pod, nodeName string) bool
@@ -41,12 +44,14 @@ type Host interface {
 	Attach(h fwk.Handle, args *Args) error
 }
 
-// Plugin implements PostFilter, PreScore, Score, Reserve and Unreserve.
+// Plugin implements PreFilter, Filter, PostFilter, PreScore, Score, Reserve and Unreserve.
 type Plugin struct {
 	capacity Capacity
 }
 
 var (
+	_ fwk.PreFilterPlugin  = (*Plugin)(nil)
+	_ fwk.FilterPlugin     = (*Plugin)(nil)
 	_ fwk.PostFilterPlugin = (*Plugin)(nil)
 	_ fwk.PreScorePlugin   = (*Plugin)(nil)
 	_ fwk.ScorePlugin      = (*Plugin)(nil)
@@ -77,6 +82,48 @@ func NewFactory(host Host) frameworkruntime.PluginFactory {
 
 // Name returns the plugin name.
 func (p *Plugin) Name() string { return Name }
+
+// heldKey is where PreFilter leaves, for Filter, the node a held pod waits for.
+const heldKey fwk.StateKey = Name + "/held"
+
+// heldNode is the node the pod of this cycle waits for.
+type heldNode string
+
+// Clone returns the value itself: a string is immutable.
+func (h heldNode) Clone() fwk.StateData { return h }
+
+// waitsMessage is Filter's answer on the nodes a held pod may not take; one sentence for every
+// node, so that the scheduler's FailedScheduling event counts them in one line.
+const waitsMessage = "the pod waits for the node Tailor launched for it (status.nominatedNodeName)"
+
+// PreFilter holds a pod to the node a plan launched for it, while that node is on its way (see
+// the provisioner's HeldFor), and skips Filter for every other pod. Filter, not a PreFilterResult,
+// does the holding: a result naming a node that does not exist yet would make the scheduler
+// report the pod as fitting no node for an unnamed reason.
+func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	node, ok := p.capacity.HeldFor(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(heldKey, heldNode(node))
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: the hold does not depend on the other pods of a node.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter refuses a held pod every node but the one it waits for. The refusal is unresolvable:
+// preempting pods elsewhere would not make the pod take that node.
+func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	data, err := state.Read(heldKey)
+	if err != nil {
+		return nil
+	}
+	if n := node.Node(); n != nil && n.Name == string(data.(heldNode)) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitsMessage)
+}
 
 // PostFilter runs after DefaultPreemption found no victims. It looks at the pod alone, not at
 // the node status codes: whether the pod failed as Unschedulable or UnschedulableAndUnresolvable

@@ -21,6 +21,7 @@ func (c *plans) Enqueue(*corev1.Pod)                      {}
 func (c *plans) NominatedNode(*corev1.Pod) (string, bool) { return "", false }
 func (c *plans) Reserve(*corev1.Pod, string) bool         { return true }
 func (c *plans) Unreserve(*corev1.Pod, string)            {}
+func (c *plans) HeldFor(*corev1.Pod) (string, bool)       { return "", false }
 func (c *plans) PlannedNode(pod *corev1.Pod) (string, bool) {
 	c.lookups++
 	n, ok := c.planned[pod.UID]
@@ -79,5 +80,39 @@ func TestPreScoreLooksUpThePlanOnceAndScoreRanksThePlannedNode(t *testing.T) {
 				t.Errorf("the plan was looked up %d times, want %d", capacity.lookups, tc.wantLookups)
 			}
 		})
+	}
+}
+
+// holds is a Capacity whose pods wait for the node in held, if any.
+type holds struct {
+	plans
+	held map[types.UID]string
+}
+
+func (c *holds) HeldFor(pod *corev1.Pod) (string, bool) {
+	n, ok := c.held[pod.UID]
+	return n, ok
+}
+
+func TestAHeldPodTakesOnlyTheNodeLaunchedForIt(t *testing.T) {
+	nodes := []fwk.NodeInfo{nodeInfo("ready-a"), nodeInfo("launched-b")}
+	held := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "held", UID: "uid-held"}}
+	free := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "free", UID: "uid-free"}}
+	p := &Plugin{capacity: &holds{held: map[types.UID]string{held.UID: "launched-b"}}}
+
+	state := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), state, free, nodes); !st.IsSkip() {
+		t.Fatalf("PreFilter for a pod that waits for nothing = %v, want Skip", st)
+	}
+
+	state = framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), state, held, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter for a held pod = %v, want Success", st)
+	}
+	if st := p.Filter(context.Background(), state, held, nodes[0]); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != waitsMessage {
+		t.Errorf("Filter on the node that is not the held pod's = %v, want UnschedulableAndUnresolvable: %s", st, waitsMessage)
+	}
+	if st := p.Filter(context.Background(), state, held, nodes[1]); !st.IsSuccess() {
+		t.Errorf("Filter on the node launched for the held pod = %v, want Success", st)
 	}
 }

@@ -1,0 +1,43 @@
+package provision
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+)
+
+// LaunchHold bounds how long a pod waits for the node launched for it (see HeldFor), from the
+// NodeClaim's creation. An EC2 node is usually Ready within a minute or two; one that takes
+// longer is more likely broken than slow, and the pod is better off taking room elsewhere.
+const LaunchHold = 5 * time.Minute
+
+// HeldFor returns the only node pod may bind to, while it waits for the node a plan launched
+// for it: the node of its NodeClaim, once the cloud has named it and the nomination pass has
+// admitted the pod there, until the claim initializes or LaunchHold has passed.
+//
+// Without it the scheduler binds a pending pod to the first feasible node, which is whichever
+// node comes up first. A plan that opened a node in another zone because the pod prefers one
+// (a ScheduleAnyway spread, a preferred anti-affinity) then sees the pod bind beside its
+// siblings, and the node launched for it stays empty until consolidation removes it; a pod
+// that must share a zone with its siblings (required affinity) may bind in a zone the plan did
+// not choose, before them. The plan weighed every node the pod could take, ready or launching,
+// and the pod waits only for capacity that is on its way for it.
+func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
+	p.mu.Lock()
+	claimName, planned := p.planned[pod.UID]
+	admitted := p.admitted[pod.UID]
+	p.mu.Unlock()
+	if !planned || admitted == "" {
+		return "", false
+	}
+	claim, err := p.opts.ClaimLister.Get(claimName)
+	if err != nil || claim.DeletionTimestamp != nil || claim.Status.NodeName != admitted {
+		return "", false
+	}
+	if claim.IsTrue(karpv1.ConditionTypeInitialized) || p.opts.Clock.Since(claim.CreationTimestamp.Time) > LaunchHold {
+		return "", false
+	}
+	return admitted, true
+}

@@ -1,0 +1,73 @@
+package provision
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+)
+
+// A pod waits for the node launched for it while the claim launches, once the nomination pass
+// admitted it there; not when it was not admitted, not once the claim initialized or is going
+// away, and not past LaunchHold.
+func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
+	start := time.Now()
+	for _, tc := range []struct {
+		name     string
+		admitted string
+		change   func(*karpv1.NodeClaim, *clocktesting.FakeClock)
+		want     bool
+	}{
+		{name: "launching, admitted", admitted: "node-b", want: true},
+		{name: "launching, not admitted", admitted: ""},
+		{name: "admitted to a name the claim no longer has", admitted: "node-old"},
+		{name: "initialized", admitted: "node-b", change: func(c *karpv1.NodeClaim, _ *clocktesting.FakeClock) {
+			c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
+		}},
+		{name: "being deleted", admitted: "node-b", change: func(c *karpv1.NodeClaim, _ *clocktesting.FakeClock) {
+			now := metav1.NewTime(start)
+			c.DeletionTimestamp = &now
+		}},
+		{name: "just inside LaunchHold", admitted: "node-b", want: true, change: func(_ *karpv1.NodeClaim, clk *clocktesting.FakeClock) {
+			clk.Step(LaunchHold - time.Second)
+		}},
+		{name: "past LaunchHold", admitted: "node-b", change: func(_ *karpv1.NodeClaim, clk *clocktesting.FakeClock) {
+			clk.Step(LaunchHold + time.Second)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(start)
+			claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-b", CreationTimestamp: metav1.NewTime(start)}}
+			claim.Status.NodeName = "node-b"
+			if tc.change != nil {
+				tc.change(claim, clk)
+			}
+			claims := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+			_ = claims.Add(claim)
+			p := New(Options{SchedulerName: "tailor", Clock: clk, ClaimLister: karplisters.NewNodeClaimLister(claims)})
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"}}
+			p.mu.Lock()
+			p.planned[pod.UID] = claim.Name
+			if tc.admitted != "" {
+				p.admitted[pod.UID] = tc.admitted
+			}
+			p.mu.Unlock()
+			node, held := p.HeldFor(pod)
+			if held != tc.want || (held && node != "node-b") {
+				t.Errorf("HeldFor = %q, %v; want held %v (to node-b)", node, held, tc.want)
+			}
+		})
+	}
+	// A pod without a plan waits for nothing.
+	p := New(Options{SchedulerName: "tailor", Clock: clocktesting.NewFakeClock(start),
+		ClaimLister: karplisters.NewNodeClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil))})
+	if _, held := p.HeldFor(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "other"}}); held {
+		t.Error("a pod without a plan is held")
+	}
+}
