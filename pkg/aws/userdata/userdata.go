@@ -78,18 +78,30 @@ func Validate(family, custom string) error {
 
 // Parse reads user data the way the node's bootstrap would and returns what it registers with.
 // It recognises the four formats Render writes, including merged custom parts.
+// A node its kubelet would refuse to start as (see check) is an error.
 func Parse(data string) (Node, error) {
 	trimmed := strings.TrimSpace(data)
+	var (
+		n   Node
+		err error
+	)
 	switch {
 	case strings.HasPrefix(trimmed, "MIME-Version"), strings.HasPrefix(trimmed, "Content-Type"):
-		return parseMIME(trimmed)
+		n, err = parseMIME(trimmed)
 	case strings.HasPrefix(trimmed, "<powershell>"):
-		return parseWindows(trimmed)
+		n, err = parseWindows(trimmed)
 	case strings.HasPrefix(trimmed, "[") || strings.Contains(trimmed, "[settings"):
-		return parseBottlerocket(trimmed)
+		n, err = parseBottlerocket(trimmed)
 	default:
 		return Node{}, fmt.Errorf("user data is neither MIME multi-part (AL2023, AL2), Bottlerocket TOML nor PowerShell (Windows)")
 	}
+	if err != nil {
+		return Node{}, err
+	}
+	if err := n.check(); err != nil {
+		return Node{}, err
+	}
+	return n, nil
 }
 
 // UnregisteredTaint is what every node registers with until Tailor has synced its NodeClaim onto
