@@ -9,6 +9,7 @@
 package userdata
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -43,21 +44,34 @@ type Node struct {
 // Render returns the user data for family (an awsv1.AMIFamily* value), merged with the node
 // class's own userData in the way the family allows. Custom returns custom untouched: the image
 // bootstraps itself.
+//
+// Settings of the user's that the family merges into the node's own (Bottlerocket's, an AL2023
+// NodeConfig's kubelet flags) are refused, naming spec.userData, when the kubelet would refuse
+// to start with them (see check): the class says so before any launch.
 func Render(family string, n Node, custom string) (string, error) {
+	var render func(Node, string) (string, error)
 	switch family {
 	case awsv1.AMIFamilyAL2023:
-		return renderAL2023(n, custom)
+		render = renderAL2023
 	case awsv1.AMIFamilyBottlerocket:
-		return renderBottlerocket(n, custom)
+		render = renderBottlerocket
 	case awsv1.AMIFamilyAL2:
-		return renderAL2(n, custom)
+		render = renderAL2
 	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
-		return renderWindows(n, custom)
+		render = renderWindows
 	case awsv1.AMIFamilyCustom:
 		return custom, nil
 	default:
 		return "", fmt.Errorf("AMI family %q has no user data format in Tailor; use AL2023, Bottlerocket, AL2, Windows2019, Windows2022, Windows2025 or Custom", family)
 	}
+	out, err := render(n, custom)
+	if err != nil || strings.TrimSpace(custom) == "" {
+		return out, err
+	}
+	if _, err := Parse(out); errors.Is(err, errRefused) {
+		return "", fmt.Errorf("spec.userData: %w", err)
+	}
+	return out, nil
 }
 
 // Validate reports what in a node class's userData Render could not merge for family, so that a

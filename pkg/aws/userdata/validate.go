@@ -1,6 +1,7 @@
 package userdata
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,11 +19,21 @@ var (
 		"imagefs.inodesFree", "containerfs.available", "containerfs.inodesFree", "pid.available", "allocatableMemory.available")
 )
 
+// errRefused marks what check refuses.
+var errRefused = errors.New("the kubelet would not start")
+
 // check refuses a node its kubelet would refuse to start as: the kubelet validates its labels and
 // taints as the API server validates a Node's, parses reservations as quantities and knows only its
 // own eviction signals (Bottlerocket's settings API refuses the same). An emulated node must fail
 // where a real one would, and what Render writes must read back as the same node.
 func (n Node) check() error {
+	if err := n.checkNode(); err != nil {
+		return fmt.Errorf("%w: %w", errRefused, err)
+	}
+	return nil
+}
+
+func (n Node) checkNode() error {
 	for _, k := range sortedKeys(n.Labels) {
 		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(n.Labels[k])...); len(errs) > 0 {
 			return fmt.Errorf("node label %q=%q: %s", k, n.Labels[k], strings.Join(errs, "; "))
