@@ -14,8 +14,11 @@ import (
 const LaunchHold = 5 * time.Minute
 
 // HeldFor returns the only node pod may bind to, while it waits for the node a plan launched
-// for it: the node of its NodeClaim, once the cloud has named it and the nomination pass has
-// admitted the pod there, until the claim initializes or LaunchHold has passed.
+// for it: the node of its NodeClaim, once the cloud has named it, until the claim initializes
+// or LaunchHold has passed. The pods the nomination pass has not admitted there yet (see
+// nominate) are held too: they wait for that pass, which runs in the background after the
+// launch, and a node that initializes first must not take them meanwhile. None is held past
+// its node's initialization, when the scheduler may refuse some of them there.
 //
 // Without it the scheduler binds a pending pod to the first feasible node, which is whichever
 // node comes up first. A plan that opened a node in another zone because the pod prefers one
@@ -27,17 +30,16 @@ const LaunchHold = 5 * time.Minute
 func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
 	p.mu.Lock()
 	claimName, planned := p.planned[pod.UID]
-	admitted := p.admitted[pod.UID]
 	p.mu.Unlock()
-	if !planned || admitted == "" {
+	if !planned {
 		return "", false
 	}
 	claim, err := p.opts.ClaimLister.Get(claimName)
-	if err != nil || claim.DeletionTimestamp != nil || claim.Status.NodeName != admitted {
+	if err != nil || claim.DeletionTimestamp != nil || claim.Status.NodeName == "" {
 		return "", false
 	}
 	if claim.IsTrue(karpv1.ConditionTypeInitialized) || p.opts.Clock.Since(claim.CreationTimestamp.Time) > LaunchHold {
 		return "", false
 	}
-	return admitted, true
+	return claim.Status.NodeName, true
 }

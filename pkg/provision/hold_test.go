@@ -13,9 +13,9 @@ import (
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
-// A pod waits for the node launched for it while the claim launches, once the nomination pass
-// admitted it there; not when it was not admitted, not once the claim initialized or is going
-// away, and not past LaunchHold.
+// A pod waits for the node launched for it while the claim launches, once the cloud has named
+// that node, admitted there by the nomination pass or not yet; not before the node has a name,
+// not once the claim initialized or is going away, and not past LaunchHold.
 func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 	start := time.Now()
 	for _, tc := range []struct {
@@ -25,8 +25,10 @@ func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 		want     bool
 	}{
 		{name: "launching, admitted", admitted: "node-b", want: true},
-		{name: "launching, not admitted", admitted: ""},
-		{name: "admitted to a name the claim no longer has", admitted: "node-old"},
+		{name: "launching, not admitted yet", want: true},
+		{name: "launching, no node name yet", admitted: "node-b", change: func(c *karpv1.NodeClaim, _ *clocktesting.FakeClock) {
+			c.Status.NodeName = ""
+		}},
 		{name: "initialized", admitted: "node-b", change: func(c *karpv1.NodeClaim, _ *clocktesting.FakeClock) {
 			c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
 		}},
