@@ -28,17 +28,8 @@ const LaunchHold = 5 * time.Minute
 // not choose, before them. The plan weighed every node the pod could take, ready or launching,
 // and the pod waits only for capacity that is on its way for it.
 func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
-	p.mu.Lock()
-	claimName, planned := p.planned[pod.UID]
-	p.mu.Unlock()
-	if !planned {
-		return "", false
-	}
-	claim, err := p.opts.ClaimLister.Get(claimName)
-	if err != nil || claim.DeletionTimestamp != nil || claim.Status.NodeName == "" {
-		return "", false
-	}
-	if claim.IsTrue(karpv1.ConditionTypeInitialized) || p.opts.Clock.Since(claim.CreationTimestamp.Time) > LaunchHold {
+	claim, ok := p.namedClaim(pod)
+	if !ok || claim.IsTrue(karpv1.ConditionTypeInitialized) || p.opts.Clock.Since(claim.CreationTimestamp.Time) > LaunchHold {
 		return "", false
 	}
 	return claim.Status.NodeName, true

@@ -52,17 +52,27 @@ func (p *Provisioner) NominatedNode(pod *corev1.Pod) (string, bool) {
 // claimNode returns the node name of the NodeClaim planned for pod, once the cloud has said what
 // it will be.
 func (p *Provisioner) claimNode(pod *corev1.Pod) (string, bool) {
+	claim, ok := p.namedClaim(pod)
+	if !ok {
+		return "", false
+	}
+	return claim.Status.NodeName, true
+}
+
+// namedClaim returns the NodeClaim planned for pod, once the cloud has named its node, unless
+// it is going away.
+func (p *Provisioner) namedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 	p.mu.Lock()
 	claimName, ok := p.planned[pod.UID]
 	p.mu.Unlock()
 	if !ok {
-		return "", false
+		return nil, false
 	}
 	claim, err := p.opts.ClaimLister.Get(claimName)
 	if err != nil || claim.Status.NodeName == "" || claim.DeletionTimestamp != nil {
-		return "", false
+		return nil, false
 	}
-	return claim.Status.NodeName, true
+	return claim, true
 }
 
 // PlannedNode returns the node a plan put pod on while the pod is on its way there: the node of
