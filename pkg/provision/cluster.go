@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -183,8 +184,13 @@ func claimLabels(claim *karpv1.NodeClaim) map[string]string {
 // taints, and the smallest allocatable among the instance types it may still launch as, so that
 // pods are never counted onto room it might not have.
 func standIn(claim *karpv1.NodeClaim, its []*cloud.InstanceType) *corev1.Node {
-	reqs := scheduling.NodeSelectorRequirements(claim.Spec.Requirements)
+	allowed := allowedTypes(scheduling.NodeSelectorRequirements(claim.Spec.Requirements), its)
 	labels := claimLabels(claim)
+	for k, v := range sharedLabels(allowed) {
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
 	name := claim.Status.NodeName
 	if name == "" {
 		name = claim.Name
@@ -192,7 +198,7 @@ func standIn(claim *karpv1.NodeClaim, its []*cloud.InstanceType) *corev1.Node {
 	labels[corev1.LabelHostname] = name
 	allocatable, capacity := claim.Status.Allocatable, claim.Status.Capacity
 	if len(allocatable) == 0 {
-		allocatable, capacity = smallestOption(claim, reqs, its)
+		allocatable, capacity = smallestOption(claim, allowed)
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
@@ -201,18 +207,47 @@ func standIn(claim *karpv1.NodeClaim, its []*cloud.InstanceType) *corev1.Node {
 	}
 }
 
-func smallestOption(claim *karpv1.NodeClaim, reqs []corev1.NodeSelectorRequirement, its []*cloud.InstanceType) (corev1.ResourceList, corev1.ResourceList) {
-	var allowed []string
+// allowedTypes are the instance types of its that the claim's requirements name.
+func allowedTypes(reqs []corev1.NodeSelectorRequirement, its []*cloud.InstanceType) []*cloud.InstanceType {
+	var names []string
 	for _, r := range reqs {
 		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
-			allowed = r.Values
+			names = r.Values
 		}
 	}
-	var best *cloud.InstanceType
+	var out []*cloud.InstanceType
 	for _, it := range its {
-		if !slices.Contains(allowed, it.Name) {
-			continue
+		if slices.Contains(names, it.Name) {
+			out = append(out, it)
 		}
+	}
+	return out
+}
+
+// sharedLabels are the labels every one of types carries (the architecture, when they are all
+// Graviton types): the node carries them whichever of the types launches. A claim's requirements
+// name its types but not what they share, and a stand-in without kubernetes.io/arch does not
+// match a pod that selects arm64; PodTopologySpread then leaves the stand-in out of that pod's
+// domains, and a plan counted none of the replicas already planned onto the claim. Harness seed
+// 1728: three plans in a row each put two replicas of a zone spread that allows two into one zone.
+func sharedLabels(types []*cloud.InstanceType) map[string]string {
+	if len(types) == 0 {
+		return nil
+	}
+	out := maps.Clone(types[0].Labels)
+	for _, it := range types[1:] {
+		for k, v := range out {
+			if it.Labels[k] != v {
+				delete(out, k)
+			}
+		}
+	}
+	return out
+}
+
+func smallestOption(claim *karpv1.NodeClaim, allowed []*cloud.InstanceType) (corev1.ResourceList, corev1.ResourceList) {
+	var best *cloud.InstanceType
+	for _, it := range allowed {
 		if best == nil || cpuOf(it.Allocatable()).Cmp(*cpuOf(best.Allocatable())) < 0 {
 			best = it
 		}

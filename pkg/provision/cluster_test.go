@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -117,6 +118,50 @@ func TestViewWeighsAJoiningNodeAsItsClaim(t *testing.T) {
 	want := map[string]int{karpv1.CapacityTypeSpot: 1, karpv1.CapacityTypeOnDemand: 2}
 	if got := podsPerDomain(t, plan, ct); !maps.Equal(got, want) {
 		t.Errorf("new replicas per capacity type %v, want %v; %s", got, want, summary(plan))
+	}
+	verifyPlan(t, sim, in, plan)
+}
+
+// A launching claim whose types are all arm64 stands in as an arm64 node, though its
+// requirements name only the types: a zone spread of pods that select arm64 counts the replica
+// planned onto it (harness seed 1728, where three plans in a row each put two replicas into a
+// zone that allowed two in all).
+func TestStandInCarriesWhatItsTypesShare(t *testing.T) {
+	const app = "graviton"
+	arm := []string{"c6g.large", "m6g.large"}
+	claim := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "launching", Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
+		Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{fake.ZoneA}},
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: arm},
+		}},
+	}
+	zoneSpread := spread(app, corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, minDomains(3))
+	arm64 := nodeSelector(corev1.LabelArchStable, karpv1.ArchitectureArm64)
+	first := newPod("graviton-first", "500m", "512Mi", labelled(app), zoneSpread, arm64)
+	pending := replicas(2, app, "500m", "512Mi", zoneSpread, arm64)
+	c := &Cluster{Pods: append([]*corev1.Pod{first}, pending...), Claims: []*karpv1.NodeClaim{claim},
+		Planned: map[types.UID]string{first.UID: claim.Name}}
+
+	pool := newPool("default")
+	v := c.View(map[string][]*cloud.InstanceType{"default": pool.InstanceTypes})
+	if len(v.Nodes) != 1 || !v.Counted[first.UID] {
+		t.Fatalf("view: %d nodes, counted %v; want the claim's stand-in with the first replica", len(v.Nodes), v.Counted)
+	}
+	n := v.Nodes[0]
+	if n.Labels[corev1.LabelArchStable] != karpv1.ArchitectureArm64 || n.Labels[corev1.LabelTopologyZone] != fake.ZoneA {
+		t.Errorf("stand-in labels %v; want arm64 in %s", n.Labels, fake.ZoneA)
+	}
+	if got, ok := n.Labels[corev1.LabelInstanceTypeStable]; ok {
+		t.Errorf("stand-in labelled instance type %q, which its two types do not share", got)
+	}
+
+	// With the first replica counted in zone A, a 1-skew spread below minDomains (a global
+	// minimum of 0) leaves zone A no room: the other two go to the other zones.
+	in := Input{Pending: pending, Nodes: v.Nodes, Pods: v.Pods, InFlight: v.InFlight, Pools: []Pool{pool}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	if got := podsPerDomain(t, plan, corev1.LabelTopologyZone); got[fake.ZoneA] != 0 || len(plan.Unplaceable) != 0 {
+		t.Errorf("new replicas per zone %v, want none in %s and every replica placed; %s", got, fake.ZoneA, summary(plan))
 	}
 	verifyPlan(t, sim, in, plan)
 }
