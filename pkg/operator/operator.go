@@ -181,7 +181,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	}
 	// A launching claim whose node name became known lets its planned pods be nominated to it, and
 	// one that initialized wakes them in the scheduler's queue; a deleted one is no capacity in
-	// flight any more.
+	// flight any more. One that initialized or is going away no longer holds its pods (Released).
 	if _, err = o.claimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -189,6 +189,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 			}
 			if c, ok := obj.(*karpv1.NodeClaim); ok {
 				o.provisioner.ClaimGone(c.Name)
+				o.provisioner.Released(c.Name)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -203,6 +204,10 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 				}
 				if !old.IsTrue(karpv1.ConditionTypeInitialized) && c.IsTrue(karpv1.ConditionTypeInitialized) {
 					o.provisioner.Initialized(c.Status.NodeName)
+					o.provisioner.Released(c.Name)
+				}
+				if old.DeletionTimestamp == nil && c.DeletionTimestamp != nil {
+					o.provisioner.Released(c.Name)
 				}
 			}
 		},

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
@@ -32,5 +33,34 @@ func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
 	if !ok || claim.IsTrue(karpv1.ConditionTypeInitialized) || p.opts.Clock.Since(claim.CreationTimestamp.Time) > LaunchHold {
 		return "", false
 	}
+	if nominated := pod.Status.NominatedNodeName; nominated != "" && nominated != claim.Status.NodeName {
+		// The scheduler's preemption nominated it elsewhere and may have evicted pods there
+		// for it: holding it away from that room would waste their eviction.
+		return "", false
+	}
 	return claim.Status.NodeName, true
+}
+
+// Released wakes the pending pods planned onto claim in the scheduler's queue once their hold on
+// its node has ended: the claim initialized or is going away. The scheduler watches neither, and
+// the plugin's queueing hint wakes a held pod only on an event about a node.
+func (p *Provisioner) Released(claim string) {
+	if p.opts.Activate == nil {
+		return
+	}
+	pods, err := p.opts.Pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	activate := map[string]*corev1.Pod{}
+	p.mu.Lock()
+	for _, pod := range pods {
+		if p.planned[pod.UID] == claim && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+			activate[pod.Namespace+"/"+pod.Name] = pod
+		}
+	}
+	p.mu.Unlock()
+	if len(activate) > 0 {
+		p.opts.Activate(activate)
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -15,14 +16,16 @@ import (
 
 // A pod waits for the node launched for it while the claim launches, once the cloud has named
 // that node, admitted there by the nomination pass or not yet; not before the node has a name,
-// not once the claim initialized or is going away, and not past LaunchHold.
+// not once the claim initialized or is going away, not when the scheduler's preemption nominated
+// it elsewhere, and not past LaunchHold.
 func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 	start := time.Now()
 	for _, tc := range []struct {
-		name     string
-		admitted string
-		change   func(*karpv1.NodeClaim, *clocktesting.FakeClock)
-		want     bool
+		name      string
+		admitted  string
+		nominated string
+		change    func(*karpv1.NodeClaim, *clocktesting.FakeClock)
+		want      bool
 	}{
 		{name: "launching, admitted", admitted: "node-b", want: true},
 		{name: "launching, not admitted yet", want: true},
@@ -36,6 +39,8 @@ func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 			now := metav1.NewTime(start)
 			c.DeletionTimestamp = &now
 		}},
+		{name: "nominated elsewhere by the scheduler's preemption", admitted: "node-b", nominated: "node-x"},
+		{name: "nominated to its node", admitted: "node-b", nominated: "node-b", want: true},
 		{name: "just inside LaunchHold", admitted: "node-b", want: true, change: func(_ *karpv1.NodeClaim, clk *clocktesting.FakeClock) {
 			clk.Step(LaunchHold - time.Second)
 		}},
@@ -54,6 +59,7 @@ func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 			_ = claims.Add(claim)
 			p := New(Options{SchedulerName: "tailor", Clock: clk, ClaimLister: karplisters.NewNodeClaimLister(claims)})
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"}}
+			pod.Status.NominatedNodeName = tc.nominated
 			p.mu.Lock()
 			p.planned[pod.UID] = claim.Name
 			if tc.admitted != "" {
@@ -71,5 +77,30 @@ func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 		ClaimLister: karplisters.NewNodeClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil))})
 	if _, held := p.HeldFor(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "other"}}); held {
 		t.Error("a pod without a plan is held")
+	}
+}
+
+// Released wakes exactly the pending pods planned onto the claim.
+func TestReleasedWakesTheClaimsPendingPods(t *testing.T) {
+	mine := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "default", UID: "uid-mine"}}
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default", UID: "uid-bound"}, Spec: corev1.PodSpec{NodeName: "node-b"}}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default", UID: "uid-other"}}
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	for _, pod := range []*corev1.Pod{mine, bound, other} {
+		_ = pods.Add(pod)
+	}
+	var woken []string
+	p := New(Options{SchedulerName: "tailor", Clock: clocktesting.NewFakeClock(time.Now()), Pods: corelisters.NewPodLister(pods),
+		Activate: func(m map[string]*corev1.Pod) {
+			for k := range m {
+				woken = append(woken, k)
+			}
+		}})
+	p.mu.Lock()
+	p.planned[mine.UID], p.planned[bound.UID], p.planned[other.UID] = "claim-b", "claim-b", "claim-c"
+	p.mu.Unlock()
+	p.Released("claim-b")
+	if len(woken) != 1 || woken[0] != "default/mine" {
+		t.Errorf("woke %v, want only default/mine", woken)
 	}
 }

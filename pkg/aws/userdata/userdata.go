@@ -68,8 +68,12 @@ func Render(family string, n Node, custom string) (string, error) {
 	if err != nil || strings.TrimSpace(custom) == "" {
 		return out, err
 	}
-	if _, err := Parse(out); errors.Is(err, errRefused) {
-		return "", fmt.Errorf("spec.userData: %w", err)
+	// Blamed on spec.userData only when Tailor's own node passes: a NodePool label or taint the
+	// kubelet refuses is not the user data's fault.
+	if n.check() == nil {
+		if _, err := Parse(out); errors.Is(err, errRefused) {
+			return "", fmt.Errorf("spec.userData: %w", err)
+		}
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -50,12 +51,13 @@ type Plugin struct {
 }
 
 var (
-	_ fwk.PreFilterPlugin  = (*Plugin)(nil)
-	_ fwk.FilterPlugin     = (*Plugin)(nil)
-	_ fwk.PostFilterPlugin = (*Plugin)(nil)
-	_ fwk.PreScorePlugin   = (*Plugin)(nil)
-	_ fwk.ScorePlugin      = (*Plugin)(nil)
-	_ fwk.ReservePlugin    = (*Plugin)(nil)
+	_ fwk.EnqueueExtensions = (*Plugin)(nil)
+	_ fwk.PreFilterPlugin   = (*Plugin)(nil)
+	_ fwk.FilterPlugin      = (*Plugin)(nil)
+	_ fwk.PostFilterPlugin  = (*Plugin)(nil)
+	_ fwk.PreScorePlugin    = (*Plugin)(nil)
+	_ fwk.ScorePlugin       = (*Plugin)(nil)
+	_ fwk.ReservePlugin     = (*Plugin)(nil)
 )
 
 // NewFactory returns the plugin factory to register with the scheduler. The host is attached to
@@ -94,7 +96,7 @@ func (h heldNode) Clone() fwk.StateData { return h }
 
 // waitsMessage is Filter's answer on the nodes a held pod may not take; one sentence for every
 // node, so that the scheduler's FailedScheduling event counts them in one line.
-const waitsMessage = "the pod waits for the node Tailor launched for it (status.nominatedNodeName)"
+const waitsMessage = "the pod waits for the node Tailor launched for it"
 
 // PreFilter holds a pod to the node a plan launched for it, while that node is on its way (see
 // the provisioner's HeldFor), and skips Filter for every other pod. Filter, not a PreFilterResult,
@@ -123,6 +125,31 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 		return nil
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitsMessage)
+}
+
+// EventsToRegister says which events may let a pod the plugin refused be scheduled: a node
+// added, changed or deleted. Without it the scheduler would retry a held pod on every event of every
+// kind, each time running every Filter on every node for nothing. The provisioner activates held
+// pods itself when their claim initializes or goes away (nothing the scheduler watches), and a
+// pod Reserve refused, when its node reopens.
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{{
+		Event:          fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Update | fwk.Delete},
+		QueueingHintFn: p.heldNodeChanged,
+	}}, nil
+}
+
+// heldNodeChanged queues a pod when the event is about the node it waits for, or when it waits
+// for none any more.
+func (p *Plugin) heldNodeChanged(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	held, ok := p.capacity.HeldFor(pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	if n, isNode := newObj.(*corev1.Node); isNode && n.Name == held {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
 }
 
 // PostFilter runs after DefaultPreemption found no victims. It looks at the pod alone, not at

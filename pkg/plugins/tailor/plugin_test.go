@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -114,5 +115,32 @@ func TestAHeldPodTakesOnlyTheNodeLaunchedForIt(t *testing.T) {
 	}
 	if st := p.Filter(context.Background(), state, held, nodes[1]); !st.IsSuccess() {
 		t.Errorf("Filter on the node launched for the held pod = %v, want Success", st)
+	}
+}
+
+// A held pod is woken by an event about its own node, or by any node event once it waits for
+// nothing; the events of other nodes leave it alone.
+func TestAHeldPodIsWokenByItsOwnNode(t *testing.T) {
+	held := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "held", UID: "uid-held"}}
+	free := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "free", UID: "uid-free"}}
+	p := &Plugin{capacity: &holds{held: map[types.UID]string{held.UID: "launched-b"}}}
+	events, err := p.EventsToRegister(context.Background())
+	if err != nil || len(events) != 1 || events[0].Event.Resource != fwk.Node {
+		t.Fatalf("EventsToRegister = %v, %v; want node events", events, err)
+	}
+	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		node *corev1.Node
+		want fwk.QueueingHint
+	}{
+		{held, node("launched-b"), fwk.Queue},
+		{held, node("ready-a"), fwk.QueueSkip},
+		{free, node("ready-a"), fwk.Queue},
+	} {
+		got, err := events[0].QueueingHintFn(klog.Background(), tc.pod, nil, tc.node)
+		if err != nil || got != tc.want {
+			t.Errorf("hint for %s on an event of %s = %v, %v; want %v", tc.pod.Name, tc.node.Name, got, err, tc.want)
+		}
 	}
 }
