@@ -13,7 +13,7 @@ build: ## compile both binaries into bin/
 	$(GO) build -o bin/tailor-scheduler ./cmd/scheduler
 	$(GO) build -o bin/tailor ./cmd/tailor
 
-test: unit fuzz-short e2e ## everything CI runs
+test: unit e2e ## everything CI runs (unit includes every fuzz target's seeds and kept inputs)
 
 unit: ## unit and table tests, fast
 	$(GO) vet ./...
@@ -36,7 +36,7 @@ fuzz-parsers: ## every Go fuzz target of a parser of outside input (user data, T
 # everything a target imports once more, instrumented, and the SDK-heavy targets (selectors, SQS
 # notices, the emulator) would add minutes to a cold run. make fuzz-parsers runs them all.
 FUZZ_SHORT_PACKAGES := pkg/aws/userdata pkg/nodepool/budget pkg/scheduling pkg/apis/karpenter/v1
-fuzz-short: ## the light parsers' fuzz targets for 3 s each, as part of make test
+fuzz-short: ## the light parsers' fuzz targets for 3 s each (exploration, not part of make test)
 	FUZZTIME=3s FUZZ_PACKAGES="$(FUZZ_SHORT_PACKAGES)" GO=$(GO) ./hack/fuzz-parsers.sh
 
 chaos: chaos-failover chaos-ec2 chaos-day chaos-storm ## every long fault test, beside make test's short ones

@@ -93,7 +93,7 @@ func splitKey(key string) ([]string, error) {
 			seg, key = quoted[1:end], gostrings.TrimSpace(key[end+1:])
 			if quoted[0] == '"' {
 				var err error
-				if seg, err = strconv.Unquote(quoted); err != nil {
+				if seg, err = unquoteBasic(quoted); err != nil {
 					return nil, fmt.Errorf("quoted key %s: %w", quoted, err)
 				}
 			}
@@ -191,7 +191,7 @@ func parseValue(v string) (any, error) {
 		}
 		return out, nil
 	case gostrings.HasPrefix(v, `"`):
-		return strconv.Unquote(v)
+		return unquoteBasic(v)
 	case gostrings.HasPrefix(v, "'") && gostrings.HasSuffix(v, "'") && len(v) >= 2:
 		return v[1 : len(v)-1], nil
 	case v == "true" || v == "false":
@@ -246,4 +246,18 @@ func splitArray(s string) []string {
 		out = append(out, last)
 	}
 	return out
+}
+
+// unquoteBasic reads a basic string. Its escapes are read as Go reads them, and a result that is
+// not UTF-8 is refused: TOML strings are Unicode, and Go's \x escapes write single bytes (TOML
+// 1.1's \xHH names a code point), which the writer would then have to replace.
+func unquoteBasic(quoted string) (string, error) {
+	s, err := strconv.Unquote(quoted)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("string %s is not UTF-8 once its escapes are read", quoted)
+	}
+	return s, nil
 }
