@@ -19,7 +19,7 @@ import (
 // whatever the API server admits, Allowed must read.
 var (
 	crdNodes    = regexp.MustCompile(`^((100|[0-9]{1,2})%|[0-9]+)$`)
-	crdDuration = regexp.MustCompile(`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`)
+	crdDuration = regexp.MustCompile(`^((([0-9]{1,6}h)|([0-9]{1,7}m)|([0-9]{1,6}h[0-9]{1,7}m))(0s)?)$`)
 )
 
 // FuzzAllowed reads one budget as a NodePool's spec.disruption.budgets[0] carries it: nodes, a

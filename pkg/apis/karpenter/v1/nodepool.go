@@ -74,7 +74,9 @@ type Budget struct {
 	Schedule *string `json:"schedule,omitempty"`
 	// Duration is how long the budget stays active after each Schedule hit. Hours and minutes only,
 	// since cron has no seconds; the optional trailing 0s lets time.Duration.String() round-trip.
-	// +kubebuilder:validation:Pattern=`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`
+	// At most 6 digits of hours and 7 of minutes: Karpenter's pattern admits any run of digits, and
+	// a value past time.Duration's ~2.5 million hours is stored but cannot be decoded again.
+	// +kubebuilder:validation:Pattern=`^((([0-9]{1,6}h)|([0-9]{1,7}m)|([0-9]{1,6}h[0-9]{1,7}m))(0s)?)$`
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
