@@ -86,7 +86,19 @@ func moveEntry[V any](m map[types.UID]V, from, to types.UID) {
 // affinity and topology spread skip a node whose labels match no pod of theirs yet, and such pods
 // would wait in the unschedulable queue beside their node for minutes.
 func (p *Provisioner) Initialized(node string) {
-	if p.opts.Activate == nil || node == "" {
+	if node == "" {
+		return
+	}
+	p.activatePending(func(pod *corev1.Pod) bool {
+		h, ok := p.headed[pod.UID]
+		return ok && h.node == node
+	})
+}
+
+// activatePending moves the pending pods that match (called with p.mu held) into the
+// scheduler's active queue.
+func (p *Provisioner) activatePending(match func(*corev1.Pod) bool) {
+	if p.opts.Activate == nil {
 		return
 	}
 	pods, err := p.opts.Pods.List(labels.Everything())
@@ -96,7 +108,7 @@ func (p *Provisioner) Initialized(node string) {
 	activate := map[string]*corev1.Pod{}
 	p.mu.Lock()
 	for _, pod := range pods {
-		if h, ok := p.headed[pod.UID]; ok && h.node == node && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && match(pod) {
 			activate[pod.Namespace+"/"+pod.Name] = pod
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
@@ -45,22 +44,5 @@ func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
 // its node has ended: the claim initialized or is going away. The scheduler watches neither, and
 // the plugin's queueing hint wakes a held pod only on an event about a node.
 func (p *Provisioner) Released(claim string) {
-	if p.opts.Activate == nil {
-		return
-	}
-	pods, err := p.opts.Pods.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	activate := map[string]*corev1.Pod{}
-	p.mu.Lock()
-	for _, pod := range pods {
-		if p.planned[pod.UID] == claim && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
-			activate[pod.Namespace+"/"+pod.Name] = pod
-		}
-	}
-	p.mu.Unlock()
-	if len(activate) > 0 {
-		p.opts.Activate(activate)
-	}
+	p.activatePending(func(pod *corev1.Pod) bool { return p.planned[pod.UID] == claim })
 }
