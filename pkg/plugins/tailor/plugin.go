@@ -2,7 +2,8 @@
 // PostFilter hands pods that fit no node to the provisioner (or nominates the node already being
 // launched for them); PreFilter and Filter hold a pod to that node until it is up; Score prefers
 // the node the plan put a pod on; Reserve and Unreserve keep the provisioner's ledger of pods
-// that are about to bind. Every method touches memory only: the scheduling goroutine never waits on I/O.
+// that are about to bind. Every method touches memory only: the scheduling goroutine never waits
+// on I/O.
 package tailor
 
 import (
@@ -128,10 +129,10 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 }
 
 // EventsToRegister says which events may let a pod the plugin refused be scheduled: a node
-// added, changed or deleted. Without it the scheduler would retry a held pod on every event of every
-// kind, each time running every Filter on every node for nothing. The provisioner activates held
-// pods itself when their claim initializes or goes away (nothing the scheduler watches), and a
-// pod Reserve refused, when its node reopens.
+// added, changed or deleted. Without it the scheduler would retry a held pod on every event of
+// every kind, each time running every Filter on every node for nothing. The provisioner activates
+// held pods itself when their claim initializes or goes away (nothing the scheduler watches), and
+// a pod Reserve refused, when its node reopens.
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{{
 		Event:          fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Update | fwk.Delete},
