@@ -181,7 +181,8 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	}
 	// A launching claim whose node name became known lets its planned pods be nominated to it, and
 	// one that initialized wakes them in the scheduler's queue; a deleted one is no capacity in
-	// flight any more. One that initialized or is going away no longer holds its pods (Released).
+	// flight any more. One that initialized (Initialized) or is going away (Released) no longer holds
+	// its pods.
 	if _, err = o.claimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -203,8 +204,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 					o.provisioner.Trigger()
 				}
 				if !old.IsTrue(karpv1.ConditionTypeInitialized) && c.IsTrue(karpv1.ConditionTypeInitialized) {
-					o.provisioner.Initialized(c.Status.NodeName)
-					o.provisioner.Released(c.Name)
+					o.provisioner.Initialized(c.Name, c.Status.NodeName)
 				}
 				if old.DeletionTimestamp == nil && c.DeletionTimestamp != nil {
 					o.provisioner.Released(c.Name)

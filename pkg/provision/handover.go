@@ -84,14 +84,16 @@ func moveEntry[V any](m map[types.UID]V, from, to types.UID) {
 // node's NodeClaim has initialized. The scheduler would try them again on its own only if a
 // queueing hint took the node's arrival for a change that might help them: the hints of pod
 // affinity and topology spread skip a node whose labels match no pod of theirs yet, and such pods
-// would wait in the unschedulable queue beside their node for minutes.
-func (p *Provisioner) Initialized(node string) {
+// would wait in the unschedulable queue beside their node for minutes. The pods planned onto
+// claim are woken too, whether or not a nomination pass has headed them there yet: their hold on
+// the node ends now (see Released).
+func (p *Provisioner) Initialized(claim, node string) {
 	if node == "" {
 		return
 	}
 	p.activatePending(func(pod *corev1.Pod) bool {
 		h, ok := p.headed[pod.UID]
-		return ok && h.node == node
+		return ok && h.node == node || claim != "" && p.planned[pod.UID] == claim
 	})
 }
 

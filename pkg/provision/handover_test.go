@@ -86,7 +86,7 @@ func TestInitializedActivatesThePodsPlannedThere(t *testing.T) {
 	p.headFor(elsewhere, "n2")
 	p.headFor(bound, "n1")
 	p.mu.Unlock()
-	p.Initialized("n1")
+	p.Initialized("", "n1")
 	if len(activated) != 1 || activated[0] != headed.Namespace+"/"+headed.Name {
 		t.Fatalf("activated %v, want only the pending pod headed for n1", activated)
 	}

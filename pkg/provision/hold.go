@@ -41,7 +41,7 @@ func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
 }
 
 // Released wakes the pending pods planned onto claim in the scheduler's queue once their hold on
-// its node has ended: the claim initialized or is going away. The scheduler watches neither, and
+// its node has ended because the claim is going away (Initialized does so when it initializes). The scheduler watches neither, and
 // the plugin's queueing hint wakes a held pod only on an event about a node.
 func (p *Provisioner) Released(claim string) {
 	p.activatePending(func(pod *corev1.Pod) bool { return p.planned[pod.UID] == claim })

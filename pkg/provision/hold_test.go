@@ -80,7 +80,7 @@ func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 	}
 }
 
-// Released wakes exactly the pending pods planned onto the claim.
+// Released, and Initialized, wake exactly the pending pods planned onto the claim.
 func TestReleasedWakesTheClaimsPendingPods(t *testing.T) {
 	mine := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "default", UID: "uid-mine"}}
 	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default", UID: "uid-bound"}, Spec: corev1.PodSpec{NodeName: "node-b"}}
@@ -102,5 +102,11 @@ func TestReleasedWakesTheClaimsPendingPods(t *testing.T) {
 	p.Released("claim-b")
 	if len(woken) != 1 || woken[0] != "default/mine" {
 		t.Errorf("woke %v, want only default/mine", woken)
+	}
+	// Initializing wakes them too, though no nomination pass has headed them to its node.
+	woken = nil
+	p.Initialized("claim-b", "node-b")
+	if len(woken) != 1 || woken[0] != "default/mine" {
+		t.Errorf("initializing woke %v, want only default/mine", woken)
 	}
 }
