@@ -88,6 +88,12 @@ var (
 		Namespace: namespace, Name: "nodes_unused_total",
 		Help: "Launched nodes found with no pod landed on them strandedAfter after they initialized.",
 	})
+	// PodsRefusedBackoff counts each time plans stopped launching for a pod that the scheduler
+	// refused on the nodes launched for it.
+	PodsRefusedBackoff = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "provisioner", Name: "pods_refused_backoff_total",
+		Help: "Times plans stopped launching for a pod the scheduler did not place on the nodes launched for it.",
+	})
 	// PodsUnplaceable counts pods a plan could place nowhere, by reason.
 	PodsUnplaceable = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "provisioner", Name: "pods_unplaceable_total",
@@ -120,5 +126,5 @@ func Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
 		NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
 		TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
-		PodsStranded, PodsStrandedTotal, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices}, disruptionCollectors()...)
+		PodsStranded, PodsStrandedTotal, PodsRefusedBackoff, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices}, disruptionCollectors()...)
 }

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -157,6 +158,49 @@ func TestConstraintPreferredNodeAffinity(t *testing.T) {
 		plan := testPlanner(t).Plan(context.Background(), in)
 		pc := onlyClaim(t, plan, pod)
 		sameOptions(t, pc, []*corev1.Pod{pod}, anyOffering)
+		verifyPlan(t, sim, in, plan)
+	})
+}
+
+// TestPreferredNodeAffinityKeepsTheSpreadsDomains: a preference made a requirement must not change
+// how a spread constraint counts. PodTopologySpread counts only the nodes that match the pod's
+// required node affinity (nodeAffinityPolicy Honor, the default), so a shape that requires spot
+// sees one capacity-type domain and no skew, where the scheduler, counting the pod as it is, sees
+// two. Seed 1708 launched 157 spot claims this way, each refused by the spread.
+func TestPreferredNodeAffinityKeepsTheSpreadsDomains(t *testing.T) {
+	const app = "db"
+	ct := karpv1.CapacityTypeLabelKey
+	spot, onDemand := karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand
+	preferSpot := preferNodes(match(ct, corev1.NodeSelectorOpIn, spot))
+	dns := corev1.DoNotSchedule
+	t.Run("from nothing", func(t *testing.T) {
+		pending := replicas(4, app, "500m", "512Mi", preferSpot, spread(app, ct, 1, dns))
+		in := Input{Pending: pending, Pools: []Pool{newPool("default")}}
+		plan := testPlanner(t).Plan(context.Background(), in)
+		placedOnce(t, plan, pending)
+		if got := podsPerDomain(t, plan, ct); got[spot] != 2 || got[onDemand] != 2 {
+			t.Errorf("pods per capacity type: %v, want 2 and 2; %s", got, summary(plan))
+		}
+		verifyPlan(t, sim, in, plan)
+	})
+	// Three replicas run on spot nodes and one on an on-demand node, each node full: a fourth on
+	// spot would make the skew 3.
+	t.Run("beside running replicas", func(t *testing.T) {
+		var nodes []*corev1.Node
+		var running []*corev1.Pod
+		for i, capacity := range []string{spot, spot, spot, onDemand} {
+			n := zonedNode(fmt.Sprintf("n%d", i), fake.ZoneA, "500m", "1Gi")
+			n.Labels[ct] = capacity
+			nodes = append(nodes, n)
+			running = append(running, onNode(newPod(fmt.Sprintf("running-%d", i), "500m", "512Mi", labelled(app)), n.Name))
+		}
+		pending := replicas(1, app, "500m", "512Mi", preferSpot, spread(app, ct, 2, dns))
+		in := Input{Pending: pending, Nodes: nodes, Pods: running, Pools: []Pool{newPool("default")}}
+		plan := testPlanner(t).Plan(context.Background(), in)
+		pc := onlyClaim(t, plan, pending...)
+		if got := valuesOf(pc, ct); !slices.Equal(got, []string{onDemand}) {
+			t.Errorf("the claim may launch as %v; only on-demand keeps the skew within 2", got)
+		}
 		verifyPlan(t, sim, in, plan)
 	})
 }

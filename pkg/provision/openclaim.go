@@ -107,8 +107,17 @@ type check struct {
 	pod      *corev1.Pod
 	requests corev1.ResourceList
 	state    fwk.CycleState
+	// guard, when set, must pass where the pod does: see asScheduled.
+	guard *asScheduled
 	// fits caches the capacity half per type: 1 passes, -1 fails.
 	fits map[int]int8
+}
+
+// asScheduled is a pending pod as the scheduler will weigh it, with its PreFilter state, checked
+// beside a shape of it that is not strictly stricter (narrowsSpread).
+type asScheduled struct {
+	pod   *corev1.Pod
+	state fwk.CycleState
 }
 
 // capacityFits asks NodeResourcesFit whether the pod fits on type t with the claim's pods.
@@ -143,8 +152,8 @@ func (pl *Planner) anyCapacity(ctx context.Context, oc *openClaim, ck *check, al
 
 // weigh returns the offerings of oc the pod would leave alive, and the values it settles for
 // open custom keys, the first of its choices it fits with; nil when it fits none.
-func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, keys podKeys) ([]int, labelChoice) {
-	ck := &check{pod: pod, requests: pl.requestsOf(pod), state: state, fits: map[int]int8{}}
+func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, guard *asScheduled, keys podKeys) ([]int, labelChoice) {
+	ck := &check{pod: pod, requests: pl.requestsOf(pod), state: state, guard: guard, fits: map[int]int8{}}
 	if oc.frontier == nil {
 		oc.frontier = oc.frontierOf(oc.alive)
 	}
@@ -165,7 +174,9 @@ func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys
 	groups, classes := oc.classGroups(keys)
 	failed := map[int32]bool{}
 	for _, g := range groups {
-		if !pl.sim.FilterPlacement(ctx, ck.state, ck.pod, oc.placementView(g.first, choice, &pl.scratch.placement)).IsSuccess() {
+		view := oc.placementView(g.first, choice, &pl.scratch.placement)
+		if !pl.sim.FilterPlacement(ctx, ck.state, ck.pod, view).IsSuccess() ||
+			ck.guard != nil && !pl.sim.FilterPlacement(ctx, ck.guard.state, ck.guard.pod, view).IsSuccess() {
 			failed[g.class] = true
 		}
 	}

@@ -47,7 +47,7 @@ func (pl *Planner) daemonGroups(ctx context.Context, ps *poolState) []daemonGrou
 
 // open tries to start a new claim in ps for pod. It returns the claim, or why the pool cannot
 // hold the pod.
-func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, info fwk.PodInfo, keys podKeys, name string, ps *poolState) (*openClaim, string) {
+func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, guard *asScheduled, info fwk.PodInfo, keys podKeys, name string, ps *poolState) (*openClaim, string) {
 	if len(ps.compatible) == 0 {
 		return nil, "no available instance type offering satisfies the NodePool's requirements"
 	}
@@ -95,7 +95,7 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 			}
 			oc := newOpenClaim(name, ps, group.daemons, allowed[g])
 			oc.thrifty = thrifty && ps.efficient != nil
-			if alive, choice := pl.weigh(ctx, oc, pod, state, keys); alive != nil {
+			if alive, choice := pl.weigh(ctx, oc, pod, state, guard, keys); alive != nil {
 				pl.add(ctx, oc, pod, info, state, alive, choice)
 				return oc, ""
 			}
@@ -106,7 +106,7 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	for g, group := range groups {
 		if len(allowed[g]) > 0 {
 			oc := newOpenClaim(name, ps, group.daemons, allowed[g])
-			if alive, _ := pl.weigh(ctx, oc, pod, state, keys); alive == nil && oc.refusal != "" {
+			if alive, _ := pl.weigh(ctx, oc, pod, state, guard, keys); alive == nil && oc.refusal != "" {
 				short = oc.refusal
 			}
 		}

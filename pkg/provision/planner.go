@@ -276,6 +276,17 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 					continue
 				}
 			}
+			// A shape that requires the pod's preferred node affinity counts its spread over fewer
+			// nodes than the scheduler will (preferences.go): the pod itself must pass too.
+			var guard *asScheduled
+			if as != pod && narrowsSpread(pod, defaultKeys) {
+				gs, _, status := pf.run(ctx, pod, spec, -1, w.domains)
+				if status != nil {
+					reasons = map[string]string{"": status.Message()}
+					continue
+				}
+				guard = &asScheduled{pod: pod, state: gs}
+			}
 			keys := rel.keys(as)
 			// The claims with room for the pod first, then the others; for a pod that repels its
 			// own kind, the claims without it first (fill.go).
@@ -285,7 +296,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 						continue
 					}
 					if allowedByPreFilter(pre, oc.name) {
-						if alive, choice := pl.weigh(ctx, oc, as, state, keys); alive != nil {
+						if alive, choice := pl.weigh(ctx, oc, as, state, guard, keys); alive != nil {
 							before, n := oc.info.Node(), len(oc.info.GetPods())
 							if pl.add(ctx, oc, pod, info, state, alive, choice) {
 								pf.relabelled(oc.info, before, n)
@@ -313,7 +324,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 					reasons[ps.NodePool.Name] = why
 					continue
 				}
-				oc, why := pl.open(ctx, state, pre, as, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
+				oc, why := pl.open(ctx, state, pre, as, guard, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
 				if oc != nil {
 					oc.book(pod)
 					if shy {

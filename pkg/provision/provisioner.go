@@ -128,6 +128,9 @@ type Provisioner struct {
 	launchedHere map[string]time.Time
 	landed       map[string]bool
 	unused       map[string]bool
+	// refusals are, by pending pod, the nodes launched for it and those the scheduler refused
+	// it on (see refusals.go).
+	refusals map[types.UID]*refusals
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
@@ -170,6 +173,7 @@ func New(opts Options) *Provisioner {
 		launchedHere: map[string]time.Time{},
 		landed:       map[string]bool{},
 		unused:       map[string]bool{},
+		refusals:     map[types.UID]*refusals{},
 	}
 }
 
@@ -268,6 +272,9 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			// The scheduler preempted pods on an existing node for it, and will place it there.
 			continue
 		}
+		if p.backedOff(pod) {
+			continue // see refusals.go
+		}
 		if enqueued[pod.UID] || p.IsProvisionable(pod) {
 			pending = append(pending, pod)
 		}
@@ -285,6 +292,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			unboundUIDs[pod.UID] = true
 		}
 	}
+	p.forgetRefusals(unboundUIDs)
 	if len(pending) == 0 {
 		p.tellUnavailable(nil, nil, unboundUIDs)
 		p.nominateSoon(ctx)
@@ -327,14 +335,23 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	// The claims are created side by side: a burst plans many, and each create is a round trip.
 	var errMu sync.Mutex
 	created := make([]*karpv1.NodeClaim, len(plan.Claims))
+	claimsByName := make(map[string]*karpv1.NodeClaim, len(claims))
+	for _, c := range claims {
+		claimsByName[c.Name] = c
+	}
+	var tripped []*corev1.Pod
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.Claims), func(i int) {
 		var err error
-		if created[i], err = p.create(ctx, plan.Claims[i]); err != nil {
-			errMu.Lock()
+		var refused []*corev1.Pod
+		created[i], refused, err = p.create(ctx, plan.Claims[i], claimsByName)
+		errMu.Lock()
+		if err != nil {
 			errs = append(errs, err.Error())
-			errMu.Unlock()
 		}
+		tripped = append(tripped, refused...)
+		errMu.Unlock()
 	})
+	p.tellRefused(ctx, tripped, nodes, pods, claims)
 	p.nominateSoon(ctx)
 	// The pods' Events go out once every claim is created: a burst has one per pod, and they
 	// would load the API server while the last creates are still on their way.
@@ -364,11 +381,13 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	return nil
 }
 
-// create creates the NodeClaim for a planned claim and books its pods on it.
-func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.NodeClaim, error) {
+// create creates the NodeClaim for a planned claim and books its pods on it. It also returns
+// the pods the scheduler has now refused on too many nodes launched for them (refusals.go), given
+// the claims there are.
+func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim, claims map[string]*karpv1.NodeClaim) (*karpv1.NodeClaim, []*corev1.Pod, error) {
 	created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc), metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
+		return nil, nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
 	p.mu.Lock()
@@ -379,6 +398,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 	p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
 	p.created[created.Name] = createdClaim{claim: created, at: p.opts.Clock.Now()}
 	p.launchedHere[created.Name] = p.opts.Clock.Now()
+	tripped := p.noteLaunched(created.Name, pc.Pods, claims)
 	p.mu.Unlock()
 	klog.FromContext(ctx).Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
 		"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
@@ -388,7 +408,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 		logger.Info("NodeClaim planned", "nodeClaim", created.Name, "pods", klog.KObjSlice(pc.Pods),
 			"requirements", scheduling.NodeSelectorRequirements(created.Spec.Requirements))
 	}
-	return created, nil
+	return created, tripped, nil
 }
 
 // pools returns the NodePools that may launch, highest weight first, with their instance types,
