@@ -72,11 +72,12 @@ fuzz: ## the workload harness over SEEDS generated scenarios from FIRST, in JOBS
 run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in one process
 	$(GO) run ./cmd/tailor sandbox --apply examples/
 
-bench: ## benchmarks; compare two runs with benchstat
+bench: ## benchmarks into bench.txt (compare two runs with benchstat), then bench-report.md: each figure of issue 15 against its target
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... | tee bench.txt
-	$(GO) test -run '^$$' -bench Burst -benchtime 1x -count 3 ./test/e2e/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok)' | tee -a bench.txt
+	$(GO) test -run '^$$' -bench Burst -benchtime 1x -count 5 ./test/e2e/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok)' | tee -a bench.txt
 	$(GO) test -run '^$$' -bench SchedulingThroughput -benchtime 1x -count 2 -timeout 90m ./test/schedperf/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|schedperf:)' | tee -a bench.txt
 	$(GO) test -run '^$$' -bench SchedulerMemory -benchtime 1x -count 1 -timeout 60m ./test/schedperf/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|schedperf:)' | tee -a bench.txt
+	$(GO) run ./hack/benchreport bench.txt | tee bench-report.md
 
 GENERATED := pkg/apis manifests/crds charts/tailor/crds pkg/generated
 

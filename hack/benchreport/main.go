@@ -1,0 +1,195 @@
+// Command benchreport reads the output of `make bench` (Go benchmark format) and writes one
+// report: each figure issue 15 asks for, its target, whether it is met and, where two paths or
+// two schedulers ran side by side, their ratio. A figure whose benchmark did not run says so.
+//
+//	go run ./hack/benchreport bench.txt > bench-report.md
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// figure is one line of the report: the values of unit across the benchmarks whose names match
+// name, summarised by reduce, against a target (want, by cmp: "<=", ">=" or "<"; no target when
+// cmp is empty).
+type figure struct {
+	what   string
+	name   string
+	unit   string
+	reduce reducer
+	cmp    string
+	want   float64
+}
+
+// ratio is a figure made of two others: num over den, each summarised by its median.
+type ratio struct {
+	what     string
+	num, den figure
+	cmp      string
+	want     float64
+}
+
+type reducer struct {
+	name string
+	fn   func([]float64) float64
+}
+
+var (
+	median = reducer{"median", func(xs []float64) float64 {
+		s := slices.Sorted(slices.Values(xs))
+		if n := len(s); n%2 == 0 {
+			return (s[n/2-1] + s[n/2]) / 2
+		}
+		return s[len(s)/2]
+	}}
+	worst = reducer{"max", func(xs []float64) float64 { return slices.Max(xs) }}
+	// geomean is for ratios measured in alternating order, where the one that runs second is
+	// favoured: only the pair's geometric mean cancels the order out.
+	geomean = reducer{"geometric mean", func(xs []float64) float64 {
+		sum := 0.0
+		for _, x := range xs {
+			sum += math.Log(x)
+		}
+		return math.Exp(sum / float64(len(xs)))
+	}}
+)
+
+const (
+	pass        = "DisruptionPass/finds-nothing/path="
+	plan        = "Plan/catalog=karpenter/pods="
+	throughput  = "SchedulingThroughput/workload="
+	memoryBench = "SchedulerMemory"
+)
+
+var figures = []figure{
+	{"worst disruption pass (1,000 nodes, nothing can move), fork", pass + "fork", "s/pass", median, "<=", 5},
+	{"one consolidation probe, fork", pass + "fork", "ms/probe", median, "<=", 10},
+	{"planner, Karpenter's mix at 5,000 pods", plan + "5000/mix=diverse", "pods/s", median, ">=", 3000},
+	{"planner, Karpenter's mix at 20,000 pods", plan + "20000/mix=diverse", "pods/s", median, "", 0},
+	{"price over the LP bound, Karpenter's mix at 5,000 pods", plan + "5000/mix=diverse", "price/bound", median, "<=", 1.10},
+	{"price over the LP bound, the generic workload at 5,000 pods", plan + "5000/mix=generic", "price/bound", median, "<=", 1.001},
+	{"scheduler throughput with Tailor over vanilla, SchedulingBasic", throughput + "SchedulingBasic", "tailor/vanilla", geomean, ">=", 0.95},
+	{"scheduler throughput with Tailor over vanilla, spread and anti-affinity", throughput + "TopologySpreadAntiAffinity", "tailor/vanilla", geomean, ">=", 0.95},
+	{"resident memory with Tailor minus vanilla, 1,000 nodes and 10,000 pods (MB)", memoryBench, "rss-diff-MB", median, "<=", 100},
+	{"burst of 1,000 pods: last pod created to last NodeClaim created, every run", "Burst", "max-s-to-last-nodeclaim", worst, "<", 1},
+	{"burst of 1,000 pods: last pod created to every pod Running, every run", "Burst", "max-s-to-all-running", worst, "<", 10},
+}
+
+var ratios = []ratio{
+	{"worst disruption pass, rebuild over fork",
+		figure{unit: "s/pass", name: pass + "rebuild"}, figure{unit: "s/pass", name: pass + "fork"}, "", 0},
+	{"planner pods/s, 20,000 pods over 2,000 (Karpenter's mix)",
+		figure{unit: "pods/s", name: plan + "20000/mix=diverse"}, figure{unit: "pods/s", name: plan + "2000/mix=diverse"}, ">=", 0.5},
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchreport BENCH-OUTPUT")
+		os.Exit(2)
+	}
+	f, err := os.Open(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	values, err := read(f)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+	write(os.Stdout, values)
+}
+
+// read returns every value in the benchmark output by benchmark name (without its -GOMAXPROCS
+// suffix) and unit.
+func read(r io.Reader) (map[string]map[string][]float64, error) {
+	out := map[string]map[string][]float64{}
+	rd := benchfmt.NewReader(r, "bench")
+	for rd.Scan() {
+		res, ok := rd.Result().(*benchfmt.Result)
+		if !ok {
+			continue // syntax errors of other lines (test logs) are not the report's business
+		}
+		name := gomaxprocs.ReplaceAllString(strings.TrimPrefix(string(res.Name), "Benchmark"), "")
+		if out[name] == nil {
+			out[name] = map[string][]float64{}
+		}
+		for _, v := range res.Values {
+			out[name][v.Unit] = append(out[name][v.Unit], v.Value)
+		}
+	}
+	return out, rd.Err()
+}
+
+var gomaxprocs = regexp.MustCompile(`-\d+$`)
+
+// value summarises fig's values, or reports that none ran.
+func (fig figure) value(values map[string]map[string][]float64) (float64, bool) {
+	xs := values[fig.name][fig.unit]
+	if len(xs) == 0 {
+		return 0, false
+	}
+	reduce := fig.reduce
+	if reduce.fn == nil {
+		reduce = median
+	}
+	return reduce.fn(xs), true
+}
+
+func verdict(v float64, cmp string, want float64) string {
+	met := false
+	switch cmp {
+	case "":
+		return "—"
+	case "<=":
+		met = v <= want
+	case ">=":
+		met = v >= want
+	case "<":
+		met = v < want
+	}
+	if met {
+		return "met"
+	}
+	return "**missed**"
+}
+
+func target(cmp string, want float64) string {
+	if cmp == "" {
+		return "—"
+	}
+	return fmt.Sprintf("%s %g", strings.Replace(strings.Replace(cmp, "<=", "≤", 1), ">=", "≥", 1), want)
+}
+
+func write(w io.Writer, values map[string]map[string][]float64) {
+	fmt.Fprintln(w, "| figure | benchmark | value | target | verdict |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, fig := range figures {
+		v, ok := fig.value(values)
+		if !ok {
+			fmt.Fprintf(w, "| %s | `%s` %s | not run | %s | — |\n", fig.what, fig.name, fig.unit, target(fig.cmp, fig.want))
+			continue
+		}
+		fmt.Fprintf(w, "| %s | `%s` %s (%s of %d) | %.4g | %s | %s |\n", fig.what, fig.name, fig.unit,
+			fig.reduce.name, len(values[fig.name][fig.unit]), v, target(fig.cmp, fig.want), verdict(v, fig.cmp, fig.want))
+	}
+	for _, r := range ratios {
+		n, okN := r.num.value(values)
+		d, okD := r.den.value(values)
+		if !okN || !okD || d == 0 {
+			fmt.Fprintf(w, "| %s | `%s` over `%s` %s | not run | %s | — |\n", r.what, r.num.name, r.den.name, r.num.unit, target(r.cmp, r.want))
+			continue
+		}
+		fmt.Fprintf(w, "| %s | `%s` over `%s` %s (medians) | %.4g | %s | %s |\n", r.what, r.num.name, r.den.name, r.num.unit,
+			n/d, target(r.cmp, r.want), verdict(n/d, r.cmp, r.want))
+	}
+}
