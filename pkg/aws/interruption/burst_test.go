@@ -39,26 +39,29 @@ func burstQueue(tb testing.TB, n int) (*emulator.Emulator, *sqs.Client, string) 
 	return emu, sqs.NewFromConfig(cfg), url
 }
 
-// TestReceiversWorkABurstTogether: with four receivers, forty notices are in the handler at once
-// (each holds until all forty are there, so this fails if the receivers take turns); every
-// notice is handled once, each batch leaves the queue in one DeleteMessageBatch, and the queue
-// ends empty.
-func TestReceiversWorkABurstTogether(t *testing.T) {
-	const notices, receivers = 100, 4
+// TestABurstIsInHandAtOnce: two receivers hold sixty notices in the handler at once, MaxInHand
+// (each holds until all sixty are there, so this fails if a receiver waits for its batch before
+// receiving again), and never more; every notice is handled once, each batch leaves the queue in
+// one DeleteMessageBatch, and the queue ends empty.
+func TestABurstIsInHandAtOnce(t *testing.T) {
+	const notices, receivers, maxInHand = 100, 2, 60
 	emu, client, url := burstQueue(t, notices)
 	var (
 		mu      sync.Mutex
 		handled = map[string]int{}
 		waiting = 0
+		most    = 0
 		full    = make(chan struct{})
 	)
 	metrics := interruption.NewMetrics()
-	c, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, Metrics: metrics, WaitTime: time.Second, Receivers: receivers,
+	c, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, Metrics: metrics, WaitTime: time.Second,
+		Receivers: receivers, MaxInHand: maxInHand,
 		Handler: func(ctx context.Context, ev interruption.Event) error {
 			mu.Lock()
 			handled[ev.InstanceID]++
 			waiting++
-			if waiting == 10*receivers {
+			most = max(most, waiting)
+			if waiting == maxInHand {
 				close(full)
 			}
 			mu.Unlock()
@@ -66,6 +69,9 @@ func TestReceiversWorkABurstTogether(t *testing.T) {
 			case <-full:
 			case <-ctx.Done():
 			}
+			mu.Lock()
+			waiting--
+			mu.Unlock()
 			return nil
 		}})
 	if err != nil {
@@ -77,7 +83,9 @@ func TestReceiversWorkABurstTogether(t *testing.T) {
 	select {
 	case <-full:
 	case <-time.After(time.Minute):
-		t.Fatalf("%d notices in the handler at once at most; want %d", waiting, 10*receivers)
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d notices in the handler at once at most; want %d", most, maxInHand)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -95,6 +103,9 @@ func TestReceiversWorkABurstTogether(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if most > maxInHand {
+		t.Errorf("%d notices in hand at once; MaxInHand is %d", most, maxInHand)
+	}
 	for id, n := range handled {
 		if n != 1 {
 			t.Errorf("notice for %s handled %d times", id, n)
@@ -123,6 +134,11 @@ func TestNewRefusesNegativeReceivers(t *testing.T) {
 		Handler: func(context.Context, interruption.Event) error { return nil }})
 	if err == nil || !strings.Contains(err.Error(), "Receivers") {
 		t.Errorf("New with Receivers -1 = %v, want an error naming Receivers", err)
+	}
+	_, err = interruption.New(interruption.Options{SQS: client, QueueURL: url, MaxInHand: 5,
+		Handler: func(context.Context, interruption.Event) error { return nil }})
+	if err == nil || !strings.Contains(err.Error(), "MaxInHand") {
+		t.Errorf("New with MaxInHand 5 = %v, want an error naming MaxInHand", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 	"k8s.io/klog/v2"
 )
 
@@ -59,13 +60,17 @@ type Options struct {
 	// ErrorBackoff is the pause after a failed receive (1 s when zero), so an outage is not a
 	// busy loop.
 	ErrorBackoff time.Duration
-	// Receivers is how many long polls run at once (10 when zero). Each handles its batch of up
-	// to 10 messages in parallel and receives again once the whole batch is done, so one slow
-	// notice holds back only its own batch, and a burst is worked on up to 10 × Receivers at a
-	// time rather than 10. Notices in hand together share the provisioner's plan passes, which
-	// is what a storm waits on: with 4 (40 in hand) a 500-notice storm was deleting claims in
-	// waves of about 28 per pass and missed its 2-minute deadlines.
+	// Receivers is how many long polls run at once (10 when zero). A receiver hands each batch
+	// it receives (up to 10 messages) to handlers of its own and receives again at once, so a
+	// storm is in hand within seconds, up to MaxInHand messages, however long each notice takes.
+	// Notices in hand together share the provisioner's plan passes, which is what a storm waits
+	// on: when a receiver waited for its batch to be done before receiving again, 10 receivers
+	// held 100 notices, and a 500-notice storm deleted its claims over 4.6 minutes, past their
+	// 2-minute deadlines (with 4, 40 in hand, in waves of about 28 per pass).
 	Receivers int
+	// MaxInHand bounds the messages received and not yet done with (1,000 when zero): past it,
+	// the receivers wait for handlers to finish before they receive more.
+	MaxInHand int
 }
 
 // Consumer long-polls the queue and dispatches its messages.
@@ -96,6 +101,12 @@ func New(opts Options) (*Consumer, error) {
 	if opts.Receivers < 0 {
 		return nil, fmt.Errorf("interruption consumer: Receivers is %d; it must be at least 1", opts.Receivers)
 	}
+	if opts.MaxInHand == 0 {
+		opts.MaxInHand = 1000
+	}
+	if opts.MaxInHand < maxBatch {
+		return nil, fmt.Errorf("interruption consumer: MaxInHand is %d; it must be at least %d, one receive's worth", opts.MaxInHand, maxBatch)
+	}
 	return &Consumer{opts: opts}, nil
 }
 
@@ -108,15 +119,35 @@ func QueueURL(ctx context.Context, client *sqs.Client, name string) (string, err
 	return aws.ToString(out.QueueUrl), nil
 }
 
-// Run polls with Receivers long polls at once until ctx ends, and returns once they all have.
-// Receive errors are logged and retried after a pause; nothing a message contains can stop it.
+// maxBatch is the most messages one ReceiveMessage returns.
+const maxBatch = 10
+
+// Run polls with Receivers long polls at once until ctx ends, and returns once they and the
+// handlers of every message received have. Receive errors are logged and retried after a
+// pause; nothing a message contains can stop it.
 func (c *Consumer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("queue", c.opts.QueueURL)
-	var wg sync.WaitGroup
+	inHand := semaphore.NewWeighted(int64(c.opts.MaxInHand))
+	var receivers, handlers sync.WaitGroup
 	for range c.opts.Receivers {
-		wg.Go(func() {
+		receivers.Go(func() {
 			for ctx.Err() == nil {
-				if _, err := c.Poll(ctx); err != nil && ctx.Err() == nil {
+				// Room for a whole batch first: a message received with no room to hold it would
+				// sit hidden, unhandled, until its visibility timeout ran out.
+				if inHand.Acquire(ctx, maxBatch) != nil {
+					return
+				}
+				ms, err := c.receive(ctx)
+				if unused := maxBatch - len(ms); unused > 0 {
+					inHand.Release(int64(unused))
+				}
+				if len(ms) > 0 {
+					handlers.Go(func() {
+						defer inHand.Release(int64(len(ms)))
+						c.finish(ctx, ms)
+					})
+				}
+				if err != nil && ctx.Err() == nil {
 					logger.Error(err, "receiving interruption messages; retrying")
 					select {
 					case <-ctx.Done():
@@ -126,31 +157,48 @@ func (c *Consumer) Run(ctx context.Context) error {
 			}
 		})
 	}
-	wg.Wait()
+	receivers.Wait()
+	handlers.Wait()
 	return nil
 }
 
 // Poll receives one batch (up to 10 messages, long-polling), handles its messages in parallel,
-// and deletes the ones it is done with in one DeleteMessageBatch. It returns how many messages it
-// received.
+// and deletes the ones it is done with in one DeleteMessageBatch, before it returns. It returns
+// how many messages it received.
 func (c *Consumer) Poll(ctx context.Context) (int, error) {
+	ms, err := c.receive(ctx)
+	if err != nil {
+		return 0, err
+	}
+	c.finish(ctx, ms)
+	return len(ms), nil
+}
+
+// receive long-polls for one batch.
+func (c *Consumer) receive(ctx context.Context) ([]sqstypes.Message, error) {
 	out, err := c.opts.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:            aws.String(c.opts.QueueURL),
-		MaxNumberOfMessages: 10,
+		MaxNumberOfMessages: maxBatch,
 		WaitTimeSeconds:     int32(c.opts.WaitTime / time.Second),
 		VisibilityTimeout:   int32(c.opts.Visibility / time.Second),
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	done := make([]bool, len(out.Messages))
+	return out.Messages, nil
+}
+
+// finish handles a batch's messages in parallel and deletes the ones it is done with in one
+// DeleteMessageBatch.
+func (c *Consumer) finish(ctx context.Context, ms []sqstypes.Message) {
+	done := make([]bool, len(ms))
 	var wg sync.WaitGroup
-	for i, m := range out.Messages {
+	for i, m := range ms {
 		wg.Go(func() { done[i] = c.handle(ctx, m) })
 	}
 	wg.Wait()
 	var finished []sqstypes.Message
-	for i, m := range out.Messages {
+	for i, m := range ms {
 		if done[i] {
 			finished = append(finished, m)
 		}
@@ -160,7 +208,6 @@ func (c *Consumer) Poll(ctx context.Context) (int, error) {
 	deleteCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	c.delete(deleteCtx, finished)
-	return len(out.Messages), nil
 }
 
 // handle parses and dispatches one message, and says whether it is done with: handled, of no
