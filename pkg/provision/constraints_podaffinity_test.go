@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
@@ -189,4 +190,29 @@ func TestConstraintPreferredPodAffinity(t *testing.T) {
 			verifyPlan(t, sim, in, plan)
 		})
 	}
+}
+
+// TestPreferredPodAffinityKeepsTheFirstPodRule: InterPodAffinity lets a pod go anywhere when no
+// pod matches all of its required affinity terms and it matches them itself (the first pod of
+// a group). A preferred term made required can be the one that no running pod matches, so the
+// shape would pass in every zone while the pod as it is must join the zone of the pod its own
+// term matches: the rollout of a self-affine Deployment that prefers its own version.
+func TestPreferredPodAffinityKeepsTheFirstPodRule(t *testing.T) {
+	zone := corev1.LabelTopologyZone
+	versioned := func(version string) podOpt {
+		return func(p *corev1.Pod) { p.Labels = map[string]string{"app": "web", "ver": version} }
+	}
+	sameVersion := corev1.PodAffinityTerm{TopologyKey: zone,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "ver": "v2"}}}
+	full := zonedNode("full", fake.ZoneB, "1", "2Gi")
+	old := onNode(newPod("web-v1", "1", "2Gi", versioned("v1")), full.Name)
+	pod := newPod("web-v2", "1", "2Gi", versioned("v2"), with([]corev1.PodAffinityTerm{podTerm("web", zone)}, nil))
+	pod.Spec.Affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: sameVersion}}
+	in := Input{Pending: []*corev1.Pod{pod}, Nodes: []*corev1.Node{full}, Pods: []*corev1.Pod{old}, Pools: []Pool{newPool("default")}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	pc := onlyClaim(t, plan, pod)
+	if zones := valuesOf(pc, zone); !slices.Equal(zones, []string{fake.ZoneB}) {
+		t.Errorf("the claim may launch in %v; the pod must join web in %s", zones, fake.ZoneB)
+	}
+	verifyPlan(t, sim, in, plan)
 }

@@ -192,3 +192,30 @@ func TestConstraintDefaultSpread(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleAnywaySpreadKeepsTheOtherSpreadsNodes: PodTopologySpread counts only the nodes
+// that carry every DoNotSchedule constraint's key. Made DoNotSchedule, a ScheduleAnyway spread
+// over a key the running nodes lack leaves them out of the zone spread's counts too: the shape
+// sees no replica in zone a where the scheduler sees two beside an empty zone b, and a pool that
+// launches in zone a only can hold no third.
+func TestScheduleAnywaySpreadKeepsTheOtherSpreadsNodes(t *testing.T) {
+	const app, rack = "web", "example.com/rack"
+	zone := corev1.LabelTopologyZone
+	var nodes []*corev1.Node
+	var running []*corev1.Pod
+	for _, name := range []string{"a1", "a2"} {
+		n := zonedNode(name, fake.ZoneA, "500m", "1Gi")
+		nodes = append(nodes, n)
+		running = append(running, onNode(newPod("running-"+name, "500m", "512Mi", labelled(app)), name))
+	}
+	nodes = append(nodes, zonedNode("b1", fake.ZoneB, "100m", "1Gi")) // zone b is a domain, with no room
+	pod := newPod("web", "500m", "512Mi", labelled(app), spread(app, zone, 1, corev1.DoNotSchedule), spread(app, rack, 1, corev1.ScheduleAnyway))
+	pool := newPool("rack-r1", requirement(zone, corev1.NodeSelectorOpIn, fake.ZoneA))
+	pool.NodePool.Spec.Template.Labels = map[string]string{rack: "r1"}
+	in := Input{Pending: []*corev1.Pod{pod}, Nodes: nodes, Pods: running, Pools: []Pool{pool}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	if len(plan.Unplaceable) != 1 {
+		t.Errorf("want the pod unplaceable, a third replica in zone a beside an empty zone b; got %s", summary(plan))
+	}
+	verifyPlan(t, sim, in, plan)
+}

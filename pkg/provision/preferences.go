@@ -9,9 +9,19 @@ import (
 // where new capacity can honour them: each shape but the last turns some of them into
 // requirements (the heaviest preferred node-affinity term, preferred pod affinity and
 // anti-affinity terms, ScheduleAnyway spread), and each next shape relaxes one more kind. A shape
-// is stricter than the pod, so wherever the Filter plugins accept it they accept the pod, with
-// one exception: see narrowsSpread. The plan books the pod itself, never the shape. A pod
+// is meant to be stricter than the pod, and the plan books the pod itself, never the shape. A pod
 // without preferences has one shape: itself.
+//
+// A shape is not always stricter, so the plan asks the Filter plugins about the pod beside it:
+//   - required node affinity changes which nodes PodTopologySpread counts (nodeAffinityPolicy
+//     Honor, the default): a pod that prefers spot and spreads over capacity types sees, as the
+//     shape that requires spot, one capacity type and no skew, while the scheduler sees both
+//     (harness seed 1708 launched 157 NodeClaims in 90 s that way);
+//   - a ScheduleAnyway spread made DoNotSchedule leaves the nodes without its topology key out of
+//     the counts of the pod's other constraints;
+//   - InterPodAffinity lets the first pod of a group go anywhere when no pod matches all of its
+//     required affinity terms, and a preferred term made required can be the one that none
+//     matches.
 func preferenceLadder(pod *corev1.Pod) []*corev1.Pod {
 	if !hasPreferences(pod) {
 		return []*corev1.Pod{pod}
@@ -43,28 +53,6 @@ func hasPreferences(pod *corev1.Pod) bool {
 	return a != nil && (a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
 		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
 		a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
-}
-
-// narrowsSpread reports whether the shapes of pod may pass a Filter the pod fails. A shape that
-// requires a preferred node-affinity term changes which nodes PodTopologySpread counts for a
-// constraint whose nodeAffinityPolicy is Honor (the default): only those that match the shape's
-// affinity, so a domain the pod would count can drop out, and with it the skew. A pod that
-// prefers spot and spreads over capacity types sees, as the shape, only spot. The profile's
-// default constraints (defaultKeys, when the pod has none) are taken to honour node affinity.
-func narrowsSpread(pod *corev1.Pod, defaultKeys []string) bool {
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
-		return false
-	}
-	if len(pod.Spec.TopologySpreadConstraints) == 0 {
-		return len(defaultKeys) > 0
-	}
-	for _, c := range pod.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == corev1.DoNotSchedule && (c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor) {
-			return true
-		}
-	}
-	return false
 }
 
 // requireSpread makes ScheduleAnyway spread constraints DoNotSchedule.

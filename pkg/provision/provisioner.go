@@ -260,9 +260,16 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	cluster, enqueued := p.forgetStale(nodes, pods, claims, listed)
 	view := cluster.View(typesByPool)
 	nodeNames := make(map[string]bool, len(nodes))
+	nodesByName := make(map[string]*corev1.Node, len(nodes))
 	for _, n := range nodes {
 		nodeNames[n.Name] = true
+		nodesByName[n.Name] = n
 	}
+	claimsByName := make(map[string]*karpv1.NodeClaim, len(claims))
+	for _, c := range claims {
+		claimsByName[c.Name] = c
+	}
+	var tripped []*corev1.Pod // pods the refusal backoff just stopped (refusals.go)
 	var pending []*corev1.Pod
 	for _, pod := range pods {
 		if view.Counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
@@ -272,8 +279,8 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			// The scheduler preempted pods on an existing node for it, and will place it there.
 			continue
 		}
-		if p.backedOff(pod) {
-			continue // see refusals.go
+		if p.backedOff(pod, claimsByName, nodesByName, &tripped) {
+			continue
 		}
 		if enqueued[pod.UID] || p.IsProvisionable(pod) {
 			pending = append(pending, pod)
@@ -293,6 +300,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 	}
 	p.forgetRefusals(unboundUIDs)
+	p.tellRefused(ctx, tripped, nodes, pods, claims)
 	if len(pending) == 0 {
 		p.tellUnavailable(nil, nil, unboundUIDs)
 		p.nominateSoon(ctx)
@@ -335,23 +343,14 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	// The claims are created side by side: a burst plans many, and each create is a round trip.
 	var errMu sync.Mutex
 	created := make([]*karpv1.NodeClaim, len(plan.Claims))
-	claimsByName := make(map[string]*karpv1.NodeClaim, len(claims))
-	for _, c := range claims {
-		claimsByName[c.Name] = c
-	}
-	var tripped []*corev1.Pod
 	workqueue.ParallelizeUntil(ctx, createWorkers, len(plan.Claims), func(i int) {
 		var err error
-		var refused []*corev1.Pod
-		created[i], refused, err = p.create(ctx, plan.Claims[i], claimsByName)
-		errMu.Lock()
-		if err != nil {
+		if created[i], err = p.create(ctx, plan.Claims[i]); err != nil {
+			errMu.Lock()
 			errs = append(errs, err.Error())
+			errMu.Unlock()
 		}
-		tripped = append(tripped, refused...)
-		errMu.Unlock()
 	})
-	p.tellRefused(ctx, tripped, nodes, pods, claims)
 	p.nominateSoon(ctx)
 	// The pods' Events go out once every claim is created: a burst has one per pod, and they
 	// would load the API server while the last creates are still on their way.
@@ -381,13 +380,11 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	return nil
 }
 
-// create creates the NodeClaim for a planned claim and books its pods on it. It also returns
-// the pods the scheduler has now refused on too many nodes launched for them (refusals.go), given
-// the claims there are.
-func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim, claims map[string]*karpv1.NodeClaim) (*karpv1.NodeClaim, []*corev1.Pod, error) {
+// create creates the NodeClaim for a planned claim and books its pods on it.
+func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.NodeClaim, error) {
 	created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc), metav1.CreateOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
+		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
 	p.mu.Lock()
@@ -398,7 +395,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim, claims map[s
 	p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
 	p.created[created.Name] = createdClaim{claim: created, at: p.opts.Clock.Now()}
 	p.launchedHere[created.Name] = p.opts.Clock.Now()
-	tripped := p.noteLaunched(created.Name, pc.Pods, claims)
+	p.noteLaunched(created.Name, pc.Pods)
 	p.mu.Unlock()
 	klog.FromContext(ctx).Info("Launching NodeClaim", "nodeClaim", created.Name, "nodePool", pc.NodePool.Name, "pods", len(pc.Pods),
 		"cheapest", pc.Options[0].InstanceType.Name, "pricePerHour", pc.Options[0].Offering.PricePerHour, "options", len(pc.Options))
@@ -408,7 +405,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim, claims map[s
 		logger.Info("NodeClaim planned", "nodeClaim", created.Name, "pods", klog.KObjSlice(pc.Pods),
 			"requirements", scheduling.NodeSelectorRequirements(created.Spec.Requirements))
 	}
-	return created, tripped, nil
+	return created, nil
 }
 
 // pools returns the NodePools that may launch, highest weight first, with their instance types,

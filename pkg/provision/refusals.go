@@ -17,16 +17,17 @@ import (
 
 // A plan that puts a pod where the scheduler will not take it launches a node for nothing, and
 // the next plan, made the same way, launches another: harness seed 1708 launched 157 NodeClaims
-// in 90 s for three pods before its cause was found (preferences.go, narrowsSpread). Whatever the
-// next such cause is, it must cost a few nodes and say so, not a fleet.
+// in 90 s for three pods before its cause was found (preferences.go). Whatever the next such
+// cause is, it must cost a few nodes and say so, not a fleet.
 //
-// So a pod is refused on a node launched for it when a plan launches another node for it while
-// one launched for it before has initialized: the scheduler has had that node and not placed the
-// pod. After refusalLimit such nodes, plans leave the pod out for refusalBackoff, doubling on
-// each trip up to maxRefusalBackoff, and the pod gets a FailedProvisioning Event that names the
-// nodes and what the scheduler's Filter plugins answer on the last. The scheduler keeps trying
-// the pod meanwhile, on every node there is; only new capacity waits. A pod that binds is
-// forgotten.
+// So a node launched for a pod that has initialized, with the pod still pending when the pod is
+// about to be planned again, is a refusal: the scheduler has had the node and not placed the pod
+// there. A node that is leaving (its claim deleted, the node cordoned or tainted for disruption)
+// is not: the pod is planned again for a reason of its own. After refusalLimit refusals, plans
+// leave the pod out for refusalBackoff, doubling on each trip up to maxRefusalBackoff, and the pod
+// gets a FailedProvisioning Event that names the nodes and what the scheduler's Filter plugins
+// answer on the last. The scheduler keeps trying the pod meanwhile, on every node there is; only
+// new capacity waits. A pod that binds is forgotten.
 const (
 	refusalLimit      = 2
 	refusalBackoff    = time.Minute
@@ -35,50 +36,87 @@ const (
 
 // refusals is what the provisioner knows of one pending pod's launched nodes.
 type refusals struct {
-	// launched are the NodeClaims created for the pod and not yet found refused.
+	// launched are the NodeClaims created for the pod and not yet found refused or gone.
 	launched []string
-	// refusedOn are the nodes of launched claims found initialized when another was created.
+	// refusedOn are the nodes of launched claims found initialized with the pod still pending.
 	refusedOn []string
 	// trips counts the backoffs so far; until ends the current one.
 	trips int
 	until time.Time
 }
 
-// noteLaunched records that claim was created for pods, and finds which of the claims created
-// for them before have initialized: the scheduler refused each pod there. It returns the pods
-// that reached refusalLimit, now backed off. Call it with p.mu held.
-func (p *Provisioner) noteLaunched(claim string, pods []*corev1.Pod, claims map[string]*karpv1.NodeClaim) []*corev1.Pod {
-	var tripped []*corev1.Pod
+// backoff is how long plans leave a pod out on its trips-th trip (from 0).
+func backoff(trips int) time.Duration {
+	d := refusalBackoff
+	for range trips {
+		if d >= maxRefusalBackoff {
+			break
+		}
+		d *= 2
+	}
+	return min(d, maxRefusalBackoff)
+}
+
+// noteLaunched records that claim was created for pods. Call it with p.mu held.
+func (p *Provisioner) noteLaunched(claim string, pods []*corev1.Pod) {
 	for _, pod := range pods {
 		r := p.refusals[pod.UID]
 		if r == nil {
 			r = &refusals{}
 			p.refusals[pod.UID] = r
 		}
-		kept := r.launched[:0]
-		for _, name := range r.launched {
-			if c := claims[name]; c != nil && c.Status.NodeName != "" && c.IsTrue(karpv1.ConditionTypeInitialized) {
-				r.refusedOn = append(r.refusedOn, c.Status.NodeName)
-				continue
-			}
-			kept = append(kept, name)
-		}
-		r.launched = append(kept, claim)
-		if len(r.refusedOn) >= refusalLimit {
-			r.until = p.opts.Clock.Now().Add(min(refusalBackoff<<r.trips, maxRefusalBackoff))
-			r.trips++
-			tripped = append(tripped, pod)
-		}
+		r.launched = append(r.launched, claim)
 	}
-	return tripped
 }
 
-// backedOff reports whether plans leave pod out for now.
-func (p *Provisioner) backedOff(pod *corev1.Pod) bool {
+// leaving reports whether a node is on its way out, so that a pod not placed there was not
+// refused by the scheduler for a fault of the plan.
+func leaving(node *corev1.Node) bool {
+	if node == nil || node.DeletionTimestamp != nil || node.Spec.Unschedulable {
+		return true
+	}
+	for _, t := range node.Spec.Taints {
+		if t.Key == karpv1.DisruptedTaintKey {
+			return true
+		}
+	}
+	return false
+}
+
+// backedOff reports whether plans leave the pending pod out for now. It first counts the nodes
+// launched for the pod that have initialized since the last look as refusals (see above), and
+// starts a backoff when they reach refusalLimit: the pod then joins tripped, to be told why.
+func (p *Provisioner) backedOff(pod *corev1.Pod, claims map[string]*karpv1.NodeClaim, nodes map[string]*corev1.Node, tripped *[]*corev1.Pod) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.refusals[pod.UID]
-	return r != nil && p.opts.Clock.Now().Before(r.until)
+	if r == nil {
+		return false
+	}
+	now := p.opts.Clock.Now()
+	if now.Before(r.until) {
+		return true
+	}
+	kept := r.launched[:0]
+	for _, name := range r.launched {
+		c := claims[name]
+		switch {
+		case c == nil || c.DeletionTimestamp != nil:
+			// Gone or going: not the scheduler's refusal.
+		case c.Status.NodeName == "" || !c.IsTrue(karpv1.ConditionTypeInitialized):
+			kept = append(kept, name)
+		case !leaving(nodes[c.Status.NodeName]):
+			r.refusedOn = append(r.refusedOn, c.Status.NodeName)
+		}
+	}
+	r.launched = kept
+	if len(r.refusedOn) < refusalLimit {
+		return false
+	}
+	r.until = now.Add(backoff(r.trips))
+	r.trips++
+	*tripped = append(*tripped, pod)
+	return true
 }
 
 // forgetRefusals drops what is kept of pods that are no longer unbound.
@@ -119,20 +157,23 @@ func (p *Provisioner) tellRefused(ctx context.Context, tripped []*corev1.Pod, no
 	}
 	for i, pod := range tripped {
 		last := what[i].on[len(what[i].on)-1]
-		answer := "the node is gone"
+		answer := "unknown"
 		if view != nil {
-			if status := view.admits(ctx, view.preFilter(ctx, pod), pod, last); status != nil {
-				answer = fmt.Sprintf("%s: %s", status.Plugin(), status.Message())
-			} else {
+			switch status := view.admits(ctx, view.preFilter(ctx, pod), pod, last); {
+			case status == nil:
 				answer = "they accept it now"
+			case status.Plugin() == "":
+				answer = status.Message()
+			default:
+				answer = fmt.Sprintf("%s: %s", status.Plugin(), status.Message())
 			}
 		}
 		wait := what[i].until.Sub(p.opts.Clock.Now()).Round(time.Second)
 		metrics.PodsRefusedBackoff.Inc()
-		klog.FromContext(ctx).Info("The scheduler refused a pod on the nodes launched for it; launching no more for it for a while",
+		klog.FromContext(ctx).Info("The scheduler did not place a pod on the nodes launched for it; launching no more for it for a while",
 			"pod", klog.KObj(pod), "nodes", what[i].on, "filter", answer, "backoff", wait)
 		p.opts.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "FailedProvisioning", "Provisioning",
-			"The scheduler did not place the pod on the %d nodes launched for it (%s); on %s the Filter plugins say %s. No node is launched for it for %s",
+			"The scheduler did not place the pod on the %d nodes launched for it (%s); on %s the Filter plugins answer %s. No node is launched for it for %s",
 			len(what[i].on), strings.Join(what[i].on, ", "), last, answer, wait)
 	}
 }

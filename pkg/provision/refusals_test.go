@@ -18,74 +18,113 @@ import (
 	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
-// A pod the scheduler does not place on the nodes launched for it stops getting new ones after
-// refusalLimit of them, for a backoff that doubles, and is told why once per backoff; it is
-// forgotten once it binds.
+// A pod the scheduler does not place on the nodes launched for it is left out of plans once
+// refusalLimit of them have come up, before a plan launches another, for a backoff that doubles,
+// and is told why once per backoff. A node that is leaving is no refusal; a pod that binds is
+// forgotten.
 func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 	testPlanner(t)
 	ctx := context.Background()
 	start := time.Now()
 	clk := clocktesting.NewFakeClock(start)
 	nodes := zoneNodes()[:3]
+	nodesByName := map[string]*corev1.Node{}
+	for _, n := range nodes {
+		nodesByName[n.Name] = n
+	}
 	pod := newPod("refused", "500m", "512Mi", nodeSelector("example.com/team", "payments"))
 	recorder := events.NewFakeRecorder(10)
 	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder})
 	p.checker = sim
 	claims := map[string]*karpv1.NodeClaim{}
-	var list []*karpv1.NodeClaim
-	launch := func(i int) []*corev1.Pod {
+	// launch creates a claim for the pod on node i, which then initializes.
+	launch := func(i int) *karpv1.NodeClaim {
 		name := "claim-" + nodes[i].Name
 		p.mu.Lock()
-		tripped := p.noteLaunched(name, []*corev1.Pod{pod}, claims)
+		p.noteLaunched(name, []*corev1.Pod{pod})
 		p.mu.Unlock()
-		// The claim launches and initializes; the scheduler does not place the pod there.
 		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		c.Status.NodeName = nodes[i].Name
 		c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", clk.Now())
 		claims[name] = c
-		list = append(list, c)
-		return tripped
+		return c
+	}
+	// planned reports whether the next plan takes the pod, and which pods it must tell.
+	planned := func() (bool, []*corev1.Pod) {
+		var tripped []*corev1.Pod
+		return !p.backedOff(pod, claims, nodesByName, &tripped), tripped
 	}
 	backoffs := testutil.ToFloat64(metrics.PodsRefusedBackoff)
-	for i := range refusalLimit {
-		if tripped := launch(i); len(tripped) != 0 || p.backedOff(pod) {
-			t.Fatalf("backed off after %d refused nodes; the limit is %d", i, refusalLimit)
-		}
+	// A node whose claim is being deleted says nothing of the scheduler.
+	now := metav1.NewTime(start)
+	launch(0).DeletionTimestamp = &now
+	if ok, _ := planned(); !ok {
+		t.Fatal("backed off for a node that was leaving")
 	}
-	tripped := launch(refusalLimit)
-	if len(tripped) != 1 || !p.backedOff(pod) {
-		t.Fatalf("not backed off after %d refused nodes", refusalLimit)
+	launch(1)
+	if ok, _ := planned(); !ok {
+		t.Fatalf("backed off after one refused node; the limit is %d", refusalLimit)
+	}
+	launch(2)
+	ok, tripped := planned()
+	if ok || len(tripped) != 1 {
+		t.Fatalf("planned again after %d refused nodes", refusalLimit)
+	}
+	var list []*karpv1.NodeClaim
+	for _, c := range claims {
+		list = append(list, c)
 	}
 	p.tellRefused(ctx, tripped, nodes, []*corev1.Pod{pod}, list)
 	if len(recorder.Events) != 1 {
 		t.Fatalf("%d Events, want 1", len(recorder.Events))
 	}
 	event := <-recorder.Events
-	for _, want := range []string{"FailedProvisioning", nodes[0].Name, nodes[1].Name, "NodeAffinity", "1m0s"} {
+	for _, want := range []string{"FailedProvisioning", nodes[1].Name, nodes[2].Name, "NodeAffinity", "1m0s"} {
 		if !strings.Contains(event, want) {
 			t.Errorf("Event %q does not mention %q", event, want)
 		}
 	}
+	if strings.Contains(event, nodes[0].Name) {
+		t.Errorf("Event %q counts the node that was leaving", event)
+	}
 	if d := testutil.ToFloat64(metrics.PodsRefusedBackoff) - backoffs; d != 1 {
-		t.Errorf("%s rose by %v, want 1", "tailor_provisioner_pods_refused_backoff_total", d)
+		t.Errorf("tailor_provisioner_pods_refused_backoff_total rose by %v, want 1", d)
+	}
+	if ok, tripped := planned(); ok || len(tripped) != 0 {
+		t.Error("a pod backed off is planned, or told again")
 	}
 	clk.Step(refusalBackoff + time.Second)
-	if p.backedOff(pod) {
+	if ok, _ := planned(); !ok {
 		t.Fatal("still backed off after the backoff")
 	}
 	// Two more refusals: the next backoff is twice as long.
 	claims = map[string]*karpv1.NodeClaim{}
-	launch(0)
 	launch(1)
-	if tripped := launch(2); len(tripped) != 1 {
+	launch(2)
+	if ok, _ := planned(); ok {
 		t.Fatal("not backed off again")
 	}
 	clk.Step(refusalBackoff + time.Second)
-	if !p.backedOff(pod) {
+	if ok, _ := planned(); ok {
 		t.Error("the second backoff is no longer than the first")
 	}
 	p.forgetRefusals(map[types.UID]bool{})
-	if p.backedOff(pod) {
+	if ok, _ := planned(); !ok {
 		t.Error("a pod that bound is still backed off")
+	}
+}
+
+// The backoff doubles up to its cap and stays there, however many trips.
+func TestRefusalBackoffIsCapped(t *testing.T) {
+	want := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	for trips, w := range want {
+		if got := backoff(trips); got != w {
+			t.Errorf("backoff(%d) = %v, want %v", trips, got, w)
+		}
+	}
+	for _, trips := range []int{28, 53, 1 << 20} {
+		if got := backoff(trips); got != maxRefusalBackoff {
+			t.Errorf("backoff(%d) = %v, want %v", trips, got, maxRefusalBackoff)
+		}
 	}
 }
