@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/provision"
@@ -44,6 +45,8 @@ type prober struct {
 	rebuild bool
 	// pass is built by the first probe.
 	pass *passCluster
+	// nodes are the State's nodes by name, once a probe needs them.
+	nodes map[string]*corev1.Node
 }
 
 // passCluster is what every probe of a pass shares.
@@ -104,7 +107,7 @@ func (p *prober) simulate(ctx context.Context, removed []*Candidate) *Outcome {
 	if pc.err != nil {
 		return &Outcome{Unplaceable: pc.err.Error()}
 	}
-	pending := pendingOf(removed, pc.view)
+	pending := p.inTurns(removed, pendingOf(removed, pc.view))
 	if len(pending) == 0 {
 		return &Outcome{}
 	}
@@ -163,12 +166,33 @@ func (p *prober) simulateRebuilt(ctx context.Context, removed []*Candidate) *Out
 			in.Pods = append(in.Pods, pod)
 		}
 	}
-	in.Pending = pendingOf(removed, view)
+	in.Pending = p.inTurns(removed, pendingOf(removed, view))
 	if len(in.Pending) == 0 {
 		return &Outcome{}
 	}
 	in.Pods = append(in.Pods, placeWaiting(ctx, p.planner, in, waitingOf(p.state.Pods, view))...)
 	return outcomeOf(p.planner.Plan(ctx, in))
+}
+
+// inTurns holds the pods that the drain will evict in turns to where their siblings are (see
+// followers.go).
+func (p *prober) inTurns(removed []*Candidate, pending []*corev1.Pod) []*corev1.Pod {
+	if len(p.state.PDBs) == 0 {
+		return pending
+	}
+	if p.nodes == nil {
+		p.nodes = make(map[string]*corev1.Node, len(p.state.Nodes))
+		for _, n := range p.state.Nodes {
+			p.nodes[n.Name] = n
+		}
+	}
+	leaving := map[types.UID]bool{}
+	for _, c := range removed {
+		for _, pod := range c.Pods {
+			leaving[pod.UID] = true
+		}
+	}
+	return heldToSiblings(pending, leaving, p.state.Pods, p.nodes, p.state.PDBs)
 }
 
 // pendingOf are the pods a removal must place: the candidates' own, and those of nodes that are
