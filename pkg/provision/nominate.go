@@ -232,12 +232,31 @@ func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node s
 	case err == nil && node != "":
 		logger.V(2).Info("Nominated pod to a launching node", "pod", klog.KObj(pod), "node", node)
 	case err == nil:
-		logger.V(2).Info("Cleared a nomination to a node that will not come", "pod", klog.KObj(pod), "node", pod.Status.NominatedNodeName)
+		logger.V(2).Info("Cleared a nomination Tailor wrote", "pod", klog.KObj(pod), "node", pod.Status.NominatedNodeName)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err):
 		// Gone, or bound since the informers were read: the API server refuses a nomination
 		// on a bound pod. Nothing to do either way.
 	default:
 		logger.Error(err, "Updating the pod's nominated node", "pod", klog.KObj(pod), "node", node)
+	}
+}
+
+// clearStaleNominations clears the nominations this process wrote for pods a plan has just found
+// no place for. Once a pod's NodeClaim initializes, nominate leaves the nomination to its node
+// alone (the scheduler tries that node first), and nothing else took it back: harness seed 1778
+// left a Job's pod that no node could hold by its spread nominated to a Ready node it did not fit,
+// which told its readers the pod was on its way there.
+func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []Unplaceable) {
+	var stale []*corev1.Pod
+	p.mu.Lock()
+	for _, u := range unplaceable {
+		if has := u.Pod.Status.NominatedNodeName; has != "" && p.nominations[u.Pod.UID] == has {
+			stale = append(stale, u.Pod)
+		}
+	}
+	p.mu.Unlock()
+	for _, pod := range stale {
+		p.setNomination(ctx, pod, "")
 	}
 }
 

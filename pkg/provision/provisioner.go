@@ -364,6 +364,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 	}
 	told := p.tellUnavailable(plan.Unplaceable, unavailable, unboundUIDs)
+	p.clearStaleNominations(ctx, plan.Unplaceable)
 	for _, u := range plan.Unplaceable {
 		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
 		if _, generic := u.Reasons[""]; generic && len(u.Reasons) == 1 && told[u.Pod.UID] {
