@@ -338,6 +338,11 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 	}
 	p.mu.Unlock()
+	leaving := make(map[types.UID]bool, len(view.Reschedulable))
+	for _, pod := range view.Reschedulable {
+		leaving[pod.UID] = true
+	}
+	plan.Claims = p.stillPending(ctx, plan.Claims, leaving)
 	createStart := p.opts.Clock.Now()
 	var errs []string
 	// The claims are created side by side: a burst plans many, and each create is a round trip.

@@ -1,0 +1,53 @@
+package provision
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// Before a plan's claims are created, each loses the pods the scheduler placed while the plan
+// was made (bound, or reserved and not yet bound), and a claim left with none is not created
+// (harness seed 1814). The pods of a leaving node are still bound there, and stay.
+func TestClaimsLoseThePodsPlacedWhileTheyWerePlanned(t *testing.T) {
+	bound := newPod("bound", "500m", "512Mi", onNodeNamed("n1"))
+	pending := newPod("pending", "500m", "512Mi")
+	reserved := newPod("reserved", "500m", "512Mi")
+	leaving := newPod("leaving", "500m", "512Mi", onNodeNamed("going"))
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	for _, pod := range []*corev1.Pod{bound, pending, reserved, leaving} {
+		_ = store.Add(pod)
+	}
+	p := New(Options{SchedulerName: "tailor", Clock: clocktesting.NewFakeClock(time.Now()), Pods: corelisters.NewPodLister(store)})
+	p.assumed[reserved.UID] = "n2"
+	// The plan saw every one of them pending.
+	asPlanned := func(pods ...*corev1.Pod) *PlannedClaim {
+		pc := &PlannedClaim{NodePool: newPool("default").NodePool}
+		for _, pod := range pods {
+			pc.Pods = append(pc.Pods, Unbound(pod))
+		}
+		return pc
+	}
+	claims := []*PlannedClaim{asPlanned(bound), asPlanned(pending, reserved), asPlanned(leaving)}
+	got := p.stillPending(context.Background(), claims, map[types.UID]bool{leaving.UID: true})
+	var names [][]string
+	for _, pc := range got {
+		var ns []string
+		for _, pod := range pc.Pods {
+			ns = append(ns, pod.Name)
+		}
+		names = append(names, ns)
+	}
+	if len(names) != 2 || len(names[0]) != 1 || names[0][0] != "pending" || len(names[1]) != 1 || names[1][0] != "leaving" {
+		t.Errorf("claims to create hold %v; want [[pending] [leaving]]", names)
+	}
+	if len(claims[1].Pods) != 2 {
+		t.Error("the plan's own claim was changed")
+	}
+}
