@@ -20,9 +20,10 @@ import (
 // room, and the budget let no other sibling go; the node stayed draining and the pod Pending
 // (harness seed 1815).
 //
-// So a leaving pod whose affinity term matches pods that leave with it, covered by a budget that
-// does not let all of them go at once, is planned held to the domains where the term's pods
-// run now, itself aside: where the scheduler will look for them when it is evicted first.
+// So a leaving pod whose affinity term matches pods that leave with it, when a budget covering it
+// and one of them does not let all the leaving pods it covers go at once, is planned held to the
+// domains where the term's pods run now, itself aside: where the scheduler will look for them
+// when it is evicted first.
 
 // heldToSiblings returns pending with such pods replaced by copies held to those domains.
 // leaving are the UIDs of the candidates' pods; pods and nodes are the cluster's.
@@ -47,7 +48,7 @@ func heldToSiblings(pending []*corev1.Pod, leaving map[types.UID]bool, pods []*c
 // holdToSiblings returns p, or a copy held to the domains of its affinity terms' pods.
 func holdToSiblings(p *corev1.Pod, leaving map[types.UID]bool, pods []*corev1.Pod, nodes map[string]*corev1.Node, pdbs []*policyv1.PodDisruptionBudget) *corev1.Pod {
 	a := p.Spec.Affinity
-	if a == nil || a.PodAffinity == nil || len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 || !inTurns(p, leaving, pods, pdbs) {
+	if a == nil || a.PodAffinity == nil || len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
 		return p
 	}
 	var holds []corev1.NodeSelectorRequirement
@@ -64,19 +65,21 @@ func holdToSiblings(p *corev1.Pod, leaving map[types.UID]bool, pods []*corev1.Po
 			namespaces = []string{p.Namespace}
 		}
 		var domains []string
-		withLeaving := false
+		var siblings []*corev1.Pod // the term's pods that leave too
 		for _, q := range pods {
 			if q.UID == p.UID || q.Spec.NodeName == "" || !slices.Contains(namespaces, q.Namespace) || !sel.Matches(labels.Set(q.Labels)) {
 				continue
 			}
-			withLeaving = withLeaving || leaving[q.UID]
+			if leaving[q.UID] {
+				siblings = append(siblings, q)
+			}
 			if n := nodes[q.Spec.NodeName]; n != nil {
 				if v, ok := n.Labels[term.TopologyKey]; ok && !slices.Contains(domains, v) {
 					domains = append(domains, v)
 				}
 			}
 		}
-		if withLeaving && len(domains) > 0 {
+		if len(domains) > 0 && inTurns(p, siblings, leaving, pods, pdbs) {
 			slices.Sort(domains)
 			holds = append(holds, corev1.NodeSelectorRequirement{Key: term.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: domains})
 		}
@@ -99,15 +102,18 @@ func holdToSiblings(p *corev1.Pod, leaving map[types.UID]bool, pods []*corev1.Po
 	return held
 }
 
-// inTurns reports whether a budget covering p lets fewer of the pods it covers go at once than
-// are leaving.
-func inTurns(p *corev1.Pod, leaving map[types.UID]bool, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) bool {
+// inTurns reports whether a budget that covers p and one of its leaving siblings lets fewer of
+// the leaving pods it covers go at once than there are: then p may be evicted while that sibling
+// has to stay until p runs again. Siblings free to go leave with p, and once they are gone the
+// scheduler lets the first of the group go anywhere.
+func inTurns(p *corev1.Pod, siblings []*corev1.Pod, leaving map[types.UID]bool, pods []*corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) bool {
 	for _, pdb := range pdbs {
 		if pdb.Namespace != p.Namespace {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
+		if err != nil || !sel.Matches(labels.Set(p.Labels)) ||
+			!slices.ContainsFunc(siblings, func(q *corev1.Pod) bool { return q.Namespace == pdb.Namespace && sel.Matches(labels.Set(q.Labels)) }) {
 			continue
 		}
 		covered := 0

@@ -33,8 +33,19 @@ func TestRemovalMovesAffineSiblingsInTurns(t *testing.T) {
 		return c
 	}
 	for _, rebuild := range []bool{false, true} {
+		// A tight budget over web-1 and an unrelated pod leaves web-0 free to go with it: no hold.
 		c := build(2)
+		c.PDBs = nil
+		c.pod("other", "c1", "100m", "128Mi", podLabeled("tier", "x"))
+		c.Pods[1].Labels["tier"] = "x"
+		c.pdb("tier", "default", 1, selector("tier", "x"))
 		p := newProber(c.State, testPlanner(t))
+		p.rebuild = rebuild
+		if out := p.simulate(ctx, []*Candidate{candidate(t, c.State, "c1")}); !out.OK() || len(out.Replacements) != 0 {
+			t.Errorf("rebuild=%v, web-0 free to go: removing c1 gives %+v; want both on a1", rebuild, out)
+		}
+		c = build(2)
+		p = newProber(c.State, testPlanner(t))
 		p.rebuild = rebuild
 		if out := p.simulate(ctx, []*Candidate{candidate(t, c.State, "c1")}); !out.OK() || len(out.Replacements) != 0 {
 			t.Errorf("rebuild=%v, both may go at once: removing c1 gives %+v; want both on a1", rebuild, out)

@@ -242,21 +242,54 @@ func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node s
 }
 
 // clearStaleNominations clears the nominations this process wrote for pods a plan has just found
-// no place for. Once a pod's NodeClaim initializes, nominate leaves the nomination to its node
-// alone (the scheduler tries that node first), and nothing else took it back: harness seed 1778
-// left a Job's pod that no node could hold by its spread nominated to a Ready node it did not fit,
-// which told its readers the pod was on its way there.
+// no place for, in the background. Once a pod's NodeClaim initializes, nominate leaves the
+// nomination to its node alone (the scheduler tries that node first), and nothing else took it
+// back: harness seed 1778 left a Job's pod that no node could hold by its spread nominated to a
+// Ready node it did not fit, which told its readers the pod was on its way there. What would
+// give the node back through PostFilter (the destination, the admission, the heading) goes too;
+// and the patch applies only if the nomination is still the one read before the plan, so a
+// nomination the scheduler's preemption wrote since stays.
 func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []Unplaceable) {
 	var stale []*corev1.Pod
 	p.mu.Lock()
 	for _, u := range unplaceable {
-		if has := u.Pod.Status.NominatedNodeName; has != "" && p.nominations[u.Pod.UID] == has {
+		uid := u.Pod.UID
+		if has := u.Pod.Status.NominatedNodeName; has != "" && p.nominations[uid] == has {
 			stale = append(stale, u.Pod)
+			delete(p.destined, uid)
+			delete(p.admitted, uid)
+			delete(p.headed, uid)
 		}
 	}
 	p.mu.Unlock()
-	for _, pod := range stale {
-		p.setNomination(ctx, pod, "")
+	if len(stale) == 0 {
+		return
+	}
+	go workqueue.ParallelizeUntil(ctx, nominateWorkers, len(stale), func(i int) {
+		p.clearNomination(ctx, stale[i])
+	})
+}
+
+// clearNomination removes pod's nomination if it is still the one pod carries.
+func (p *Provisioner) clearNomination(ctx context.Context, pod *corev1.Pod) {
+	has := pod.Status.NominatedNodeName
+	patch, _ := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/status/nominatedNodeName", "value": has},
+		{"op": "remove", "path": "/status/nominatedNodeName"},
+	})
+	_, err := p.opts.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status")
+	switch {
+	case err == nil:
+		p.mu.Lock()
+		if p.nominations[pod.UID] == has {
+			delete(p.nominations, pod.UID)
+		}
+		p.mu.Unlock()
+		klog.FromContext(ctx).V(2).Info("Cleared a nomination Tailor wrote for a pod no plan places", "pod", klog.KObj(pod), "node", has)
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		// Gone, bound, or nominated anew since the plan read it: not ours to clear.
+	default:
+		klog.FromContext(ctx).Error(err, "Clearing a pod's nomination", "pod", klog.KObj(pod), "node", has)
 	}
 }
 

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/keymutex"
 
 	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -66,7 +65,7 @@ type Controller struct {
 	opts Options
 	// locks serialize the notices of one instance: two copies handled at once must not both
 	// act before either is remembered.
-	locks keymutex.KeyMutex
+	locks *keyLocks
 	// acted holds the notices acted on (instance and kind) and the instances being removed. The
 	// informer cache alone cannot say: a claim deleted a moment ago still shows undeleted there.
 	acted *cache.Expiring
@@ -77,7 +76,7 @@ func New(opts Options) *Controller {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Controller{opts: opts, locks: keymutex.NewHashed(1024), acted: cache.NewExpiringWithClock(opts.Clock)}
+	return &Controller{opts: opts, locks: newKeyLocks(), acted: cache.NewExpiringWithClock(opts.Clock)}
 }
 
 // Handle acts on one notice. A rebalance recommendation is only recorded (see
@@ -94,8 +93,7 @@ func (c *Controller) Handle(ctx context.Context, n cloud.Interruption) error {
 
 func (c *Controller) handle(ctx context.Context, n cloud.Interruption) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("kind", n.Kind, "providerID", n.ProviderID)
-	c.locks.LockKey(n.ProviderID)
-	defer func() { _ = c.locks.UnlockKey(n.ProviderID) }()
+	defer c.locks.lock(n.ProviderID)()
 	notice, removing := n.ProviderID+"|"+string(n.Kind), n.ProviderID+"|removing"
 	if _, ok := c.acted.Get(notice); ok {
 		logger.V(2).Info("Interruption notice acted on already; ignoring the copy")
