@@ -88,6 +88,12 @@ var (
 		Namespace: namespace, Name: "nodes_unused_total",
 		Help: "Launched nodes found with no pod landed on them strandedAfter after they initialized.",
 	})
+	// PodsWoken counts pods moved into the scheduler's active queue because they were still
+	// pending a few seconds after the node a plan put them on came up.
+	PodsWoken = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "pods_woken_total",
+		Help: "Pods still pending a few seconds after the node a plan put them on came up, moved into the scheduler's active queue.",
+	})
 	// PodsRefusedBackoff counts each time plans stopped launching for a pod that the scheduler
 	// refused on the nodes launched for it.
 	PodsRefusedBackoff = prometheus.NewCounter(prometheus.CounterOpts{
@@ -126,5 +132,5 @@ func Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
 		NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
 		TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
-		PodsStranded, PodsStrandedTotal, PodsRefusedBackoff, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices}, disruptionCollectors()...)
+		PodsStranded, PodsStrandedTotal, PodsWoken, PodsRefusedBackoff, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices}, disruptionCollectors()...)
 }

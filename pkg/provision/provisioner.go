@@ -131,6 +131,8 @@ type Provisioner struct {
 	// refusals are, by pending pod, the nodes launched for it and those the scheduler refused
 	// it on (see refusals.go).
 	refusals map[types.UID]*refusals
+	// woken are the pods wake moved into the active queue, with the node they were headed for.
+	woken map[types.UID]string
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
@@ -174,6 +176,7 @@ func New(opts Options) *Provisioner {
 		landed:       map[string]bool{},
 		unused:       map[string]bool{},
 		refusals:     map[types.UID]*refusals{},
+		woken:        map[types.UID]string{},
 	}
 }
 

@@ -20,6 +20,10 @@ import (
 // DefaultStrandedAfter is Options.StrandedAfter when unset.
 const DefaultStrandedAfter = 30 * time.Second
 
+// wakeAfter is how long a pod may stay pending beside the node that came up for it before it is
+// moved into the scheduler's active queue again (see wake), when that is before strandedAfter.
+const wakeAfter = 5 * time.Second
+
 // heading is the node a plan put a pending pod on, since when it has been headed there, and the
 // pod's siblings (see siblingsOf), which may take its room there.
 type heading struct {
@@ -54,7 +58,7 @@ type strandedPod struct {
 // watchStranded looks for stranded pods and unused nodes until ctx ends, a few times per
 // strandedAfter.
 func (p *Provisioner) watchStranded(ctx context.Context) {
-	every := min(max(p.strandedAfter()/3, time.Second), ResyncInterval)
+	every := min(max(p.strandedAfter()/3, time.Second), wakeAfter/2)
 	controller.Every(ctx, p.opts.Clock, every, func() { p.checkStranded(ctx) })
 }
 
@@ -100,7 +104,13 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 		}
 	}
 	var found []strandedPod
+	var wake []*corev1.Pod
 	p.mu.Lock()
+	for uid := range p.woken {
+		if _, ok := p.headed[uid]; !ok {
+			delete(p.woken, uid)
+		}
+	}
 	for uid, h := range p.headed {
 		pod := byUID[uid]
 		if pod == nil || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || p.assumed[uid] != "" {
@@ -112,7 +122,14 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 		} else if !launched && ofClaim[h.node] {
 			continue // its NodeClaim has not initialized yet
 		}
-		if !nodeExists[h.node] || now.Sub(up) < after {
+		if !nodeExists[h.node] {
+			continue
+		}
+		if waited := now.Sub(up); waited < after {
+			if waited >= wakeAfter && p.woken[uid] != h.node {
+				p.woken[uid] = h.node
+				wake = append(wake, pod)
+			}
 			continue
 		}
 		found = append(found, strandedPod{pod: pod, node: h.node, up: now.Sub(up)})
@@ -129,6 +146,7 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	metrics.PodsStranded.Set(float64(len(p.stranded)))
 	unused := p.unusedNodes(claims, upSince, busy, now)
 	p.mu.Unlock()
+	p.wake(ctx, wake)
 	for _, c := range unused {
 		p.opts.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "Unused", "Provisioning",
 			"Node %s initialized %s ago and no pod has landed on it", c.Status.NodeName, now.Sub(upSince[c.Status.NodeName]).Round(time.Second))
@@ -137,6 +155,25 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	if len(found) > 0 {
 		p.replanStranded(ctx, found, nodes, pods, claims)
 	}
+}
+
+// wake moves pods still pending wakeAfter after the node a plan put them on came up into the
+// scheduler's active queue, once per node: the scheduler retries an unschedulable pod only when a
+// queueing hint takes an event for it, and a wake-up that no event brings (the harness's
+// 500-node storm test once had 8 pods that the scheduler had not tried 30 s after their nodes
+// came up, with the Filter plugins accepting them there) must cost seconds, not strandedAfter.
+// Each is counted and logged: a pod woken here is a wake-up some event should have brought.
+func (p *Provisioner) wake(ctx context.Context, pods []*corev1.Pod) {
+	if len(pods) == 0 || p.opts.Activate == nil {
+		return
+	}
+	activate := make(map[string]*corev1.Pod, len(pods))
+	for _, pod := range pods {
+		activate[pod.Namespace+"/"+pod.Name] = pod
+		klog.FromContext(ctx).V(2).Info("Woke a pod still pending beside the node that came up for it", "pod", klog.KObj(pod))
+	}
+	metrics.PodsWoken.Add(float64(len(pods)))
+	p.opts.Activate(activate)
 }
 
 // unusedNodes returns the NodeClaims this process launched for pods whose nodes have been up for

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -103,5 +104,51 @@ func TestStrandedPodsAndUnusedNodesAreReported(t *testing.T) {
 	p.checkStranded(ctx)
 	if d := testutil.ToFloat64(metrics.NodesUnusedTotal) - unused; d != 1 {
 		t.Errorf("an unused node was counted %v times, want once", d)
+	}
+}
+
+// A pod still pending wakeAfter after the node a plan put it on came up is moved into the
+// scheduler's active queue once, and counted; it is not yet stranded.
+func TestAPodStillPendingBesideItsNodeIsWokenOnce(t *testing.T) {
+	testPlanner(t)
+	ctx := context.Background()
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+	node := zoneNodes()[0]
+	pod := newPod("waiting", "500m", "512Mi")
+	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	claimStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	_ = nodeStore.Add(node)
+	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + node.Name}}
+	c.Status.NodeName = node.Name
+	c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
+	_ = claimStore.Add(c)
+	_ = podStore.Add(pod)
+	recorder := events.NewFakeRecorder(10)
+	var woken []string
+	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder,
+		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore),
+		Activate: func(pods map[string]*corev1.Pod) {
+			for key := range pods {
+				woken = append(woken, key)
+			}
+		}})
+	p.mu.Lock()
+	p.headFor(pod, node.Name)
+	p.mu.Unlock()
+	before := testutil.ToFloat64(metrics.PodsWoken)
+	for _, step := range []time.Duration{wakeAfter - time.Second, 2 * time.Second, 2 * time.Second} {
+		clk.Step(step)
+		p.checkStranded(ctx)
+	}
+	if len(woken) != 1 || woken[0] != pod.Namespace+"/"+pod.Name {
+		t.Errorf("woke %v; want the pod once", woken)
+	}
+	if d := testutil.ToFloat64(metrics.PodsWoken) - before; d != 1 {
+		t.Errorf("tailor_pods_woken_total rose by %v, want 1", d)
+	}
+	if len(recorder.Events) != 0 {
+		t.Errorf("an Event before strandedAfter: %s", <-recorder.Events)
 	}
 }
