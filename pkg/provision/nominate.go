@@ -253,12 +253,9 @@ func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []U
 	var stale []*corev1.Pod
 	p.mu.Lock()
 	for _, u := range unplaceable {
-		uid := u.Pod.UID
-		if has := u.Pod.Status.NominatedNodeName; has != "" && p.nominations[uid] == has {
+		if p.ownNomination(u.Pod) {
 			stale = append(stale, u.Pod)
-			delete(p.destined, uid)
-			delete(p.admitted, uid)
-			delete(p.headed, uid)
+			p.forgetDestination(u.Pod.UID)
 		}
 	}
 	p.mu.Unlock()
@@ -268,6 +265,22 @@ func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []U
 	go workqueue.ParallelizeUntil(ctx, nominateWorkers, len(stale), func(i int) {
 		p.clearNomination(ctx, stale[i])
 	})
+}
+
+// ownNomination reports whether pod carries a nomination this process wrote; call it with p.mu
+// held.
+func (p *Provisioner) ownNomination(pod *corev1.Pod) bool {
+	has := pod.Status.NominatedNodeName
+	return has != "" && p.nominations[pod.UID] == has
+}
+
+// forgetDestination drops what would send the pod to the node a plan put it on: the heading the
+// stranded watch follows, and the destination and admission PostFilter hands the scheduler. Call
+// it with p.mu held.
+func (p *Provisioner) forgetDestination(uid types.UID) {
+	delete(p.headed, uid)
+	delete(p.destined, uid)
+	delete(p.admitted, uid)
 }
 
 // clearNomination removes pod's nomination if it is still the one pod carries.

@@ -232,13 +232,11 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 	p.mu.Lock()
 	for _, s := range found {
 		uid := s.pod.UID
-		if has := s.pod.Status.NominatedNodeName; has != "" && p.nominations[uid] == has {
+		if p.ownNomination(s.pod) {
 			clear = append(clear, s.pod)
 		}
-		delete(p.headed, uid)
+		p.forgetDestination(uid)
 		delete(p.planned, uid)
-		delete(p.destined, uid)
-		delete(p.admitted, uid)
 		p.enqueued[uid] = true
 		activate[s.pod.Namespace+"/"+s.pod.Name] = s.pod
 	}
