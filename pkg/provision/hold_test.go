@@ -14,10 +14,10 @@ import (
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 )
 
-// A pod waits for the node launched for it while the claim launches, once the cloud has named
-// that node, admitted there by the nomination pass or not yet; not before the node has a name,
-// not once the claim initialized or is going away, not when the scheduler's preemption nominated
-// it elsewhere, and not past LaunchHold.
+// A pod waits for the node launched for it while the claim launches, admitted there by the
+// nomination pass or not yet; before the cloud has named the node it waits for none (""); not
+// once the claim initialized or is going away, not when the scheduler's preemption nominated it
+// elsewhere, and not past LaunchHold.
 func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 	start := time.Now()
 	for _, tc := range []struct {
@@ -26,10 +26,12 @@ func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 		nominated string
 		change    func(*karpv1.NodeClaim, *clocktesting.FakeClock)
 		want      bool
+		// unnamed: held to no node yet.
+		unnamed bool
 	}{
 		{name: "launching, admitted", admitted: "node-b", want: true},
 		{name: "launching, not admitted yet", want: true},
-		{name: "launching, no node name yet", admitted: "node-b", change: func(c *karpv1.NodeClaim, _ *clocktesting.FakeClock) {
+		{name: "launching, no node name yet", admitted: "node-b", want: true, unnamed: true, change: func(c *karpv1.NodeClaim, _ *clocktesting.FakeClock) {
 			c.Status.NodeName = ""
 		}},
 		{name: "initialized", admitted: "node-b", change: func(c *karpv1.NodeClaim, _ *clocktesting.FakeClock) {
@@ -66,9 +68,13 @@ func TestAPodWaitsForItsLaunchingNodeOnly(t *testing.T) {
 				p.admitted[pod.UID] = tc.admitted
 			}
 			p.mu.Unlock()
+			want := "node-b"
+			if tc.unnamed {
+				want = ""
+			}
 			node, held := p.HeldFor(pod)
-			if held != tc.want || (held && node != "node-b") {
-				t.Errorf("HeldFor = %q, %v; want held %v (to node-b)", node, held, tc.want)
+			if held != tc.want || (held && node != want) {
+				t.Errorf("HeldFor = %q, %v; want held %v (to %q)", node, held, tc.want, want)
 			}
 		})
 	}

@@ -62,6 +62,15 @@ func (p *Provisioner) claimNode(pod *corev1.Pod) (string, bool) {
 // namedClaim returns the NodeClaim planned for pod, once the cloud has named its node, unless
 // it is going away.
 func (p *Provisioner) namedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
+	claim, ok := p.plannedClaim(pod)
+	if !ok || claim.Status.NodeName == "" {
+		return nil, false
+	}
+	return claim, true
+}
+
+// plannedClaim returns the NodeClaim planned for pod, named or not, unless it is going away.
+func (p *Provisioner) plannedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 	p.mu.Lock()
 	claimName, ok := p.planned[pod.UID]
 	p.mu.Unlock()
@@ -69,7 +78,7 @@ func (p *Provisioner) namedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 		return nil, false
 	}
 	claim, err := p.opts.ClaimLister.Get(claimName)
-	if err != nil || claim.Status.NodeName == "" || claim.DeletionTimestamp != nil {
+	if err != nil || claim.DeletionTimestamp != nil {
 		return nil, false
 	}
 	return claim, true
