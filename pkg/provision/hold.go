@@ -48,3 +48,26 @@ func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
 func (p *Provisioner) Released(claim string) {
 	p.activatePending(func(pod *corev1.Pod) bool { return p.planned[pod.UID] == claim })
 }
+
+// lapsedHolds returns the claims among claims whose hold on their pods has just lapsed: created
+// LaunchHold ago or more and not initialized, each once. Nothing in the cluster changes when a
+// hold lapses, so no queueing hint wakes the pods it held; the stranded watch calls Released for
+// these. Call it with p.mu held.
+func (p *Provisioner) lapsedHolds(claims []*karpv1.NodeClaim, now time.Time) []string {
+	live := make(map[string]bool, len(claims))
+	var lapsed []string
+	for _, c := range claims {
+		live[c.Name] = true
+		if c.DeletionTimestamp != nil || c.IsTrue(karpv1.ConditionTypeInitialized) || now.Sub(c.CreationTimestamp.Time) <= LaunchHold || p.holdLapsed[c.Name] {
+			continue
+		}
+		p.holdLapsed[c.Name] = true
+		lapsed = append(lapsed, c.Name)
+	}
+	for name := range p.holdLapsed {
+		if !live[name] {
+			delete(p.holdLapsed, name)
+		}
+	}
+	return lapsed
+}

@@ -116,3 +116,41 @@ func TestReleasedWakesTheClaimsPendingPods(t *testing.T) {
 		t.Errorf("initializing woke %v, want only default/mine", woken)
 	}
 }
+
+// A claim this process just created holds its pods before the informer shows it; and a hold that
+// lapses (LaunchHold without the claim initializing) is reported once, so its pods can be woken.
+func TestHoldsStartAtCreationAndLapseOnce(t *testing.T) {
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+	p := New(Options{SchedulerName: "tailor", Clock: clk,
+		ClaimLister: karplisters.NewNodeClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil))})
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-new", CreationTimestamp: metav1.NewTime(start)}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"}}
+	p.mu.Lock()
+	p.planned[pod.UID] = claim.Name
+	p.created[claim.Name] = createdClaim{claim: claim, at: start}
+	p.mu.Unlock()
+	if node, held := p.HeldFor(pod); !held || node != "" {
+		t.Errorf("HeldFor = %q, %v before the informer shows the claim; want held to no node yet", node, held)
+	}
+	claims := []*karpv1.NodeClaim{claim}
+	for _, step := range []struct {
+		after time.Duration
+		want  int
+	}{{LaunchHold - time.Second, 0}, {2 * time.Second, 1}, {time.Second, 0}} {
+		clk.Step(step.after)
+		p.mu.Lock()
+		lapsed := p.lapsedHolds(claims, clk.Now())
+		p.mu.Unlock()
+		if len(lapsed) != step.want {
+			t.Errorf("%s after creation: %d holds lapsed, want %d", clk.Since(start), len(lapsed), step.want)
+		}
+	}
+	p.mu.Lock()
+	p.lapsedHolds(nil, clk.Now())
+	left := len(p.holdLapsed)
+	p.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d lapsed holds kept for claims that are gone", left)
+	}
+}

@@ -78,6 +78,16 @@ func (p *Provisioner) plannedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 		return nil, false
 	}
 	claim, err := p.opts.ClaimLister.Get(claimName)
+	if apierrors.IsNotFound(err) {
+		// Created by this process a moment ago, and not yet in the informer's cache.
+		p.mu.Lock()
+		created, ok := p.created[claimName]
+		p.mu.Unlock()
+		if !ok {
+			return nil, false
+		}
+		claim, err = created.claim, nil
+	}
 	if err != nil || claim.DeletionTimestamp != nil {
 		return nil, false
 	}

@@ -133,6 +133,8 @@ type Provisioner struct {
 	refusals map[types.UID]*refusals
 	// woken are the pods wake moved into the active queue, with the node they were headed for.
 	woken map[types.UID]string
+	// holdLapsed are the launching claims whose hold on their pods has lapsed (see lapsedHolds).
+	holdLapsed map[string]bool
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
@@ -177,6 +179,7 @@ func New(opts Options) *Provisioner {
 		unused:       map[string]bool{},
 		refusals:     map[types.UID]*refusals{},
 		woken:        map[types.UID]string{},
+		holdLapsed:   map[string]bool{},
 	}
 }
 

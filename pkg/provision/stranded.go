@@ -145,8 +145,12 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	}
 	metrics.PodsStranded.Set(float64(len(p.stranded)))
 	unused := p.unusedNodes(claims, upSince, busy, now)
+	lapsed := p.lapsedHolds(claims, now)
 	p.mu.Unlock()
 	p.wake(ctx, wake)
+	for _, claim := range lapsed {
+		p.Released(claim)
+	}
 	for _, c := range unused {
 		p.opts.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "Unused", "Provisioning",
 			"Node %s initialized %s ago and no pod has landed on it", c.Status.NodeName, now.Sub(upSince[c.Status.NodeName]).Round(time.Second))
