@@ -265,7 +265,8 @@ func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node s
 // nomination to its node alone (the scheduler tries that node first), and nothing else took it
 // back: harness seed 1778 left a Job's pod that no node could hold by its spread nominated to a
 // Ready node it did not fit, which told its readers the pod was on its way there. What would
-// give the node back through PostFilter (the destination, the admission, the heading) goes too;
+// give the node back through PostFilter (the destination, the admission, the heading) goes too,
+// for every pod no plan places, nominated or not;
 // and the patch applies only if the nomination is still the one read before the plan, so a
 // nomination the scheduler's preemption wrote since stays.
 func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []Unplaceable) {
@@ -274,8 +275,10 @@ func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []U
 	for _, u := range unplaceable {
 		if p.ownNomination(u.Pod) {
 			stale = append(stale, u.Pod)
-			p.forgetDestination(u.Pod.UID)
 		}
+		// Headed nowhere now: a pod an earlier plan left to a node whose room a sibling then
+		// took, and that no plan places since (a NodePool at its limit), is not stranded there.
+		p.forgetDestination(u.Pod.UID)
 	}
 	p.mu.Unlock()
 	if len(stale) == 0 {

@@ -56,3 +56,21 @@ func TestUnplaceablePodsLoseTailorsNomination(t *testing.T) {
 		t.Errorf("PostFilter would still hand pod ours node %s", node)
 	}
 }
+
+// A pod an earlier plan left to an existing node, and that a plan now finds no place for, is
+// headed nowhere: the stranded watch must not report it beside that node (TestKarpenterShapes'
+// cpu-limit case, once a sibling had taken its room and the NodePool was at its limit).
+func TestUnplaceablePodsAreHeadedNowhere(t *testing.T) {
+	pod := newPod("left", "500m", "512Mi")
+	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clocktesting.NewFakeClock(time.Now()),
+		Recorder: events.NewFakeRecorder(10)})
+	p.mu.Lock()
+	p.headFor(pod, "n1")
+	p.mu.Unlock()
+	p.clearStaleNominations(context.Background(), []Unplaceable{{Pod: pod}})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h, ok := p.headed[pod.UID]; ok {
+		t.Errorf("the pod is still headed for %s", h.node)
+	}
+}
