@@ -26,6 +26,6 @@ done
 status=0
 for p in "${pids[@]}"; do wait "$p" || status=1; done
 passed=$(cat "$OUT"/job-*.log | grep -cE '^    --- PASS: TestWorkloadHarness/seed=' || true)
-failed=$(cat "$OUT"/job-*.log | grep -E '^    --- FAIL: TestWorkloadHarness/seed=' | sed -E 's/.*seed=([0-9]+).*/\1/' | tr '\n' ' ')
+failed=$(cat "$OUT"/job-*.log | grep -E '^    --- FAIL: TestWorkloadHarness/seed=' | sed -E 's/.*seed=([0-9]+).*/\1/' | tr '\n' ' ' || true)
 echo "harness: $passed of $SEEDS seeds from $FIRST passed; failing seeds: ${failed:-none}; logs in $OUT"
 exit $status
