@@ -254,10 +254,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		if shy {
 			kind = kindOf(pod)
 		}
-		// The pod as it is, without and with the empty domains, checked beside its shapes; its
-		// state without them is the one above, against the same view.
-		var guarded [2]*asScheduled
-		outer := state
+		guards := podGuards{pod: pod, spec: spec, without: state}
 		for _, w := range newCapacityViews(pod, defaultKeys, len(domains) > 0) {
 			as := w.as
 			asGroup := group
@@ -280,26 +277,13 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 					continue
 				}
 			}
-			// A shape is not always stricter than the pod (preferences.go): the pod itself must
-			// pass beside it, weighed in the same view.
 			var guard *asScheduled
 			if as != pod {
-				d := 0
-				if w.domains {
-					d = 1
+				var status *fwk.Status
+				if guard, status = guards.of(ctx, pf, w.domains); status != nil {
+					reasons = map[string]string{"": status.Message()}
+					continue
 				}
-				if guarded[d] == nil {
-					gs := outer
-					if w.domains || gs == nil {
-						var status *fwk.Status
-						if gs, _, status = pf.run(ctx, pod, spec, -1, w.domains); status != nil {
-							reasons = map[string]string{"": status.Message()}
-							continue
-						}
-					}
-					guarded[d] = &asScheduled{pod: pod, state: gs}
-				}
-				guard = guarded[d]
 			}
 			keys := rel.keys(as)
 			// The claims with room for the pod first, then the others; for a pod that repels its

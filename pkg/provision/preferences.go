@@ -1,7 +1,10 @@
 package provision
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // preferenceLadder returns the shapes in which the planner tries to place a pod on new capacity,
@@ -53,6 +56,36 @@ func hasPreferences(pod *corev1.Pod) bool {
 	return a != nil && (a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
 		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
 		a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
+}
+
+// podGuards are a pending pod as the scheduler weighs it, checked beside each of its shapes (see
+// preferenceLadder) in the same view: without the empty domains (its state from before the
+// shapes, without, when there is one) and with them, each made once per pod.
+type podGuards struct {
+	pod     *corev1.Pod
+	spec    string
+	without fwk.CycleState
+	made    [2]*asScheduled
+}
+
+// of returns the pod's guard for the view with or without the empty domains, which the simulator
+// must be using.
+func (g *podGuards) of(ctx context.Context, pf *preFilters, domains bool) (*asScheduled, *fwk.Status) {
+	d := 0
+	if domains {
+		d = 1
+	}
+	if g.made[d] == nil {
+		state := g.without
+		if domains || state == nil {
+			var status *fwk.Status
+			if state, _, status = pf.run(ctx, g.pod, g.spec, -1, domains); status != nil {
+				return nil, status
+			}
+		}
+		g.made[d] = &asScheduled{pod: g.pod, state: state}
+	}
+	return g.made[d], nil
 }
 
 // requireSpread makes ScheduleAnyway spread constraints DoNotSchedule.
