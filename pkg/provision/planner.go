@@ -349,17 +349,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		}
 	}
 	pl.reused = pf.reused
-	for _, oc := range open {
-		pc := pl.planned(ctx, oc)
-		if pc.MinValuesShort != "" && pl.strictMinValues() {
-			why := fmt.Sprintf("the instance types that hold its claim fall short of minValues: %s", pc.MinValuesShort)
-			for _, pod := range pc.Pods {
-				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{oc.pool.NodePool.Name: why}})
-			}
-			continue
-		}
-		plan.Claims = append(plan.Claims, pc)
-	}
+	pl.finish(ctx, plan, snapshot, open, defaultKeys, specs)
 	return plan
 }
 
