@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/sdkhttp"
 )
 
 // NodeClassGetter returns the EC2NodeClass of that name (from an informer or the API server).
@@ -149,7 +150,7 @@ func SDKConfig(ctx context.Context, o Options) (aws.Config, error) {
 			BaseEndpoint: aws.String(o.Endpoint),
 			Credentials:  credentials.NewStaticCredentialsProvider("AKIDTAILORTEST", "tailor-test-secret", ""),
 			Retryer:      retryer,
-			HTTPClient:   ownBodies{awshttp.NewBuildableClient()},
+			HTTPClient:   sdkhttp.OwnBodies{Next: awshttp.NewBuildableClient()},
 		}, nil
 	}
 	opts := []func(*config.LoadOptions) error{config.WithRetryer(retryer)}
@@ -166,7 +167,7 @@ func SDKConfig(ctx context.Context, o Options) (aws.Config, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = awshttp.NewBuildableClient()
 	}
-	cfg.HTTPClient = ownBodies{cfg.HTTPClient}
+	cfg.HTTPClient = sdkhttp.OwnBodies{Next: cfg.HTTPClient}
 	return cfg, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/sdkhttp"
 )
 
 // writeErrors is a transport that counts requests net/http failed to finish writing.
@@ -33,7 +34,7 @@ func (w *writeErrors) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestRequestBodiesOutliveTheSDKsClose: through the real SDK against the emulator, no request
 // is cut short by smithy-go closing its body when the response headers arrive. Without
-// ownBodies most of these writes end in io.EOF and the connection is closed under the response
+// sdkhttp.OwnBodies most of these writes end in io.EOF and the connection is closed under the response
 // being read; under load that failed whole calls (CI, DescribeInstanceTypes).
 func TestRequestBodiesOutliveTheSDKsClose(t *testing.T) {
 	emu := emulator.Start(emulator.Options{ClusterName: "tailor"})
@@ -45,10 +46,10 @@ func TestRequestBodiesOutliveTheSDKsClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	traced := &writeErrors{next: http.DefaultTransport.(*http.Transport).Clone()}
-	if _, ok := cfg.HTTPClient.(ownBodies); !ok {
-		t.Fatalf("SDKConfig's HTTP client is %T, want ownBodies", cfg.HTTPClient)
+	if _, ok := cfg.HTTPClient.(sdkhttp.OwnBodies); !ok {
+		t.Fatalf("SDKConfig's HTTP client is %T, want sdkhttp.OwnBodies", cfg.HTTPClient)
 	}
-	cfg.HTTPClient = ownBodies{&http.Client{Transport: traced}}
+	cfg.HTTPClient = sdkhttp.OwnBodies{Next: &http.Client{Transport: traced}}
 	client := ec2.NewFromConfig(cfg)
 	for range 20 {
 		if _, err := client.DescribeInstanceTypes(context.Background(), &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(100)}); err != nil {

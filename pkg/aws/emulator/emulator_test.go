@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -22,6 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/sdkhttp"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -31,6 +33,8 @@ func sdkConfig(e *emulator.Emulator) aws.Config {
 		Region:       emulator.Region,
 		BaseEndpoint: aws.String(e.URL()),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		// As the provider's clients: see sdkhttp.OwnBodies.
+		HTTPClient: sdkhttp.OwnBodies{Next: awshttp.NewBuildableClient()},
 		Retryer: func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = 3

@@ -21,6 +21,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/sdkhttp"
 )
 
 // ec2Calls are the EC2 actions the emulator serves, each made with the real SDK. The seeds
@@ -129,7 +130,9 @@ func FuzzEC2Request(f *testing.F) {
 	replayCfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	// A connection per call: without retries, a kept-alive connection the server side has
 	// already let go of would fail a call for a reason that is not the response's.
-	replayCfg.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	// OwnBodies as the provider's clients have it: without it, smithy-go's early close of the
+	// request body cut connections under the response being read (seed#4, instrumented and slow).
+	replayCfg.HTTPClient = sdkhttp.OwnBodies{Next: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	replayClient := ec2.NewFromConfig(replayCfg)
 
 	f.Fuzz(func(t *testing.T, body string) {
