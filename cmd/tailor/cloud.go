@@ -24,6 +24,7 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
@@ -183,7 +184,7 @@ func (n narratedCloud) HandleInterruptions(ctx context.Context, handle cloud.Int
 	return nil
 }
 
-func narrateInterruption(_ context.Context, ev interruption.Event, providerID string) {
+func narrateInterruption(_ context.Context, ev eventbridge.Event, providerID string) {
 	if providerID == "" {
 		say("interruption: %s for %s, which EC2 does not know", ev.Kind, ev.InstanceID)
 		return
@@ -215,14 +216,14 @@ func newInterruptCommand() *cobra.Command {
 }
 
 func interrupt(ctx context.Context, f *interruptFlags) error {
-	kinds := map[string]interruption.Kind{"spot": interruption.KindSpotInterruption, "rebalance": interruption.KindRebalanceRecommendation,
-		"health": interruption.KindScheduledChange, "state-change": interruption.KindInstanceStopping}
+	kinds := map[string]eventbridge.Kind{"spot": eventbridge.KindSpotInterruption, "rebalance": eventbridge.KindRebalanceRecommendation,
+		"health": eventbridge.KindScheduledChange, "state-change": eventbridge.KindInstanceStopping}
 	kind, ok := kinds[f.kind]
 	if !ok {
 		return fmt.Errorf("--kind=%q: one of spot, rebalance, health, state-change", f.kind)
 	}
-	if kind == interruption.KindInstanceStopping && (f.state == "shutting-down" || f.state == "terminated") {
-		kind = interruption.KindInstanceTerminating
+	if kind == eventbridge.KindInstanceStopping && (f.state == "shutting-down" || f.state == "terminated") {
+		kind = eventbridge.KindInstanceTerminating
 	}
 	raw, err := os.ReadFile(filepath.Join(filepath.Dir(f.kubeconfig), endpointFile))
 	if err != nil {
@@ -240,7 +241,7 @@ func interrupt(ctx context.Context, f *interruptFlags) error {
 	if err != nil {
 		return err
 	}
-	body, err := interruption.Message(interruption.Notice{Kind: kind, InstanceID: instanceID, State: f.state,
+	body, err := eventbridge.Message(eventbridge.Notice{Kind: kind, InstanceID: instanceID, State: f.state,
 		Region: region, Account: emulator.AccountID, Time: time.Now()})
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
-	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 )
 
 // TestInterruptSendsANotice: `tailor sandbox interrupt` finds the emulator beside the kubeconfig
@@ -33,8 +33,8 @@ func TestInterruptSendsANotice(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, endpointFile), []byte(emu.URL()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for kind, want := range map[string]interruption.Kind{"spot": interruption.KindSpotInterruption, "rebalance": interruption.KindRebalanceRecommendation,
-		"health": interruption.KindScheduledChange, "state-change": interruption.KindInstanceStopping} {
+	for kind, want := range map[string]eventbridge.Kind{"spot": eventbridge.KindSpotInterruption, "rebalance": eventbridge.KindRebalanceRecommendation,
+		"health": eventbridge.KindScheduledChange, "state-change": eventbridge.KindInstanceStopping} {
 		if err := interrupt(context.Background(), &interruptFlags{kubeconfig: kubeconfig, node: "i-0123456789abcdef0", kind: kind, state: "stopped"}); err != nil {
 			t.Fatalf("--kind %s: %v", kind, err)
 		}
@@ -46,7 +46,7 @@ func TestInterruptSendsANotice(t *testing.T) {
 		if _, err := client.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
 			t.Fatal(err)
 		}
-		events, err := interruption.Parse(body)
+		events, err := eventbridge.Parse(body)
 		if err != nil || len(events) != 1 || events[0].Kind != want || events[0].InstanceID != "i-0123456789abcdef0" {
 			t.Errorf("--kind %s sent %s, read as %+v, %v", kind, body, events, err)
 		}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
-	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/aws/sdkhttp"
 )
 
@@ -48,7 +48,7 @@ type Options struct {
 	// OnInterruption, when set, is told about every interruption notice after it was handled,
 	// with the provider ID of the instance it concerned ("" when EC2 does not know it); for
 	// narration and tests.
-	OnInterruption func(ctx context.Context, ev interruption.Event, providerID string)
+	OnInterruption func(ctx context.Context, ev eventbridge.Event, providerID string)
 
 	// Clock drives every cache and TTL; real time when nil.
 	Clock clock.Clock

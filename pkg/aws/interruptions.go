@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
@@ -37,12 +37,12 @@ func (p *Provider) HandleInterruptions(ctx context.Context, handle cloud.Interru
 		<-ctx.Done()
 		return nil
 	}
-	return p.consumeInterruptions(ctx, func(ctx context.Context, ev interruption.Event) error {
+	return p.consumeInterruptions(ctx, func(ctx context.Context, ev eventbridge.Event) error {
 		return p.handleInterruption(ctx, ev, handle)
 	})
 }
 
-func (p *Provider) handleInterruption(ctx context.Context, ev interruption.Event, handle cloud.InterruptionHandler) error {
+func (p *Provider) handleInterruption(ctx context.Context, ev eventbridge.Event, handle cloud.InterruptionHandler) error {
 	logger := klog.FromContext(ctx).WithValues("kind", ev.Kind, "instance", ev.InstanceID, "eventID", ev.MessageID)
 	inst, found, err := p.describeAny(ctx, ev.InstanceID)
 	if err != nil {
@@ -54,7 +54,7 @@ func (p *Provider) handleInterruption(ctx context.Context, ev interruption.Event
 		return nil
 	}
 	pid := providerID(aws.ToString(inst.Placement.AvailabilityZone), ev.InstanceID)
-	if ev.Kind == interruption.KindSpotInterruption {
+	if ev.Kind == eventbridge.KindSpotInterruption {
 		key := cloud.OfferingKey{InstanceType: string(inst.InstanceType), Zone: aws.ToString(inst.Placement.AvailabilityZone),
 			CapacityType: karpv1.CapacityTypeSpot}
 		p.MarkOfferingUnavailable(key)
@@ -67,7 +67,7 @@ func (p *Provider) handleInterruption(ctx context.Context, ev interruption.Event
 	return nil
 }
 
-func (p *Provider) told(ctx context.Context, ev interruption.Event, pid string) {
+func (p *Provider) told(ctx context.Context, ev eventbridge.Event, pid string) {
 	if p.opts.OnInterruption != nil {
 		p.opts.OnInterruption(ctx, ev, pid)
 	}

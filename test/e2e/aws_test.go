@@ -20,6 +20,7 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
@@ -43,7 +44,7 @@ type awsEnv struct {
 }
 
 type handledNotice struct {
-	ev         interruption.Event
+	ev         eventbridge.Event
 	providerID string
 }
 
@@ -90,7 +91,7 @@ func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[str
 		NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
 			return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
 		},
-		OnInterruption: func(_ context.Context, ev interruption.Event, providerID string) {
+		OnInterruption: func(_ context.Context, ev eventbridge.Event, providerID string) {
 			e.interrupted <- handledNotice{ev, providerID}
 		}}
 	if tune != nil {
@@ -238,7 +239,7 @@ func (e *awsEnv) interruptSpot(t *testing.T, state *sandbox.State) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := interruption.Message(interruption.Notice{Kind: interruption.KindSpotInterruption, InstanceID: instanceID,
+	body, err := eventbridge.Message(eventbridge.Notice{Kind: eventbridge.KindSpotInterruption, InstanceID: instanceID,
 		Region: emulator.Region, Account: emulator.AccountID, Time: e.clock.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +250,7 @@ func (e *awsEnv) interruptSpot(t *testing.T, state *sandbox.State) {
 
 	select {
 	case got := <-e.interrupted:
-		if got.ev.Kind != interruption.KindSpotInterruption || got.ev.InstanceID != instanceID || got.providerID != victim.Spec.ProviderID {
+		if got.ev.Kind != eventbridge.KindSpotInterruption || got.ev.InstanceID != instanceID || got.providerID != victim.Spec.ProviderID {
 			t.Fatalf("the consumer handled %+v for %q, want the spot notice for %s", got.ev, got.providerID, victim.Spec.ProviderID)
 		}
 	case <-time.After(time.Minute):

@@ -17,6 +17,7 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
@@ -104,7 +105,7 @@ func (e *chaosDayEnv) sendSpotNotice(providerID string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	body, err := interruption.Message(interruption.Notice{Kind: interruption.KindSpotInterruption, InstanceID: instanceID,
+	body, err := eventbridge.Message(eventbridge.Notice{Kind: eventbridge.KindSpotInterruption, InstanceID: instanceID,
 		Region: emulator.Region, Account: emulator.AccountID, Time: e.clock.Now()})
 	if err != nil {
 		e.t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	lifecycleinterruption "github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 )
@@ -142,7 +143,7 @@ func TestInterruptionStorm(t *testing.T) {
 		n, ok := plan.byInstance[id]
 		seen := nodes.of(id)
 		switch {
-		case ok && n.kind != interruption.KindRebalanceRecommendation:
+		case ok && n.kind != eventbridge.KindRebalanceRecommendation:
 			if seen.tainted.IsZero() {
 				t.Errorf("node of %s (%s) went without being tainted %s", claim, id, karpv1.DisruptedTaintKey)
 			}
@@ -208,7 +209,7 @@ func (e *awsEnv) createOnePerNode(name string, n int) {
 
 // stormNotice is one distinct notice of the storm.
 type stormNotice struct {
-	kind  interruption.Kind
+	kind  eventbridge.Kind
 	state string
 	body  string
 	due   time.Time
@@ -225,14 +226,14 @@ type stormPlan struct {
 // stormKinds is the mix: four in ten spot interruptions, four state changes (one of each state
 // Tailor acts on), a scheduled change and a rebalance recommendation.
 var stormKinds = []struct {
-	kind  interruption.Kind
+	kind  eventbridge.Kind
 	state string
 }{
-	{interruption.KindSpotInterruption, ""}, {interruption.KindInstanceStopping, "stopping"},
-	{interruption.KindSpotInterruption, ""}, {interruption.KindScheduledChange, ""},
-	{interruption.KindInstanceTerminating, "shutting-down"}, {interruption.KindSpotInterruption, ""},
-	{interruption.KindRebalanceRecommendation, ""}, {interruption.KindInstanceStopping, "stopped"},
-	{interruption.KindSpotInterruption, ""}, {interruption.KindInstanceTerminating, "terminated"},
+	{eventbridge.KindSpotInterruption, ""}, {eventbridge.KindInstanceStopping, "stopping"},
+	{eventbridge.KindSpotInterruption, ""}, {eventbridge.KindScheduledChange, ""},
+	{eventbridge.KindInstanceTerminating, "shutting-down"}, {eventbridge.KindSpotInterruption, ""},
+	{eventbridge.KindRebalanceRecommendation, ""}, {eventbridge.KindInstanceStopping, "stopped"},
+	{eventbridge.KindSpotInterruption, ""}, {eventbridge.KindInstanceTerminating, "terminated"},
 }
 
 // planStorm decides, from a fixed seed, which of the known instances get which notice: of size
@@ -265,7 +266,7 @@ func planStorm(known []string, size int) *stormPlan {
 // counts is how many distinct notices remove a node, and how many are only recorded.
 func (p *stormPlan) counts() (disrupted, recorded int) {
 	for _, n := range p.byInstance {
-		if n.kind == interruption.KindRebalanceRecommendation {
+		if n.kind == eventbridge.KindRebalanceRecommendation {
 			recorded++
 		} else {
 			disrupted++
@@ -278,7 +279,7 @@ func (p *stormPlan) counts() (disrupted, recorded int) {
 func (p *stormPlan) removed() []string {
 	var out []string
 	for id, n := range p.byInstance {
-		if n.kind != interruption.KindRebalanceRecommendation {
+		if n.kind != eventbridge.KindRebalanceRecommendation {
 			out = append(out, id)
 		}
 	}
@@ -287,7 +288,7 @@ func (p *stormPlan) removed() []string {
 
 // dueBy is when a notice must be handled by: its deadline, or, for a state change (whose
 // deadline is the notice itself: the instance is already going), the spot notice period after it.
-func dueBy(ev interruption.Event) time.Time {
+func dueBy(ev eventbridge.Event) time.Time {
 	if ev.Deadline.After(ev.Time) {
 		return ev.Deadline
 	}
@@ -316,7 +317,7 @@ func (e *awsEnv) sendStorm(p *stormPlan, burst time.Duration) time.Time {
 		if !ok {
 			now := e.clock.Now()
 			n := p.byInstance[id]
-			notice := interruption.Notice{InstanceID: id, Region: emulator.Region, Account: emulator.AccountID, Time: now,
+			notice := eventbridge.Notice{InstanceID: id, Region: emulator.Region, Account: emulator.AccountID, Time: now,
 				Kind: stormKinds[i%len(stormKinds)].kind, State: stormKinds[i%len(stormKinds)].state}
 			if n != nil {
 				notice.Kind, notice.State = n.kind, n.state
@@ -324,12 +325,12 @@ func (e *awsEnv) sendStorm(p *stormPlan, burst time.Duration) time.Time {
 				// as tight as a spot interruption's rather than days away.
 				notice.Start = now.Add(2 * time.Minute)
 			}
-			if body, err = interruption.Message(notice); err != nil {
+			if body, err = eventbridge.Message(notice); err != nil {
 				e.t.Fatal(err)
 			}
 			bodies[id] = body
 			if n != nil {
-				evs, err := interruption.Parse(body)
+				evs, err := eventbridge.Parse(body)
 				if err != nil || len(evs) != 1 {
 					e.t.Fatalf("the storm's own notice does not parse: %v %v", evs, err)
 				}

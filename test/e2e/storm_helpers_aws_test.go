@@ -15,7 +15,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
-	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	lifecycleinterruption "github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
 	"github.com/tailor-sh/tailor/pkg/metrics"
@@ -24,8 +24,8 @@ import (
 // stormQueueCounts are the SQS consumer's messages received (all kinds) and deleted so far.
 func stormQueueCounts() (received, deleted float64) {
 	m := tailoraws.InterruptionMetrics()
-	for _, k := range []interruption.Kind{interruption.KindSpotInterruption, interruption.KindRebalanceRecommendation, interruption.KindScheduledChange,
-		interruption.KindInstanceStopping, interruption.KindInstanceTerminating, interruption.KindCapacityReservationInterruption} {
+	for _, k := range []eventbridge.Kind{eventbridge.KindSpotInterruption, eventbridge.KindRebalanceRecommendation, eventbridge.KindScheduledChange,
+		eventbridge.KindInstanceStopping, eventbridge.KindInstanceTerminating, eventbridge.KindCapacityReservationInterruption} {
 		received += testutil.ToFloat64(m.Received.WithLabelValues(string(k)))
 	}
 	return received, testutil.ToFloat64(m.Deleted)

@@ -14,6 +14,7 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 )
 
 // burstQueue is an emulator whose queue holds n spot notices for distinct instances, and an SQS
@@ -28,7 +29,7 @@ func burstQueue(tb testing.TB, n int) (*emulator.Emulator, *sqs.Client, string) 
 	}
 	url := emu.CreateQueue("burst")
 	for i := range n {
-		body, err := interruption.Message(interruption.Notice{Kind: interruption.KindSpotInterruption, InstanceID: fmt.Sprintf("i-%017x", i)})
+		body, err := eventbridge.Message(eventbridge.Notice{Kind: eventbridge.KindSpotInterruption, InstanceID: fmt.Sprintf("i-%017x", i)})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestABurstIsInHandAtOnce(t *testing.T) {
 	metrics := interruption.NewMetrics()
 	c, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, Metrics: metrics, WaitTime: time.Second,
 		Receivers: receivers, MaxInHand: maxInHand,
-		Handler: func(ctx context.Context, ev interruption.Event) error {
+		Handler: func(ctx context.Context, ev eventbridge.Event) error {
 			mu.Lock()
 			handled[ev.InstanceID]++
 			waiting++
@@ -131,12 +132,12 @@ func TestABurstIsInHandAtOnce(t *testing.T) {
 func TestNewRefusesNegativeReceivers(t *testing.T) {
 	_, client, url := burstQueue(t, 0)
 	_, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, Receivers: -1,
-		Handler: func(context.Context, interruption.Event) error { return nil }})
+		Handler: func(context.Context, eventbridge.Event) error { return nil }})
 	if err == nil || !strings.Contains(err.Error(), "Receivers") {
 		t.Errorf("New with Receivers -1 = %v, want an error naming Receivers", err)
 	}
 	_, err = interruption.New(interruption.Options{SQS: client, QueueURL: url, MaxInHand: 5,
-		Handler: func(context.Context, interruption.Event) error { return nil }})
+		Handler: func(context.Context, eventbridge.Event) error { return nil }})
 	if err == nil || !strings.Contains(err.Error(), "MaxInHand") {
 		t.Errorf("New with MaxInHand 5 = %v, want an error naming MaxInHand", err)
 	}
@@ -152,7 +153,7 @@ func BenchmarkDrain(b *testing.B) {
 			for range b.N {
 				emu, client, url := burstQueue(b, notices)
 				c, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, WaitTime: time.Second, Receivers: receivers,
-					Handler: func(context.Context, interruption.Event) error { time.Sleep(50 * time.Millisecond); return nil }})
+					Handler: func(context.Context, eventbridge.Event) error { time.Sleep(50 * time.Millisecond); return nil }})
 				if err != nil {
 					b.Fatal(err)
 				}

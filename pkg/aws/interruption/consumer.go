@@ -1,3 +1,7 @@
+// Package interruption consumes the EventBridge notices EC2 sends through an SQS queue (spot
+// interruption warnings, rebalance recommendations, AWS Health scheduled changes, instance state
+// changes) and hands each one, typed, to a handler. A message leaves the queue only once its
+// events were handled, so a handler failure or a crash means redelivery, never a lost notice.
 package interruption
 
 import (
@@ -14,11 +18,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 	"k8s.io/klog/v2"
+
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 )
 
 // Handler acts on one event. Returning an error leaves the message on the queue, to be
 // delivered again once its visibility timeout passes.
-type Handler func(ctx context.Context, ev Event) error
+type Handler func(ctx context.Context, ev eventbridge.Event) error
 
 // Metrics count what the consumer sees. The caller registers them (Collectors), so tests and
 // several consumers never fight over a global registry.
@@ -215,7 +221,7 @@ func (c *Consumer) finish(ctx context.Context, ms []sqstypes.Message) {
 // whose handling failed stays on the queue, to be delivered again.
 func (c *Consumer) handle(ctx context.Context, m sqstypes.Message) bool {
 	logger := klog.FromContext(ctx).WithValues("messageID", aws.ToString(m.MessageId))
-	events, err := Parse(aws.ToString(m.Body))
+	events, err := eventbridge.Parse(aws.ToString(m.Body))
 	if err != nil {
 		c.opts.Metrics.Malformed.Inc()
 		logger.Error(err, "deleting an interruption message that cannot be read")

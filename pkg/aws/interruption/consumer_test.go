@@ -16,6 +16,7 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
+	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 )
 
 const (
@@ -57,29 +58,29 @@ func TestConsumer(t *testing.T) {
 		name        string
 		body        string
 		handlerErr  error
-		want        []interruption.Event
+		want        []eventbridge.Event
 		wantDeleted bool
 		malformed   bool
 	}{
-		{name: "spot interruption", body: spot, wantDeleted: true, want: []interruption.Event{{Kind: interruption.KindSpotInterruption, InstanceID: id,
+		{name: "spot interruption", body: spot, wantDeleted: true, want: []eventbridge.Event{{Kind: eventbridge.KindSpotInterruption, InstanceID: id,
 			Time: at("2026-08-11T14:00:00Z"), Deadline: at("2026-08-11T14:02:00Z"), MessageID: "1e5527d7-bb36-4607-3370-4164db56a40e"}}},
-		{name: "rebalance recommendation", body: rebalance, wantDeleted: true, want: []interruption.Event{{Kind: interruption.KindRebalanceRecommendation,
+		{name: "rebalance recommendation", body: rebalance, wantDeleted: true, want: []eventbridge.Event{{Kind: eventbridge.KindRebalanceRecommendation,
 			InstanceID: id, Time: at("2026-08-11T13:58:00Z"), MessageID: "12345678-1234-1234-1234-123456789012"}}},
-		{name: "shutting down", body: replace(stateChange, "STATE", "shutting-down"), wantDeleted: true, want: []interruption.Event{{Kind: interruption.KindInstanceTerminating,
+		{name: "shutting down", body: replace(stateChange, "STATE", "shutting-down"), wantDeleted: true, want: []eventbridge.Event{{Kind: eventbridge.KindInstanceTerminating,
 			InstanceID: id, Time: at("2026-08-11T14:05:00Z"), Deadline: at("2026-08-11T14:05:00Z"), MessageID: "7bf73129-1428-4cd3-a780-95db273d1602"}}},
-		{name: "stopped", body: replace(stateChange, "STATE", "stopped"), wantDeleted: true, want: []interruption.Event{{Kind: interruption.KindInstanceStopping,
+		{name: "stopped", body: replace(stateChange, "STATE", "stopped"), wantDeleted: true, want: []eventbridge.Event{{Kind: eventbridge.KindInstanceStopping,
 			InstanceID: id, Time: at("2026-08-11T14:05:00Z"), Deadline: at("2026-08-11T14:05:00Z"), MessageID: "7bf73129-1428-4cd3-a780-95db273d1602"}}},
 		{name: "running is of no interest", body: replace(stateChange, "STATE", "running"), wantDeleted: true},
 		{name: "scheduled change, one event per instance", body: replace(health, "SERVICE", "EC2", "START", "Mon, 24 Aug 2026 00:00:00 GMT"), wantDeleted: true,
-			want: []interruption.Event{
-				{Kind: interruption.KindScheduledChange, InstanceID: id, Time: at("2026-08-11T00:00:00Z"), Deadline: retirement, MessageID: "a1b2c3d4-0000-1111-2222-333344445555"},
-				{Kind: interruption.KindScheduledChange, InstanceID: other, Time: at("2026-08-11T00:00:00Z"), Deadline: retirement, MessageID: "a1b2c3d4-0000-1111-2222-333344445555"}}},
+			want: []eventbridge.Event{
+				{Kind: eventbridge.KindScheduledChange, InstanceID: id, Time: at("2026-08-11T00:00:00Z"), Deadline: retirement, MessageID: "a1b2c3d4-0000-1111-2222-333344445555"},
+				{Kind: eventbridge.KindScheduledChange, InstanceID: other, Time: at("2026-08-11T00:00:00Z"), Deadline: retirement, MessageID: "a1b2c3d4-0000-1111-2222-333344445555"}}},
 		{name: "health event of another service", body: replace(health, "SERVICE", "RDS", "START", "Mon, 24 Aug 2026 00:00:00 GMT"), wantDeleted: true},
-		{name: "capacity reservation interruption", body: reservation, wantDeleted: true, want: []interruption.Event{{Kind: interruption.KindCapacityReservationInterruption,
+		{name: "capacity reservation interruption", body: reservation, wantDeleted: true, want: []eventbridge.Event{{Kind: eventbridge.KindCapacityReservationInterruption,
 			InstanceID: id, Time: at("2026-08-11T14:00:00Z"), Deadline: at("2026-08-11T14:02:00Z"), MessageID: "0d9e8f7a-6b5c-4d3e-2f1a-0b9c8d7e6f5a"}}},
 		{name: "unknown source", body: replace(spot, `"aws.ec2"`, `"aws.autoscaling"`), wantDeleted: true},
 		{name: "handler fails: kept for redelivery", body: spot, handlerErr: errors.New("api server down"), wantDeleted: false,
-			want: []interruption.Event{{Kind: interruption.KindSpotInterruption, InstanceID: id, Time: at("2026-08-11T14:00:00Z"),
+			want: []eventbridge.Event{{Kind: eventbridge.KindSpotInterruption, InstanceID: id, Time: at("2026-08-11T14:00:00Z"),
 				Deadline: at("2026-08-11T14:02:00Z"), MessageID: "1e5527d7-bb36-4607-3370-4164db56a40e"}}},
 		{name: "malformed: not JSON", body: "hello", wantDeleted: true, malformed: true},
 		{name: "malformed: not an EventBridge event", body: `{"foo":"bar"}`, wantDeleted: true, malformed: true},
@@ -106,11 +107,11 @@ func TestConsumer(t *testing.T) {
 			}
 			var (
 				mu  sync.Mutex
-				got []interruption.Event
+				got []eventbridge.Event
 			)
 			metrics := interruption.NewMetrics()
 			c, err := interruption.New(interruption.Options{SQS: client, QueueURL: url, Metrics: metrics, WaitTime: time.Second,
-				Handler: func(_ context.Context, ev interruption.Event) error {
+				Handler: func(_ context.Context, ev eventbridge.Event) error {
 					mu.Lock()
 					defer mu.Unlock()
 					got = append(got, ev)
@@ -149,15 +150,15 @@ func TestRunSurvivesErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	handled := make(chan interruption.Event, 1)
+	handled := make(chan eventbridge.Event, 1)
 	c, _ := interruption.New(interruption.Options{SQS: client, QueueURL: url, WaitTime: time.Second, ErrorBackoff: 10 * time.Millisecond,
-		Handler: func(_ context.Context, ev interruption.Event) error { handled <- ev; return nil }})
+		Handler: func(_ context.Context, ev eventbridge.Event) error { handled <- ev; return nil }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	select {
 	case ev := <-handled:
-		if ev.Kind != interruption.KindSpotInterruption {
+		if ev.Kind != eventbridge.KindSpotInterruption {
 			t.Errorf("handled %+v", ev)
 		}
 	case <-time.After(30 * time.Second):

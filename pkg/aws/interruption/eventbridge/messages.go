@@ -1,8 +1,9 @@
-// Package interruption consumes the EventBridge notices EC2 sends through an SQS queue (spot
-// interruption warnings, rebalance recommendations, AWS Health scheduled changes, instance state
-// changes) and hands each one, typed, to a handler. A message leaves the queue only once its
-// events were handled, so a handler failure or a crash means redelivery, never a lost notice.
-package interruption
+// Package eventbridge reads and writes the EventBridge notices EC2 and AWS Health send about
+// instances (spot interruption warnings, rebalance recommendations, scheduled changes, state
+// changes, capacity reservation interruptions). It imports nothing beyond the standard library
+// and a UUID helper, so its fuzz target builds in seconds (make test explores it); the queue
+// that delivers the notices is the interruption package's.
+package eventbridge
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package interruption
+package eventbridge
 
 import (
 	"encoding/json"
