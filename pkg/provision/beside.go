@@ -41,30 +41,44 @@ import (
 // finish turns the plan's open claims into the claims to create, less the pods the scheduler
 // would refuse beside the rest of the plan (besideThePlan), which become unplaceable.
 func (pl *Planner) finish(ctx context.Context, plan *Plan, snapshot *simulation.Snapshot, open []*openClaim, defaultKeys []string, specs map[*corev1.Pod]string) {
-	// The claims' offerings first: besideThePlan takes pods off the claims' nodes.
-	claims := make([]*PlannedClaim, len(open))
+	// The claims' offerings first: besideThePlan takes pods off the claims' nodes, and fewer pods
+	// never need a bigger type.
+	offerings := make([][]int, len(open))
+	var live []*openClaim
 	for i, oc := range open {
-		claims[i] = pl.planned(ctx, oc)
+		offerings[i] = pl.plannedOfferings(ctx, oc)
+		if short := oc.pool.minValuesShort(offerings[i]); short != "" && pl.strictMinValues() {
+			why := fmt.Sprintf("the instance types that hold its claim fall short of minValues: %s", short)
+			for _, pod := range oc.pods {
+				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{oc.pool.NodePool.Name: why}})
+			}
+			offerings[i] = nil
+			continue
+		}
+		live = append(live, oc)
 	}
-	refused := pl.besideThePlan(ctx, snapshot, open, defaultKeys, specs)
+	spreadKeys := spreadKeysOf(live, defaultKeys)
+	domains := domainsOf(snapshot, live, spreadKeys)
 	for i, oc := range open {
-		pc := claims[i]
+		if offerings[i] != nil {
+			offerings[i] = oc.settleFor(offerings[i], spreadKeys, domains)
+		}
+	}
+	refused := pl.besideThePlan(ctx, snapshot, live, defaultKeys, specs)
+	for i, oc := range open {
+		if offerings[i] == nil {
+			continue
+		}
+		pc := oc.claimOf(offerings[i])
 		if len(refused) > 0 {
 			pc.Pods = slices.DeleteFunc(slices.Clone(pc.Pods), func(p *corev1.Pod) bool { _, ok := refused[p.UID]; return ok })
 			if len(pc.Pods) == 0 {
 				continue
 			}
 		}
-		if pc.MinValuesShort != "" && pl.strictMinValues() {
-			why := fmt.Sprintf("the instance types that hold its claim fall short of minValues: %s", pc.MinValuesShort)
-			for _, pod := range pc.Pods {
-				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{oc.pool.NodePool.Name: why}})
-			}
-			continue
-		}
 		plan.Claims = append(plan.Claims, pc)
 	}
-	for _, oc := range open {
+	for _, oc := range live {
 		for _, pod := range oc.pods {
 			if u, ok := refused[pod.UID]; ok {
 				plan.Unplaceable = append(plan.Unplaceable, u)
@@ -73,23 +87,21 @@ func (pl *Planner) finish(ctx context.Context, plan *Plan, snapshot *simulation.
 	}
 }
 
-// besideThePlan returns the pods of the plan's claims that the scheduler would refuse on their
-// claims beside the rest of the plan, and takes them off the claims' nodes (oc.info). The claims'
-// offerings are computed before (planned): fewer pods never need a bigger type. specs are the
+// besideThePlan returns the pods of the claims that the scheduler would refuse on their claims
+// beside the rest of the plan, and takes them off the claims' nodes (oc.info). specs are the
 // pods' spec keys.
-func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snapshot, open []*openClaim, defaultKeys []string, specs map[*corev1.Pod]string) map[types.UID]Unplaceable {
-	infos := make([]fwk.NodeInfo, 0, len(open))
-	for _, oc := range open {
-		infos = append(infos, oc.info)
-	}
-	pl.sim.Use(snapshot, infos...)
-	b := &beside{pl: pl, logger: klog.FromContext(ctx), states: map[string]*specState{}}
+func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snapshot, claims []*openClaim, defaultKeys []string, specs map[*corev1.Pod]string) map[types.UID]Unplaceable {
+	b := &beside{pl: pl, snapshot: snapshot, logger: klog.FromContext(ctx), states: map[string]*specState{}}
+	b.show(claims)
 	refused := map[types.UID]Unplaceable{}
-	// Each round takes a pod off or ends; the bound only guards against a plugin whose answer
-	// flips back and forth.
-	for range 4 {
-		took := false
-		for _, oc := range open {
+	left := map[*openClaim]int{}
+	for _, oc := range claims {
+		left[oc] = len(oc.pods)
+	}
+	// A pod taken off never comes back, so each round takes one off or is the last.
+	for took := true; took; {
+		took = false
+		for _, oc := range claims {
 			for _, pod := range oc.pods {
 				if _, gone := refused[pod.UID]; gone || !countsOthers(pod, defaultKeys) {
 					continue
@@ -102,10 +114,11 @@ func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snaps
 					"the scheduler would refuse it on the node planned for it once the plan's other nodes run (%s); "+
 						"it is planned again with them in view", why)}}
 				took = true
+				if left[oc]--; left[oc] == 0 {
+					// Not launched: no longer a domain the others are counted in.
+					b.show(slices.DeleteFunc(slices.Clone(claims), func(c *openClaim) bool { return left[c] == 0 }))
+				}
 			}
-		}
-		if !took {
-			break
 		}
 	}
 	return refused
@@ -117,15 +130,29 @@ func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snaps
 // plugins count exactly, as preemption relies on). A pod taken off a claim changes what every
 // state counted, so the states are made again after it.
 type beside struct {
-	pl     *Planner
-	logger klog.Logger
-	states map[string]*specState
+	pl       *Planner
+	snapshot *simulation.Snapshot
+	logger   klog.Logger
+	states   map[string]*specState
 }
 
+// specState is the PreFilter state of pod, one of a spec's pods, with every pod in view.
 type specState struct {
+	pod   *corev1.Pod
 	state fwk.CycleState
 	pre   *fwk.PreFilterResult
 	ok    bool
+}
+
+// show makes the simulator see the snapshot and claims, and forgets the states made with another
+// view: a claim that leaves it is a domain fewer.
+func (b *beside) show(claims []*openClaim) {
+	infos := make([]fwk.NodeInfo, 0, len(claims))
+	for _, oc := range claims {
+		infos = append(infos, oc.info)
+	}
+	b.pl.sim.Use(b.snapshot, infos...)
+	clear(b.states)
 }
 
 // refusedOn weighs pod on its claim without it, as the scheduler will, and returns the Filter's
@@ -143,7 +170,7 @@ func (b *beside) refusedOn(ctx context.Context, oc *openClaim, pod *corev1.Pod, 
 		st := b.states[spec]
 		if st == nil {
 			s, p, status := sim.PreFilter(ctx, pod)
-			st = &specState{state: s, pre: p, ok: status == nil}
+			st = &specState{pod: pod, state: s, pre: p, ok: status == nil}
 			b.states[spec] = st
 		}
 		if st.ok {
@@ -170,7 +197,12 @@ func (b *beside) refusedOn(ctx context.Context, oc *openClaim, pod *corev1.Pod, 
 		oc.info.AddPodInfo(info)
 		return ""
 	}
-	clear(b.states)
+	// The pod is off its claim: every state that counted it counts it no more.
+	for spec, st := range b.states {
+		if st.ok && !sim.RemovePod(ctx, st.state, st.pod, info, oc.info).IsSuccess() {
+			delete(b.states, spec)
+		}
+	}
 	return status.Message()
 }
 

@@ -24,6 +24,10 @@ func TestClaimsOpenedLaterDoNotStrandTheEarlierPods(t *testing.T) {
 	web := replicas(4, app, "2", "6Gi", opts...)
 	jobB := newPod("job-b", "250m", "768Mi", nodeSelector(zone, fake.ZoneB))
 	jobC := newPod("job-c", "250m", "768Mi", nodeSelector(zone, fake.ZoneC))
+	// A job that reads no zone, kept off the replicas' nodes: its claim could launch in any zone,
+	// and launched in another than the replicas', it would be a domain with none of them (found
+	// by review). It is settled into the replicas' zone, a domain already.
+	loner := newPod("loner", "250m", "768Mi", with(nil, []corev1.PodAffinityTerm{podTerm(app, corev1.LabelHostname)}))
 	for _, tc := range []struct {
 		name      string
 		pending   []*corev1.Pod
@@ -31,6 +35,7 @@ func TestClaimsOpenedLaterDoNotStrandTheEarlierPods(t *testing.T) {
 	}{
 		{name: "alone", pending: web, placedWeb: 4},
 		{name: "with jobs in the other zones", pending: append([]*corev1.Pod{jobB, jobC}, web...), placedWeb: 1},
+		{name: "with a job in any zone", pending: append([]*corev1.Pod{loner}, web...), placedWeb: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Pending: tc.pending, Pools: []Pool{newPool("default")}}

@@ -152,10 +152,15 @@ func (ps *poolState) maxCapacity(offerings []int) corev1.ResourceList {
 	return out
 }
 
-// planned is the claim as the plan's result: the offerings that hold all its pods, cheapest
-// first, no more than MaxInstanceTypes types, and only offerings that the NodeClaim's
-// requirements can express (see expressible).
+// planned is the claim as the plan's result: see plannedOfferings.
 func (pl *Planner) planned(ctx context.Context, oc *openClaim) *PlannedClaim {
+	return oc.claimOf(pl.plannedOfferings(ctx, oc))
+}
+
+// plannedOfferings are the offerings a claim may launch as: those that hold all its pods,
+// cheapest first, no more than MaxInstanceTypes types, and only offerings that the NodeClaim's
+// requirements can express (see expressible).
+func (pl *Planner) plannedOfferings(ctx context.Context, oc *openClaim) []int {
 	compatible := oc.pool.compatible
 	var kept []int
 	types := map[string]bool{}
@@ -171,9 +176,14 @@ func (pl *Planner) planned(ctx context.Context, oc *openClaim) *PlannedClaim {
 		// Only a claim short of minValues looks past the cheapest types (see widen).
 		kept = oc.pool.widen(kept, pl.holding(ctx, oc, 0))
 	}
-	kept = expressible(oc.pool, kept)
-	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.minValuesShort(kept), Labels: oc.customLabels()}
-	for _, i := range kept {
+	return expressible(oc.pool, kept)
+}
+
+// claimOf is the claim to create, launching as one of offerings.
+func (oc *openClaim) claimOf(offerings []int) *PlannedClaim {
+	compatible := oc.pool.compatible
+	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.minValuesShort(offerings), Labels: oc.customLabels()}
+	for _, i := range offerings {
 		pc.Options = append(pc.Options, Option{InstanceType: compatible[i].it, Offering: compatible[i].offering})
 	}
 	return pc

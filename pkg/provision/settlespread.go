@@ -1,0 +1,106 @@
+package provision
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// A claim whose pods read no zone may launch in any zone its offerings span, and the plan shows
+// it to the plugins without a zone label: PodTopologySpread counts it in no zone. The cloud puts
+// it in one, and a zone with no node until then is a new domain for every pod that spreads over
+// zones, empty of their pods, which can make the skew of the pods already placed too large. So
+// when pods of the plan spread over a key (DoNotSchedule), each claim still open on that key is
+// settled before the plan is weighed as a whole (besideThePlan): into a domain that exists
+// already (a node or another claim there) when one of its offerings is in one, since that adds no
+// domain; else into its cheapest offering's. A claim whose minValues need the offerings of
+// several domains is left open.
+
+// spreadKeysOf returns the keys, hostname aside, that the claims' pods spread over with
+// DoNotSchedule, the profile's default keys for pods without constraints of their own.
+func spreadKeysOf(claims []*openClaim, defaultKeys []string) []string {
+	keys := map[string]bool{}
+	for _, oc := range claims {
+		for _, p := range oc.pods {
+			if len(p.Spec.TopologySpreadConstraints) == 0 {
+				for _, k := range defaultKeys {
+					keys[k] = true
+				}
+			}
+			for _, c := range p.Spec.TopologySpreadConstraints {
+				if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+					keys[c.TopologyKey] = true
+				}
+			}
+		}
+	}
+	delete(keys, corev1.LabelHostname)
+	return slices.Sorted(maps.Keys(keys))
+}
+
+// domainsOf returns, per key, the values the snapshot's nodes and the claims' nodes carry.
+func domainsOf(snapshot *simulation.Snapshot, claims []*openClaim, keys []string) map[string]map[string]bool {
+	out := make(map[string]map[string]bool, len(keys))
+	for _, k := range keys {
+		out[k] = map[string]bool{}
+	}
+	note := func(n *corev1.Node) {
+		for _, k := range keys {
+			if v, ok := n.Labels[k]; ok {
+				out[k][v] = true
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return out
+	}
+	nodes, _ := snapshot.NodeInfos().List()
+	for _, ni := range nodes {
+		note(ni.Node())
+	}
+	for _, oc := range claims {
+		note(oc.info.Node())
+	}
+	return out
+}
+
+// settleFor narrows the claim's offerings to one value of each key of keys its node has no label
+// for, labels the node with it, and adds it to domains.
+func (oc *openClaim) settleFor(offerings []int, keys []string, domains map[string]map[string]bool) []int {
+	compatible := oc.pool.compatible
+	node := oc.info.Node()
+	var labels map[string]string
+	for _, key := range keys {
+		if _, ok := node.Labels[key]; ok || len(offerings) == 0 {
+			continue
+		}
+		value, ok := "", false
+		for _, i := range offerings {
+			if v, has := compatible[i].labels[key]; has && (!ok || domains[key][v] && !domains[key][value]) {
+				value, ok = v, true
+			}
+		}
+		if !ok {
+			continue
+		}
+		narrowed := expressible(oc.pool, slices.DeleteFunc(slices.Clone(offerings), func(i int) bool { return compatible[i].labels[key] != value }))
+		if len(narrowed) == 0 || oc.pool.minValuesShort(narrowed) != "" && oc.pool.minValuesShort(offerings) == "" {
+			continue
+		}
+		offerings = narrowed
+		if labels == nil {
+			labels = maps.Clone(node.Labels)
+		}
+		labels[key] = value
+		domains[key][value] = true
+	}
+	if labels != nil {
+		n := node.DeepCopy()
+		n.Labels = labels
+		oc.info.SetNode(n)
+	}
+	return offerings
+}
