@@ -67,6 +67,7 @@ const (
 	plan        = "Plan/catalog=karpenter/pods="
 	throughput  = "SchedulingThroughput/workload="
 	memoryBench = "SchedulerMemory"
+	fleet       = "FleetScale/pods="
 )
 
 var figures = []figure{
@@ -81,6 +82,47 @@ var figures = []figure{
 	{"resident memory with Tailor minus vanilla, 1,000 nodes and 10,000 pods (MB)", memoryBench, "rss-diff-MB", median, "<=", 100},
 	{"burst of 1,000 pods: last pod created to last NodeClaim created, every run", "Burst", "max-s-to-last-nodeclaim", worst, "<", 1},
 	{"burst of 1,000 pods: last pod created to every pod Running, every run", "Burst", "max-s-to-all-running", worst, "<", 10},
+}
+
+// perSize are figures of a benchmark whose size is in its name (make bench-scale: the size is a
+// parameter, and a run at a small size must not read as the issue's): each is reported once for
+// every benchmark whose name starts with name, under that benchmark's name.
+var perSize = []figure{
+	{"fleet at scale: scale-up to every pod Running (s)", fleet, "s-to-all-running", worst, "", 0},
+	{"fleet at scale: scale-down to the fleet consolidated (s)", fleet, "s-to-consolidated", worst, "", 0},
+	{"fleet at scale: peak resident memory of the process, API server and etcd included (MB)", fleet, "peak-rss-MB", worst, "", 0},
+	{"fleet at scale: peak Go heap of the process (MB)", fleet, "peak-heap-MB", worst, "", 0},
+	{"fleet at scale: API requests per second of tailor-scheduler", fleet, "sched-req/s", worst, "", 0},
+	{"fleet at scale: the same, bindings left out", fleet, "sched-req/s-without-bindings", worst, "", 0},
+	{"fleet at scale: NodeClaims at the peak", fleet, "nodes-peak", worst, "", 0},
+	{"fleet at scale: NodeClaims at the end over the fewest the pods need", fleet, "nodes-end/needed", worst, "", 0},
+	{"fleet at scale: pods Pending at the end", fleet, "pending-end", worst, "<=", 0},
+	{"fleet at scale: PodDisruptionBudget statuses below what it requires", fleet, "pdb-violations", worst, "<=", 0},
+}
+
+// sized expands perSize into one figure per benchmark name that ran, or leaves a figure as it
+// is, reported as not run, where none did.
+func sized(values map[string]map[string][]float64) []figure {
+	var out []figure
+	for _, fig := range perSize {
+		var names []string
+		for name := range values {
+			if strings.HasPrefix(name, fig.name) && len(values[name][fig.unit]) > 0 {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			out = append(out, fig)
+			continue
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			f := fig
+			f.name = name
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 var ratios = []ratio{
@@ -173,7 +215,7 @@ func target(cmp string, want float64) string {
 func write(w io.Writer, values map[string]map[string][]float64) {
 	fmt.Fprintln(w, "| figure | benchmark | value | target | verdict |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
-	for _, fig := range figures {
+	for _, fig := range append(slices.Clone(figures), sized(values)...) {
 		v, ok := fig.value(values)
 		if !ok {
 			fmt.Fprintf(w, "| %s | `%s` %s | not run | %s | — |\n", fig.what, fig.name, fig.unit, target(fig.cmp, fig.want))

@@ -8,7 +8,8 @@ import (
 
 // The report reads Go's benchmark format among other lines, drops the GOMAXPROCS suffix, takes
 // the median of repeated runs, the worst of a figure that must hold in every run and the
-// geometric mean of ratios measured in alternating order, and says which targets are missed.
+// geometric mean of ratios measured in alternating order, and says which targets are missed; a
+// figure of a benchmark sized in its name is reported for each size that ran.
 func TestReportSummarisesAgainstTargets(t *testing.T) {
 	const out = `goos: linux
 pkg: github.com/tailor-sh/tailor/pkg/disruption
@@ -21,6 +22,7 @@ BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  2.0 tailor
 BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  0.5 tailor/vanilla
 BenchmarkBurst-2  1  1 ns/op  0.2 max-s-to-last-nodeclaim
 BenchmarkBurst-2  1  1 ns/op  1.5 max-s-to-last-nodeclaim
+BenchmarkFleetScale/pods=400-2  1  1 ns/op  50.0 s-to-all-running  0 pending-end
 `
 	values, err := read(strings.NewReader(out))
 	if err != nil {
@@ -36,6 +38,9 @@ BenchmarkBurst-2  1  1 ns/op  1.5 max-s-to-last-nodeclaim
 		"max-s-to-last-nodeclaim (max of 2) | 1.5 | < 1 | **missed** |",
 		"s/pass (medians) | 14.65 |",
 		"`Plan/catalog=karpenter/pods=5000/mix=diverse` pods/s | not run | ≥ 3000 |",
+		"`FleetScale/pods=400` s-to-all-running (max of 1) | 50 | — | — |",
+		"`FleetScale/pods=400` pending-end (max of 1) | 0 | ≤ 0 | met |",
+		"`FleetScale/pods=` pdb-violations | not run | ≤ 0 |",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)

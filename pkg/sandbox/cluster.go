@@ -58,6 +58,11 @@ type Options struct {
 	// schedulers, the workload controllers and kwok. The cluster's own clients (Kube, Tailor,
 	// Config, Kubeconfig) and the cloud's reach it directly, so a test can watch through an outage.
 	Outages bool
+	// SchedulerConfig, if set, rewrites the config Tailor's schedulers reach the API server with
+	// (through the outage proxy, if any), before it is written to their kubeconfig: a benchmark
+	// points them at a proxy of its own that counts their requests, which no other client of the
+	// sandbox then goes through.
+	SchedulerConfig func(*rest.Config) (*rest.Config, error)
 }
 
 // Cluster is a running sandbox.
@@ -137,6 +142,16 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 		}
 		c.schedKubeconfig = filepath.Join(opts.Dir, "scheduler-kubeconfig")
 		if err := WriteKubeconfig(components, c.schedKubeconfig); err != nil {
+			return fail(err)
+		}
+	}
+	if opts.SchedulerConfig != nil {
+		schedConfig, err := opts.SchedulerConfig(rest.CopyConfig(components))
+		if err != nil {
+			return fail(err)
+		}
+		c.schedKubeconfig = filepath.Join(opts.Dir, "scheduler-own-kubeconfig")
+		if err := WriteKubeconfig(schedConfig, c.schedKubeconfig); err != nil {
 			return fail(err)
 		}
 	}
