@@ -87,7 +87,7 @@ bench: ## benchmarks into bench.txt (compare two runs with benchstat), then benc
 # too) goes to bench-scale.log; bench.txt gets the figures and the run's fleetscale: lines.
 SCALE_PODS ?= 20000
 bench-scale: ## the fleet at scale (SCALE_PODS=20000 pods, about 5,000 nodes, then a tenth): time to Running and to consolidated, peak memory, tailor-scheduler's requests/s; appended to bench.txt, then bench-report.md
-	TAILOR_SCALE_PODS=$(SCALE_PODS) $(GO) test -run '^$$' -bench '^BenchmarkFleetScale$$' -benchtime 1x -count 1 -timeout 180m ./test/e2e/ > bench-scale.log 2>&1; \
+	TAILOR_SCALE_PODS=$(SCALE_PODS) $(GO) test -run '^$$' -bench '^BenchmarkFleetScale$$' -benchtime 1x -count 1 -timeout 240m ./test/e2e/ > bench-scale.log 2>&1; \
 		status=$$?; grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|fleetscale:)' bench-scale.log | tee -a bench.txt; exit $$status
 	$(GO) run ./hack/benchreport bench.txt | tee bench-report.md
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchunit"
 )
 
 // figure is one line of the report: the values of unit across the benchmarks whose names match
@@ -94,7 +95,9 @@ var perSize = []figure{
 	{"fleet at scale: peak Go heap of the process (MB)", fleet, "peak-heap-MB", worst, "", 0},
 	{"fleet at scale: API requests per second of tailor-scheduler", fleet, "sched-req/s", worst, "", 0},
 	{"fleet at scale: the same, bindings left out", fleet, "sched-req/s-without-bindings", worst, "", 0},
+	{"fleet at scale: the same, from the scale-down to the end", fleet, "sched-req/s-scale-down", worst, "", 0},
 	{"fleet at scale: NodeClaims at the peak", fleet, "nodes-peak", worst, "", 0},
+	{"fleet at scale: NodeClaims at the end", fleet, "nodes-end", worst, "", 0},
 	{"fleet at scale: NodeClaims at the end over the fewest the pods need", fleet, "nodes-end/needed", worst, "", 0},
 	{"fleet at scale: pods Pending at the end", fleet, "pending-end", worst, "<=", 0},
 	{"fleet at scale: PodDisruptionBudget statuses below what it requires", fleet, "pdb-violations", worst, "<=", 0},
@@ -107,7 +110,7 @@ func sized(values map[string]map[string][]float64) []figure {
 	for _, fig := range perSize {
 		var names []string
 		for name := range values {
-			if strings.HasPrefix(name, fig.name) && len(values[name][fig.unit]) > 0 {
+			if strings.HasPrefix(name, fig.name) && len(withName(fig, name).values(values)) > 0 {
 				names = append(names, name)
 			}
 		}
@@ -117,12 +120,15 @@ func sized(values map[string]map[string][]float64) []figure {
 		}
 		slices.Sort(names)
 		for _, name := range names {
-			f := fig
-			f.name = name
-			out = append(out, f)
+			out = append(out, withName(fig, name))
 		}
 	}
 	return out
+}
+
+func withName(fig figure, name string) figure {
+	fig.name = name
+	return fig
 }
 
 var ratios = []ratio{
@@ -176,7 +182,7 @@ var gomaxprocs = regexp.MustCompile(`-\d+$`)
 
 // value summarises fig's values, or reports that none ran.
 func (fig figure) value(values map[string]map[string][]float64) (float64, bool) {
-	xs := values[fig.name][fig.unit]
+	xs := fig.values(values)
 	if len(xs) == 0 {
 		return 0, false
 	}
@@ -185,6 +191,18 @@ func (fig figure) value(values map[string]map[string][]float64) (float64, bool) 
 		reduce = median
 	}
 	return reduce.fn(xs), true
+}
+
+// values are fig's values in fig's unit. benchfmt tidies a unit as it reads it ("rss-diff-MB"
+// becomes "rss-diff-B", its values times 1e6), so the unit is looked up tidied and the values
+// scaled back.
+func (fig figure) values(values map[string]map[string][]float64) []float64 {
+	factor, unit := benchunit.Tidy(1, fig.unit)
+	var out []float64
+	for _, x := range values[fig.name][unit] {
+		out = append(out, x/factor)
+	}
+	return out
 }
 
 func verdict(v float64, cmp string, want float64) string {
@@ -222,7 +240,7 @@ func write(w io.Writer, values map[string]map[string][]float64) {
 			continue
 		}
 		fmt.Fprintf(w, "| %s | `%s` %s (%s of %d) | %.4g | %s | %s |\n", fig.what, fig.name, fig.unit,
-			fig.reduce.name, len(values[fig.name][fig.unit]), v, target(fig.cmp, fig.want), verdict(v, fig.cmp, fig.want))
+			fig.reduce.name, len(fig.values(values)), v, target(fig.cmp, fig.want), verdict(v, fig.cmp, fig.want))
 	}
 	for _, r := range ratios {
 		n, okN := r.num.value(values)

@@ -9,7 +9,8 @@ import (
 // The report reads Go's benchmark format among other lines, drops the GOMAXPROCS suffix, takes
 // the median of repeated runs, the worst of a figure that must hold in every run and the
 // geometric mean of ratios measured in alternating order, and says which targets are missed; a
-// figure of a benchmark sized in its name is reported for each size that ran.
+// figure of a benchmark sized in its name is reported for each size that ran, and a unit benchfmt
+// rescales as it reads (MB) is reported in the benchmark's own.
 func TestReportSummarisesAgainstTargets(t *testing.T) {
 	const out = `goos: linux
 pkg: github.com/tailor-sh/tailor/pkg/disruption
@@ -22,7 +23,8 @@ BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  2.0 tailor
 BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  0.5 tailor/vanilla
 BenchmarkBurst-2  1  1 ns/op  0.2 max-s-to-last-nodeclaim
 BenchmarkBurst-2  1  1 ns/op  1.5 max-s-to-last-nodeclaim
-BenchmarkFleetScale/pods=400-2  1  1 ns/op  50.0 s-to-all-running  0 pending-end
+BenchmarkFleetScale/pods=400-2  1  1 ns/op  50.0 s-to-all-running  0 pending-end  760 peak-rss-MB
+BenchmarkSchedulerMemory-2  1  1 ns/op  90 rss-diff-MB
 `
 	values, err := read(strings.NewReader(out))
 	if err != nil {
@@ -41,6 +43,8 @@ BenchmarkFleetScale/pods=400-2  1  1 ns/op  50.0 s-to-all-running  0 pending-end
 		"`FleetScale/pods=400` s-to-all-running (max of 1) | 50 | — | — |",
 		"`FleetScale/pods=400` pending-end (max of 1) | 0 | ≤ 0 | met |",
 		"`FleetScale/pods=` pdb-violations | not run | ≤ 0 |",
+		"`FleetScale/pods=400` peak-rss-MB (max of 1) | 760 | — | — |",
+		"rss-diff-MB (median of 1) | 90 | ≤ 100 | met |",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
