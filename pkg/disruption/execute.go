@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-sh/tailor/pkg/apis"
@@ -26,6 +27,21 @@ import (
 // initialize, then delete the NodeClaims, whose termination drains the nodes through the
 // Eviction API. If a replacement fails the nodes are untainted, reopened and kept. It reports
 // whether the nodes are on their way out.
+// parallelWrites is how many of a command's nodes are marked, or their NodeClaims deleted, at
+// once. One at a time, an Empty command of 100 nodes took 140 s to mark and delete on a loaded
+// sandbox (make bench-scale at 4,000 pods); client-go's rate limiter still paces the requests.
+const parallelWrites = 16
+
+// notReached are n errors for the candidates a parallel pass has not reached: ParallelizeUntil
+// stops handing out work when its context ends.
+func notReached(n int) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = errors.New("not reached: the disruption was stopped")
+	}
+	return errs
+}
+
 func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 	logger := klog.FromContext(ctx).WithValues("method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.Nodes())
 	logger.V(1).Info("Disruption decided; validating", "decision", cmd.Decision(), "savingsPerHour", cmd.Savings)
@@ -78,16 +94,22 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 		return false, nil
 	}
 	keep = false // the nodes stay closed until they are gone (reopenVanished)
-	var failed []*Candidate
-	var errs []error
-	for _, cand := range cmd.Candidates {
+	errs := notReached(len(cmd.Candidates))
+	workqueue.ParallelizeUntil(ctx, parallelWrites, len(cmd.Candidates), func(i int) {
+		cand := cmd.Candidates[i]
+		errs[i] = nil
 		if err := c.opts.NodeClaims.Delete(ctx, cand.Claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			failed = append(failed, cand)
-			errs = append(errs, fmt.Errorf("deleting NodeClaim %s: %w", cand.Claim.Name, err))
-			continue
+			errs[i] = fmt.Errorf("deleting NodeClaim %s: %w", cand.Claim.Name, err)
+			return
 		}
 		c.event(cand, corev1.EventTypeNormal, "Disrupting", cmd.String())
 		metrics.DisruptionDecisions.WithLabelValues(cmd.Decision(), cmd.Method, string(cmd.Reason), cand.Pool.Name).Inc()
+	})
+	var failed []*Candidate
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, cmd.Candidates[i])
+		}
 	}
 	if len(failed) > 0 {
 		// Those stay: untainted, open, and free to be decided on again.
@@ -228,15 +250,19 @@ func (c *Controller) waitInitialized(ctx context.Context, names []string) error 
 // mark records the reason on each claim and taints each node, waiting until the informers show
 // the taint: the provisioner then counts the nodes' pods on their replacements.
 func (c *Controller) mark(ctx context.Context, cmd *Command) error {
-	for _, cand := range cmd.Candidates {
+	errs := notReached(len(cmd.Candidates))
+	workqueue.ParallelizeUntil(ctx, parallelWrites, len(cmd.Candidates), func(i int) {
+		cand := cmd.Candidates[i]
+		errs[i] = nil
 		if err := c.setReason(ctx, cand.Claim.Name, cmd); err != nil {
-			return fmt.Errorf("recording the disruption reason of NodeClaim %s: %w", cand.Claim.Name, err)
+			errs[i] = fmt.Errorf("recording the disruption reason of NodeClaim %s: %w", cand.Claim.Name, err)
+			return
 		}
 		if err := c.setTaint(ctx, cand.Node.Name, true); err != nil {
-			return fmt.Errorf("tainting node %s %s: %w", cand.Node.Name, karpv1.DisruptedTaintKey, err)
+			errs[i] = fmt.Errorf("tainting node %s %s: %w", cand.Node.Name, karpv1.DisruptedTaintKey, err)
 		}
-	}
-	return nil
+	})
+	return errors.Join(errs...)
 }
 
 // unmark undoes mark for each candidate, whatever fails for another: the taint first, then the
