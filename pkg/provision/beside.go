@@ -40,7 +40,7 @@ import (
 
 // finish turns the plan's open claims into the claims to create, less the pods the scheduler
 // would refuse beside the rest of the plan (besideThePlan), which become unplaceable.
-func (pl *Planner) finish(ctx context.Context, plan *Plan, snapshot *simulation.Snapshot, open []*openClaim, defaultKeys []string, specs map[*corev1.Pod]string) {
+func (pl *Planner) finish(ctx context.Context, plan *Plan, snapshot *simulation.Snapshot, open []*openClaim, launching []onItsNode, defaultKeys []string, specs map[*corev1.Pod]string) {
 	// The claims' offerings first: besideThePlan takes pods off the claims' nodes, and fewer pods
 	// never need a bigger type.
 	offerings := make([][]int, len(open))
@@ -65,8 +65,17 @@ func (pl *Planner) finish(ctx context.Context, plan *Plan, snapshot *simulation.
 		}
 	}
 	refused := pl.besideThePlan(ctx, snapshot, live, defaultKeys, specs)
+	held := pl.sparingTheLaunching(ctx, snapshot, live, launching, refused, defaultKeys, specs)
 	for i, oc := range open {
 		if offerings[i] == nil {
+			continue
+		}
+		if why, ok := held[oc]; ok {
+			for _, pod := range oc.pods {
+				if _, gone := refused[pod.UID]; !gone {
+					plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": why}})
+				}
+			}
 			continue
 		}
 		pc := oc.claimOf(offerings[i])
@@ -136,12 +145,14 @@ type beside struct {
 	states   map[string]*specState
 }
 
-// specState is the PreFilter state of pod, one of a spec's pods, with every pod in view.
+// specState is the PreFilter state of pod with every pod in view, shared by its spec's pods when
+// shared.
 type specState struct {
-	pod   *corev1.Pod
-	state fwk.CycleState
-	pre   *fwk.PreFilterResult
-	ok    bool
+	pod    *corev1.Pod
+	state  fwk.CycleState
+	pre    *fwk.PreFilterResult
+	status *fwk.Status
+	shared bool
 }
 
 // show makes the simulator see the snapshot and claims, and forgets the states made with another
@@ -159,51 +170,81 @@ func (b *beside) show(claims []*openClaim) {
 // answer when it is a refusal, "" when it passes. A pod that passes is put back; one refused
 // stays off the claim's node, so the pods weighed after it do not count it.
 func (b *beside) refusedOn(ctx context.Context, oc *openClaim, pod *corev1.Pod, spec string) string {
-	sim := b.pl.sim
 	info, err := framework.NewPodInfo(pod)
 	if err != nil {
 		return ""
 	}
-	var state fwk.CycleState
-	var pre *fwk.PreFilterResult
-	if spec != "" && keepable(pod) {
-		st := b.states[spec]
-		if st == nil {
-			s, p, status := sim.PreFilter(ctx, pod)
-			st = &specState{pod: pod, state: s, pre: p, ok: status == nil}
-			b.states[spec] = st
-		}
-		if st.ok {
-			state, pre = st.state.Clone(), st.pre
-			if !sim.RemovePod(ctx, state, pod, info, oc.info).IsSuccess() {
-				state = nil
-			}
-		}
-	}
+	st := b.stateOf(ctx, pod, spec)
 	if err := oc.info.RemovePod(b.logger, pod); err != nil {
 		return "" // not on the node: nothing to weigh
 	}
-	var status *fwk.Status
-	if state == nil {
-		state, pre, status = sim.PreFilter(ctx, pod)
-	}
-	if status == nil && !allowedByPreFilter(pre, oc.name) {
-		status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) PreFilter result")
-	}
-	if status == nil {
-		status = sim.FilterPlacement(ctx, state, pod, oc.info)
-	}
+	status := b.answer(ctx, st, pod, info, oc.name, oc.info)
 	if status.IsSuccess() {
 		oc.info.AddPodInfo(info)
 		return ""
 	}
 	// The pod is off its claim: every state that counted it counts it no more.
 	for spec, st := range b.states {
-		if st.ok && !sim.RemovePod(ctx, st.state, st.pod, info, oc.info).IsSuccess() {
+		if st.status == nil && !b.pl.sim.RemovePod(ctx, st.state, st.pod, info, oc.info).IsSuccess() {
 			delete(b.states, spec)
 		}
 	}
 	return status.Message()
+}
+
+// refusedAt is refusedOn for a pod the plan left on node, a node of the snapshot, which stays as
+// it is: the pod is weighed on a copy without it.
+func (b *beside) refusedAt(ctx context.Context, node fwk.NodeInfo, pod *corev1.Pod, spec string) string {
+	info, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return ""
+	}
+	st := b.stateOf(ctx, pod, spec)
+	if st.status != nil {
+		return "" // PreFilter counted the pod against itself (its volumes): cannot say
+	}
+	view := node.Snapshot()
+	if err := view.RemovePod(b.logger, pod); err != nil {
+		return ""
+	}
+	if status := b.answer(ctx, st, pod, info, node.Node().Name, view); !status.IsSuccess() {
+		return status.Message()
+	}
+	return ""
+}
+
+// stateOf returns pod's PreFilter state with pod in view: its spec's, kept for the spec's other
+// pods, or its own when it cannot be shared (keepable).
+func (b *beside) stateOf(ctx context.Context, pod *corev1.Pod, spec string) *specState {
+	shared := spec != "" && keepable(pod)
+	if st := b.states[spec]; shared && st != nil {
+		return st
+	}
+	s, p, status := b.pl.sim.PreFilter(ctx, pod)
+	st := &specState{pod: pod, state: s, pre: p, status: status, shared: shared}
+	if shared {
+		b.states[spec] = st
+	}
+	return st
+}
+
+// answer is the Filter's answer for pod on node (named name), which does not hold it, from st,
+// a state with the pod in view, with the pod taken out of it.
+func (b *beside) answer(ctx context.Context, st *specState, pod *corev1.Pod, info fwk.PodInfo, name string, node fwk.NodeInfo) *fwk.Status {
+	if st.status != nil {
+		return st.status
+	}
+	state := st.state
+	if st.shared {
+		state = state.Clone()
+	}
+	if s := b.pl.sim.RemovePod(ctx, state, pod, info, node); !s.IsSuccess() {
+		return nil // cannot say: let it be
+	}
+	if !allowedByPreFilter(st.pre, name) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) PreFilter result")
+	}
+	return b.pl.sim.FilterPlacement(ctx, state, pod, node)
 }
 
 // countsOthers reports whether the scheduler's answer for pod can change with pods and nodes

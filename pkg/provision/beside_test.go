@@ -2,10 +2,12 @@ package provision
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
@@ -65,6 +67,53 @@ func TestClaimsOpenedLaterDoNotStrandTheEarlierPods(t *testing.T) {
 				reasonContains(t, plan, u.Pod, "once the plan's other nodes run", "didn't match pod topology spread constraints")
 			}
 			verifyPlan(t, pl.sim, in, plan)
+		})
+	}
+}
+
+// TestClaimsWaitForThePodsLaunchingBeforeThem: harness seed 2145. An earlier plan sent replicas
+// that must share a zone and spread over zones (maxSkew 1) to a node launching in zone b, the
+// only zone with nodes. A pod that needs zone c comes next. Its node would make zone c a domain
+// with no replica, and the replicas not yet bound would be refused on the node launched for
+// them; so its claim waits until they have bound, and says so.
+func TestClaimsWaitForThePodsLaunchingBeforeThem(t *testing.T) {
+	const app = "web"
+	zone := corev1.LabelTopologyZone
+	opts := []podOpt{with([]corev1.PodAffinityTerm{podTerm(app, zone)}, nil), spread(app, zone, 1, corev1.DoNotSchedule)}
+	web := replicas(2, app, "1", "2Gi", opts...)
+	launching := zonedNode("launching-b", fake.ZoneB, "4", "16Gi")
+	destined := map[types.UID]string{}
+	for _, p := range web {
+		destined[p.UID] = launching.Name
+	}
+	jobC := newPod("job-c", "250m", "768Mi", nodeSelector(zone, fake.ZoneC))
+	jobB := newPod("job-b", "4", "768Mi", nodeSelector(zone, fake.ZoneB))
+	for _, tc := range []struct {
+		name  string
+		job   *corev1.Pod
+		waits bool
+	}{
+		{name: "a pod for a new zone waits", job: jobC, waits: true},
+		{name: "a pod for the same zone goes", job: jobB},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Pending: append(slices.Clone(web), tc.job), Nodes: []*corev1.Node{launching}, Destined: destined,
+				InFlight: map[string]string{launching.Name: "claim-b"}, Pools: []Pool{newPool("default")}}
+			plan := testPlanner(t).Plan(context.Background(), in)
+			if len(plan.InFlight["claim-b"]) != len(web) {
+				t.Fatalf("want the replicas on their launching node; got %s", summary(plan))
+			}
+			if !tc.waits {
+				if len(plan.Claims) != 1 || len(plan.Unplaceable) != 0 {
+					t.Fatalf("want a claim for %s; got %s", tc.job.Name, summary(plan))
+				}
+				return
+			}
+			if len(plan.Claims) != 0 || len(plan.Unplaceable) != 1 {
+				t.Fatalf("want %s held back, no claim; got %s", tc.job.Name, summary(plan))
+			}
+			reasonContains(t, plan, tc.job, "would be the first in topology.kubernetes.io/zone=us-west-2c", "launching-b",
+				"didn't match pod topology spread constraints")
 		})
 	}
 }

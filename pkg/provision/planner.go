@@ -190,6 +190,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		specs[pod] = specKey(pod)
 	}
 	pf := newPreFilters(pl.sim, pl.fresh, slices.Collect(maps.Values(specs)))
+	// The pods this plan leaves to capacity in flight: the claims it opens must not break them.
+	var launching []onItsNode
 	for _, pod := range destinedFirst(sortedForPacking(in.Pending, ratio), in.Destined) {
 		spec := specs[pod]
 		group := groupOf(pod, spec, defaultKeys)
@@ -236,6 +238,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			pf.add(info, ni)
 			if claim, ok := in.InFlight[ni.Node().Name]; ok {
 				plan.InFlight[claim] = append(plan.InFlight[claim], pod)
+				launching = append(launching, onItsNode{pod: pod, node: ni})
 			} else {
 				plan.FitsExisting = append(plan.FitsExisting, pod)
 				plan.FitsExistingOn[pod.UID] = ni.Node().Name
@@ -349,7 +352,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		}
 	}
 	pl.reused = pf.reused
-	pl.finish(ctx, plan, snapshot, open, defaultKeys, specs)
+	pl.finish(ctx, plan, snapshot, open, launching, defaultKeys, specs)
 	return plan
 }
 

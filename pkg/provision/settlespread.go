@@ -1,10 +1,15 @@
 package provision
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -22,18 +27,24 @@ import (
 // spreadKeysOf returns the keys, hostname aside, that the claims' pods spread over with
 // DoNotSchedule, the profile's default keys for pods without constraints of their own.
 func spreadKeysOf(claims []*openClaim, defaultKeys []string) []string {
-	keys := map[string]bool{}
+	var pods []*corev1.Pod
 	for _, oc := range claims {
-		for _, p := range oc.pods {
-			if len(p.Spec.TopologySpreadConstraints) == 0 {
-				for _, k := range defaultKeys {
-					keys[k] = true
-				}
+		pods = append(pods, oc.pods...)
+	}
+	return spreadKeysOfPods(pods, defaultKeys)
+}
+
+func spreadKeysOfPods(pods []*corev1.Pod, defaultKeys []string) []string {
+	keys := map[string]bool{}
+	for _, p := range pods {
+		if len(p.Spec.TopologySpreadConstraints) == 0 {
+			for _, k := range defaultKeys {
+				keys[k] = true
 			}
-			for _, c := range p.Spec.TopologySpreadConstraints {
-				if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-					keys[c.TopologyKey] = true
-				}
+		}
+		for _, c := range p.Spec.TopologySpreadConstraints {
+			if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+				keys[c.TopologyKey] = true
 			}
 		}
 	}
@@ -103,4 +114,69 @@ func (oc *openClaim) settleFor(offerings []int, keys []string, domains map[strin
 		oc.info.SetNode(n)
 	}
 	return offerings
+}
+
+// onItsNode is a pending pod the plan left on a node of the snapshot (one in flight).
+type onItsNode struct {
+	pod  *corev1.Pod
+	node fwk.NodeInfo
+}
+
+// sparingTheLaunching returns the claims of the plan to hold back, with why: those that would add
+// a domain to a spread of a pod on its way to capacity already launching (an earlier plan's),
+// where the scheduler would refuse that pod beside them. Harness seed 2145: replicas that must
+// share a zone and spread over zones (maxSkew 1) went, by one plan, to eight claims in zone b,
+// the only zone with nodes; the next plan launched a node in zone c for pods that need zone c,
+// and the replicas that had not bound yet were refused on their new nodes. The held claims' pods
+// are planned again once those pods have bound or their nodes have come up: bound pods are not
+// weighed again, and a node that has come up is in flight no more.
+func (pl *Planner) sparingTheLaunching(ctx context.Context, snapshot *simulation.Snapshot, claims []*openClaim, launching []onItsNode, refused map[types.UID]Unplaceable, defaultKeys []string, specs map[*corev1.Pod]string) map[*openClaim]string {
+	var kept []*openClaim
+	for _, oc := range claims {
+		for _, p := range oc.pods {
+			if _, gone := refused[p.UID]; !gone {
+				kept = append(kept, oc)
+				break
+			}
+		}
+	}
+	if len(kept) == 0 || len(launching) == 0 {
+		return nil
+	}
+	b := &beside{pl: pl, snapshot: snapshot, logger: klog.FromContext(ctx), states: map[string]*specState{}}
+	b.show(kept)
+	held := map[*openClaim]string{}
+	for _, l := range launching {
+		if !spreads(l.pod, defaultKeys) {
+			continue
+		}
+		why := b.refusedAt(ctx, l.node, l.pod, specs[l.pod])
+		if why == "" {
+			continue
+		}
+		keys := spreadKeysOfPods([]*corev1.Pod{l.pod}, defaultKeys)
+		existing := domainsOf(snapshot, nil, keys)
+		adding := map[*openClaim]string{}
+		for _, oc := range kept {
+			for _, k := range keys {
+				if v, ok := oc.info.Node().Labels[k]; ok && !existing[k][v] {
+					adding[oc] = k + "=" + v
+				}
+			}
+		}
+		if len(adding) == 0 {
+			continue
+		}
+		// Only when those claims are the cause: without them the pod passes.
+		b.show(slices.DeleteFunc(slices.Clone(kept), func(oc *openClaim) bool { _, ok := adding[oc]; return ok }))
+		if b.refusedAt(ctx, l.node, l.pod, specs[l.pod]) == "" {
+			for oc, domain := range adding {
+				held[oc] = fmt.Sprintf("its node would be the first in %s, where pod %s/%s, on its way to node %s launching for it, "+
+					"would then be refused (%s); it is planned again once that pod has bound", domain, l.pod.Namespace, l.pod.Name, l.node.Node().Name, why)
+			}
+			kept = slices.DeleteFunc(kept, func(oc *openClaim) bool { _, ok := adding[oc]; return ok })
+		}
+		b.show(kept)
+	}
+	return held
 }
