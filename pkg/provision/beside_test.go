@@ -88,19 +88,29 @@ func TestClaimsWaitForThePodsLaunchingBeforeThem(t *testing.T) {
 	}
 	jobC := newPod("job-c", "250m", "768Mi", nodeSelector(zone, fake.ZoneC))
 	jobB := newPod("job-b", "4", "768Mi", nodeSelector(zone, fake.ZoneB))
+	// The provisioner leaves out of a plan the pods it counts on their node in flight already.
+	counted, countedUIDs := []*corev1.Pod{}, map[types.UID]bool{}
+	for _, p := range web {
+		counted, countedUIDs[p.UID] = append(counted, onNode(p, launching.Name)), true
+	}
 	for _, tc := range []struct {
-		name  string
-		job   *corev1.Pod
-		waits bool
+		name    string
+		job     *corev1.Pod
+		waits   bool
+		counted bool
 	}{
 		{name: "a pod for a new zone waits", job: jobC, waits: true},
 		{name: "a pod for the same zone goes", job: jobB},
+		{name: "a pod for a new zone waits for pods counted there", job: jobC, waits: true, counted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Pending: append(slices.Clone(web), tc.job), Nodes: []*corev1.Node{launching}, Destined: destined,
 				InFlight: map[string]string{launching.Name: "claim-b"}, Pools: []Pool{newPool("default")}}
+			if tc.counted {
+				in.Pending, in.Pods, in.Counted, in.Destined = []*corev1.Pod{tc.job}, counted, countedUIDs, nil
+			}
 			plan := testPlanner(t).Plan(context.Background(), in)
-			if len(plan.InFlight["claim-b"]) != len(web) {
+			if !tc.counted && len(plan.InFlight["claim-b"]) != len(web) {
 				t.Fatalf("want the replicas on their launching node; got %s", summary(plan))
 			}
 			if !tc.waits {

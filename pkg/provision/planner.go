@@ -29,6 +29,10 @@ type Input struct {
 	// InFlight maps the name of a node in Nodes to the NodeClaim it stands for, for nodes that
 	// are launching or not yet initialized. Pods that fit there need no new capacity.
 	InFlight map[string]string
+	// Counted are the pods of Pods counted on a node they are not bound to: on their way to a
+	// node in flight, planned there by an earlier plan. The claims a plan opens must not break
+	// them (sparingTheLaunching).
+	Counted map[types.UID]bool
 	// Pools are the NodePools to launch from, highest weight first.
 	Pools []Pool
 	// DaemonSets are the pods DaemonSets would run on a new node (see DaemonSetPods); each new
@@ -352,6 +356,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		}
 	}
 	pl.reused = pf.reused
+	launching = append(launching, countedInFlight(nodeInfos, in.InFlight, in.Counted)...)
 	pl.finish(ctx, plan, snapshot, open, launching, defaultKeys, specs)
 	return plan
 }

@@ -122,6 +122,22 @@ type onItsNode struct {
 	node fwk.NodeInfo
 }
 
+// countedInFlight returns the pods counted (not bound) on the nodes in flight.
+func countedInFlight(nodes []fwk.NodeInfo, inFlight map[string]string, counted map[types.UID]bool) []onItsNode {
+	var out []onItsNode
+	for _, ni := range nodes {
+		if _, ok := inFlight[ni.Node().Name]; !ok {
+			continue
+		}
+		for _, pi := range ni.GetPods() {
+			if p := pi.GetPod(); counted[p.UID] {
+				out = append(out, onItsNode{pod: p, node: ni})
+			}
+		}
+	}
+	return out
+}
+
 // sparingTheLaunching returns the claims of the plan to hold back, with why: those that would add
 // a domain to a spread of a pod on its way to capacity already launching (an earlier plan's),
 // where the scheduler would refuse that pod beside them. Harness seed 2145: replicas that must
@@ -149,6 +165,10 @@ func (pl *Planner) sparingTheLaunching(ctx context.Context, snapshot *simulation
 	for _, l := range launching {
 		if !spreads(l.pod, defaultKeys) {
 			continue
+		}
+		// The node as the snapshot holds it now, with what the plan added to it.
+		if ni, err := snapshot.NodeInfos().Get(l.node.Node().Name); err == nil {
+			l.node = ni
 		}
 		why := b.refusedAt(ctx, l.node, l.pod, specs[l.pod])
 		if why == "" {
