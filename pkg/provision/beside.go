@@ -183,6 +183,7 @@ func (b *beside) refusedOn(ctx context.Context, oc *openClaim, pod *corev1.Pod, 
 		oc.info.AddPodInfo(info)
 		return ""
 	}
+	b.logger.V(3).Info("Refused beside the plan", "pod", klog.KObj(pod), "claim", oc.name, "plugin", status.Plugin(), "why", status.Message())
 	// The pod is off its claim: every state that counted it counts it no more.
 	for spec, st := range b.states {
 		if st.status == nil && !b.pl.sim.RemovePod(ctx, st.state, st.pod, info, oc.info).IsSuccess() {

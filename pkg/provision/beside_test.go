@@ -71,6 +71,24 @@ func TestClaimsOpenedLaterDoNotStrandTheEarlierPods(t *testing.T) {
 	}
 }
 
+// TestClaimsOpenInSeveralZonesAreWeighedAsTheyLaunch: the plan's node for a claim keeps only
+// the labels its offerings agree on. A claim open in two zones has no zone label there, and pods
+// that require one of the two zones (and have required pod affinity, so they are weighed beside
+// the plan) were refused on it by NodeAffinity in a replay of harness seed 2145. The claim is
+// weighed as its cheapest offering's node.
+func TestClaimsOpenInSeveralZonesAreWeighedAsTheyLaunch(t *testing.T) {
+	const app = "pair"
+	zone := corev1.LabelTopologyZone
+	pair := replicas(2, app, "500m", "1Gi", with([]corev1.PodAffinityTerm{podTerm(app, corev1.LabelHostname)}, nil),
+		func(p *corev1.Pod) {
+			p.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: anyOf([]corev1.NodeSelectorRequirement{match(zone, corev1.NodeSelectorOpIn, fake.ZoneA, fake.ZoneC)})}}
+		})
+	in := Input{Pending: pair, Pools: []Pool{newPool("default")}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	placedOnce(t, plan, pair)
+}
+
 // TestClaimsWaitForThePodsLaunchingBeforeThem: harness seed 2145. An earlier plan sent replicas
 // that must share a zone and spread over zones (maxSkew 1) to a node launching in zone b, the
 // only zone with nodes. A pod that needs zone c comes next. Its node would make zone c a domain

@@ -79,11 +79,13 @@ func domainsOf(snapshot *simulation.Snapshot, claims []*openClaim, keys []string
 }
 
 // settleFor narrows the claim's offerings to one value of each key of keys its node has no label
-// for, labels the node with it, and adds it to domains.
+// for, and adds it to domains. The claim's node then shows its cheapest offering, the one the
+// cloud is asked for first: the plan's node for a claim keeps only the labels its offerings agree
+// on, and a pod that requires one of several zones would find none on it (every pod of the claim
+// passed on each of its offerings as that offering's node).
 func (oc *openClaim) settleFor(offerings []int, keys []string, domains map[string]map[string]bool) []int {
 	compatible := oc.pool.compatible
 	node := oc.info.Node()
-	var labels map[string]string
 	for _, key := range keys {
 		if _, ok := node.Labels[key]; ok || len(offerings) == 0 {
 			continue
@@ -102,16 +104,10 @@ func (oc *openClaim) settleFor(offerings []int, keys []string, domains map[strin
 			continue
 		}
 		offerings = narrowed
-		if labels == nil {
-			labels = maps.Clone(node.Labels)
-		}
-		labels[key] = value
 		domains[key][value] = true
 	}
-	if labels != nil {
-		n := node.DeepCopy()
-		n.Labels = labels
-		oc.info.SetNode(n)
+	if len(offerings) > 0 {
+		oc.info.SetNode(compatible[offerings[0]].templateNode(oc.name, oc.chosen))
 	}
 	return offerings
 }
