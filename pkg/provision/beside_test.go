@@ -107,25 +107,32 @@ func TestClaimsWaitForThePodsLaunchingBeforeThem(t *testing.T) {
 	jobC := newPod("job-c", "250m", "768Mi", nodeSelector(zone, fake.ZoneC))
 	jobB := newPod("job-b", "4", "768Mi", nodeSelector(zone, fake.ZoneB))
 	// The provisioner leaves out of a plan the pods it counts on their node in flight already.
-	counted, countedUIDs := []*corev1.Pod{}, map[types.UID]bool{}
+	// Either way, the replicas are held to the node launched for them (Spared).
+	counted, spared := []*corev1.Pod{}, map[types.UID]bool{}
 	for _, p := range web {
-		counted, countedUIDs[p.UID] = append(counted, onNode(p, launching.Name)), true
+		counted, spared[p.UID] = append(counted, onNode(p, launching.Name)), true
 	}
 	for _, tc := range []struct {
 		name    string
 		job     *corev1.Pod
 		waits   bool
 		counted bool
+		// lapsed: the replicas' hold has ended (LaunchHold), so nothing waits for them.
+		lapsed bool
 	}{
 		{name: "a pod for a new zone waits", job: jobC, waits: true},
 		{name: "a pod for the same zone goes", job: jobB},
 		{name: "a pod for a new zone waits for pods counted there", job: jobC, waits: true, counted: true},
+		{name: "a pod for a new zone goes once their hold has lapsed", job: jobC, counted: true, lapsed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Pending: append(slices.Clone(web), tc.job), Nodes: []*corev1.Node{launching}, Destined: destined,
-				InFlight: map[string]string{launching.Name: "claim-b"}, Pools: []Pool{newPool("default")}}
+				InFlight: map[string]string{launching.Name: "claim-b"}, Spared: spared, Pools: []Pool{newPool("default")}}
 			if tc.counted {
-				in.Pending, in.Pods, in.Counted, in.Destined = []*corev1.Pod{tc.job}, counted, countedUIDs, nil
+				in.Pending, in.Pods, in.Destined = []*corev1.Pod{tc.job}, counted, nil
+			}
+			if tc.lapsed {
+				in.Spared = nil
 			}
 			plan := testPlanner(t).Plan(context.Background(), in)
 			if !tc.counted && len(plan.InFlight["claim-b"]) != len(web) {

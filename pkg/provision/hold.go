@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
@@ -70,4 +71,26 @@ func (p *Provisioner) lapsedHolds(claims []*karpv1.NodeClaim, now time.Time) []s
 		}
 	}
 	return lapsed
+}
+
+// spared returns the pods a plan must not break (Input.Spared): the pending ones and those the
+// view counts on a node in flight that are held to the node launched for them. A pod the
+// scheduler has assumed, or one counted on the replacement of a node that is leaving, is not
+// held, and will not pass Filter there again.
+func (p *Provisioner) spared(pending []*corev1.Pod, view *View) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	note := func(pod *corev1.Pod) {
+		if _, held := p.HeldFor(pod); held {
+			out[pod.UID] = true
+		}
+	}
+	for _, pod := range pending {
+		note(pod)
+	}
+	for _, pod := range view.Pods {
+		if view.Counted[pod.UID] {
+			note(pod)
+		}
+	}
+	return out
 }

@@ -29,10 +29,11 @@ type Input struct {
 	// InFlight maps the name of a node in Nodes to the NodeClaim it stands for, for nodes that
 	// are launching or not yet initialized. Pods that fit there need no new capacity.
 	InFlight map[string]string
-	// Counted are the pods of Pods counted on a node they are not bound to: on their way to a
-	// node in flight, planned there by an earlier plan. The claims a plan opens must not break
-	// them (sparingTheLaunching).
-	Counted map[types.UID]bool
+	// Spared are the pods, pending or counted in Pods on a node they are not bound to, held to a
+	// node in flight that an earlier plan launched for them (HeldFor, which LaunchHold bounds).
+	// The claims a plan opens must not make the scheduler refuse them there
+	// (sparingTheLaunching).
+	Spared map[types.UID]bool
 	// Pools are the NodePools to launch from, highest weight first.
 	Pools []Pool
 	// DaemonSets are the pods DaemonSets would run on a new node (see DaemonSetPods); each new
@@ -242,7 +243,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			pf.add(info, ni)
 			if claim, ok := in.InFlight[ni.Node().Name]; ok {
 				plan.InFlight[claim] = append(plan.InFlight[claim], pod)
-				launching = append(launching, onItsNode{pod: pod, node: ni})
+				if in.Spared[pod.UID] {
+					launching = append(launching, onItsNode{pod: pod, node: ni})
+				}
 			} else {
 				plan.FitsExisting = append(plan.FitsExisting, pod)
 				plan.FitsExistingOn[pod.UID] = ni.Node().Name
@@ -356,7 +359,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		}
 	}
 	pl.reused = pf.reused
-	launching = append(launching, countedInFlight(nodeInfos, in.InFlight, in.Counted)...)
+	launching = append(launching, countedInFlight(nodeInfos, in.InFlight, in.Spared)...)
 	pl.finish(ctx, plan, snapshot, open, launching, defaultKeys, specs)
 	return plan
 }

@@ -140,8 +140,11 @@ func countedInFlight(nodes []fwk.NodeInfo, inFlight map[string]string, counted m
 // share a zone and spread over zones (maxSkew 1) went, by one plan, to eight claims in zone b,
 // the only zone with nodes; the next plan launched a node in zone c for pods that need zone c,
 // and the replicas that had not bound yet were refused on their new nodes. The held claims' pods
-// are planned again once those pods have bound or their nodes have come up: bound pods are not
-// weighed again, and a node that has come up is in flight no more.
+// are planned again once those pods have bound, their nodes have come up, or their hold has
+// lapsed (Input.Spared: LaunchHold bounds the wait). Left alone: between a node's coming up and
+// its pods' binding, a new domain can still break them; and the claims held are all those that
+// add a domain to the pod's spread, the scheduler's count of domains (nodes that match the pod's
+// node affinity) aside.
 func (pl *Planner) sparingTheLaunching(ctx context.Context, snapshot *simulation.Snapshot, claims []*openClaim, launching []onItsNode, refused map[types.UID]Unplaceable, defaultKeys []string, specs map[*corev1.Pod]string) map[*openClaim]string {
 	var kept []*openClaim
 	for _, oc := range claims {
