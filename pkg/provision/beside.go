@@ -136,8 +136,8 @@ func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snaps
 // beside weighs the plan's pods on their claims. PreFilter over the whole plan costs as much as
 // placing the pod did, so it runs once per spec, with the first pod of the spec in view, and each
 // pod of the spec starts from a copy of that state with itself taken out (RemovePod, which the
-// plugins count exactly, as preemption relies on). A pod taken off a claim changes what every
-// state counted, so the states are made again after it.
+// plugins count exactly, as preemption relies on). A pod taken off a claim is taken out of every
+// kept state the same way; a claim left empty leaves the view, and the states are made again.
 type beside struct {
 	pl       *Planner
 	snapshot *simulation.Snapshot

@@ -14,10 +14,11 @@ import (
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
-// A claim whose pods read no zone may launch in any zone its offerings span, and the plan shows
-// it to the plugins without a zone label: PodTopologySpread counts it in no zone. The cloud puts
-// it in one, and a zone with no node until then is a new domain for every pod that spreads over
-// zones, empty of their pods, which can make the skew of the pods already placed too large. So
+// A claim whose pods read no zone may launch in any zone its offerings span, and the plan used to
+// show it to the plugins without a zone label, so PodTopologySpread counted it in no zone. The
+// cloud puts it in one, and a zone with no node until then is a new domain for every pod that
+// spreads over zones, empty of their pods, which can make the skew of the pods already placed too
+// large. So
 // when pods of the plan spread over a key (DoNotSchedule), each claim still open on that key is
 // settled before the plan is weighed as a whole (besideThePlan): into a domain that exists
 // already (a node or another claim there) when one of its offerings is in one, since that adds no
