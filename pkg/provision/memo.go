@@ -27,10 +27,7 @@ func newRejections() *rejections {
 // whose rejections may not last: one that spreads, with its own constraints or the profile's
 // DoNotSchedule defaults (defaultKeys), or that requires pod affinity.
 func groupOf(p *corev1.Pod, spec string, defaultKeys []string) string {
-	if spreads(p, defaultKeys) {
-		return ""
-	}
-	if a := p.Spec.Affinity; a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+	if countsOthers(p, defaultKeys) {
 		return ""
 	}
 	return spec

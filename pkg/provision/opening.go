@@ -152,11 +152,6 @@ func (ps *poolState) maxCapacity(offerings []int) corev1.ResourceList {
 	return out
 }
 
-// planned is the claim as the plan's result: see plannedOfferings.
-func (pl *Planner) planned(ctx context.Context, oc *openClaim) *PlannedClaim {
-	return oc.claimOf(pl.plannedOfferings(ctx, oc))
-}
-
 // plannedOfferings are the offerings a claim may launch as: those that hold all its pods,
 // cheapest first, no more than MaxInstanceTypes types, and only offerings that the NodeClaim's
 // requirements can express (see expressible).
