@@ -190,6 +190,9 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 			nodes, pods := materialise(plan, i, o)
 			nodes = append(append([]*corev1.Node{}, in.Nodes...), nodes...)
 			pods = append(append([]*corev1.Pod{}, in.Pods...), pods...)
+			for _, p := range plan.FitsExisting {
+				pods = append(pods, onNode(p, plan.FitsExistingOn[p.UID]))
+			}
 			for _, p := range pc.Pods {
 				if why := filterLastOn(t, s, nodes, pods, p); why != "" {
 					opt := pc.Options[o]

@@ -27,11 +27,12 @@ import (
 //     it as it is (AddPod), so the counts move with the labels as the plugins count them. Each
 //     step is replayed against the node as it was then, not as it is now.
 //   - InterPodAffinity skips a pod that no placed pod repels and that has no terms of its own. A
-//     placed pod with anti-affinity terms can end that, and the framework does not run AddPod for
-//     a skipped plugin, so such a placement calls for a fresh state too.
-//   - PodTopologySpread is not: its state keeps the two emptiest domains only, which increments
-//     can leave stale, and it counts domains (nodes) with no pods. A state it did not skip is
-//     not kept.
+//     placed pod whose anti-affinity terms select the pod can end that, and the framework does
+//     not run AddPod for a skipped plugin, so such a placement calls for a fresh state too.
+//   - PodTopologySpread keeps counts that AddPod updates too, but it also keeps the two emptiest
+//     domains only, which increments can leave stale, and it counts domains (nodes) with no
+//     pods, so a domain can appear without a pod moving: such a state is mended after AddPod
+//     (spreadstate.go).
 //
 // Pods with volumes, resource claims or extended resources are not kept: VolumeBinding and
 // DynamicResources (which backs extended resources with claims) write per-node results into
@@ -51,13 +52,14 @@ type preFilters struct {
 	reused int
 }
 
-// placement is a pod put on node, or, when before is set, node's labels changed from before's
-// with pods on it.
+// placement is a pod put on node; or, when before is set, node's labels changed from before's
+// with pods on it; or, when opens is set, node joined the view (its pods follow as placements).
 type placement struct {
 	pod    fwk.PodInfo
 	node   fwk.NodeInfo
 	before fwk.NodeInfo
 	pods   []fwk.PodInfo
+	opens  bool
 }
 
 // preFilterKey is a pod's spec (specKey), the step of its preference ladder (-1 for the pod
@@ -74,6 +76,8 @@ type keptState struct {
 	// at is how much of placed state was last brought up to date with.
 	at              int
 	affinitySkipped bool
+	// spread is set when PodTopologySpread ran: its state is mended after AddPod.
+	spread bool
 }
 
 func newPreFilters(sim *simulation.Simulator, fresh bool, specs []string) *preFilters {
@@ -99,10 +103,14 @@ func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step
 		return k.state, k.pre, nil
 	}
 	state, pre, status := p.sim.PreFilter(ctx, pod)
+	if status != nil || spec == "" || p.kept == nil || p.shared[spec] < 2 || !keepable(pod) {
+		return state, pre, status
+	}
 	skipped := state.GetSkipFilterPlugins()
-	if status == nil && spec != "" && p.kept != nil && p.shared[spec] > 1 && skipped.Has(names.PodTopologySpread) && keepable(pod) {
+	spread := !skipped.Has(names.PodTopologySpread)
+	if _, ok := spreadStateOf(state); !spread || ok {
 		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed),
-			affinitySkipped: skipped.Has(names.InterPodAffinity)}
+			affinitySkipped: skipped.Has(names.InterPodAffinity), spread: spread}
 	}
 	return state, pre, status
 }
@@ -110,14 +118,32 @@ func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step
 // current brings k up to date for pod and reports whether it could.
 func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState) bool {
 	since := p.placed[k.at:]
-	if k.affinitySkipped {
-		for _, pl := range since {
-			if pl.before == nil && len(pl.pod.GetRequiredAntiAffinityTerms()) > 0 {
-				return false
+	if len(since) == 0 {
+		return true
+	}
+	// joined are the nodes that joined the view or changed labels since, as they are now; moved
+	// are the relabellings.
+	var joined []fwk.NodeInfo
+	var moved []placement
+	for _, pl := range since {
+		switch {
+		case pl.opens:
+			joined = append(joined, pl.node)
+		case pl.before != nil:
+			if i := slices.Index(joined, pl.before); i >= 0 {
+				joined[i] = pl.node
+			} else {
+				joined = append(joined, pl.node)
 			}
+			moved = append(moved, pl)
+		case k.affinitySkipped && repels(pl.pod, pod):
+			return false
 		}
 	}
 	for _, pl := range since {
+		if pl.opens {
+			continue
+		}
 		if pl.before != nil {
 			for _, moved := range pl.pods {
 				if !p.sim.RemovePod(ctx, k.state, pod, moved, pl.before).IsSuccess() ||
@@ -131,8 +157,69 @@ func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState)
 			return false
 		}
 	}
+	if k.spread && !p.mendSpread(ctx, pod, k.state, joined, moved) {
+		return false
+	}
 	k.at = len(p.placed)
 	return true
+}
+
+// mendSpread completes a kept spread state that AddPod and RemovePod brought up to date: the
+// domains the nodes that joined or moved bring, and the emptiest domains (spreadstate.go).
+func (p *preFilters) mendSpread(ctx context.Context, pod *corev1.Pod, state fwk.CycleState, joined []fwk.NodeInfo, moved []placement) bool {
+	s, ok := spreadStateOf(state)
+	if !ok {
+		return false
+	}
+	if len(joined) > 0 {
+		added, ok := p.spreadOver(ctx, pod, joined)
+		if !ok || !s.addDomains(added) {
+			return false
+		}
+	}
+	for _, m := range moved {
+		for _, key := range s.keys {
+			// Claims only narrow, so a label appears but does not change. If one did, the
+			// domain it left might be left with no node: a fresh state counts that.
+			if left, ok := m.before.Node().Labels[key]; ok && left != m.node.Node().Labels[key] {
+				return false
+			}
+		}
+	}
+	s.findMinima()
+	return true
+}
+
+// spreadOver is PodTopologySpread's state for pod over nodes alone.
+func (p *preFilters) spreadOver(ctx context.Context, pod *corev1.Pod, nodes []fwk.NodeInfo) (spreadState, bool) {
+	state, ok := p.sim.SpreadDomains(ctx, pod, nodes)
+	if !ok {
+		return spreadState{}, false
+	}
+	return spreadStateOf(state)
+}
+
+// repels reports whether placed's required anti-affinity may select pod, which would make
+// InterPodAffinity stop skipping pod. A term with a namespace selector is taken to select it:
+// the namespace's labels are the plugin's to read.
+func repels(placed fwk.PodInfo, pod *corev1.Pod) bool {
+	terms := placed.GetRequiredAntiAffinityTerms()
+	if len(terms) == 0 {
+		return false
+	}
+	if a := placed.GetPod().Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if t.NamespaceSelector != nil {
+				return true
+			}
+		}
+	}
+	for i := range terms {
+		if terms[i].Matches(pod, nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // keepable reports whether pod's state may be kept: see preFilters.
@@ -172,6 +259,7 @@ func (p *preFilters) frozenOf(node *corev1.Node) fwk.NodeInfo {
 
 // opened records a new claim, with the pods on it (its daemons and its first pod).
 func (p *preFilters) opened(node fwk.NodeInfo) {
+	p.placed = append(p.placed, placement{node: p.frozenOf(node.Node()), opens: true})
 	for _, pod := range node.GetPods() {
 		p.add(pod, node)
 	}

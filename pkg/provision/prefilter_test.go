@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
@@ -79,6 +80,44 @@ func TestKeptPreFilterStatesPlanAsFreshOnes(t *testing.T) {
 			}
 			return Input{Pending: pending, Nodes: nodes, Pods: []*corev1.Pod{bound}, Pools: []Pool{newPool("default")}}
 		}},
+		{"a claim opened for another pod adds an empty host to a kept spread", func() Input {
+			// h pods spread over hosts (maxSkew 1) and are kept from the first one, which n1 takes
+			// when n1 is the only host. x pods need zone b, so each opens a claim: a host with no
+			// h pod. The next h pod must see that host, the emptiest, and leave n1.
+			hosts := spread("h", corev1.LabelHostname, 1, corev1.DoNotSchedule)
+			zoneB := requireNodes([]corev1.NodeSelectorRequirement{match(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, fake.ZoneB)})
+			var pending []*corev1.Pod
+			for i := range 6 {
+				opts := []podOpt{labelled("h"), hosts}
+				if i%2 == 1 {
+					opts = []podOpt{labelled("x"), zoneB}
+				}
+				pending = append(pending, newPod(fmt.Sprintf("p%02d", i), "500m", "1Gi", opts...))
+			}
+			return Input{Pending: pending, Nodes: []*corev1.Node{zonedNode("n1", fake.ZoneA, "4", "8Gi")}, Pools: []Pool{newPool("default")}}
+		}},
+	}
+	for _, yZone := range []string{fake.ZoneB, fake.ZoneC} {
+		// z pods spread over zones (maxSkew 1). x pods may go to zone b or c, so x's claim is
+		// shown in no zone; the z pod that joins it counts in no zone either. A y pod, which needs
+		// one of the two, settles the claim there, z pod and all: the z pod after it must count
+		// the zone.
+		zones := spread("z", corev1.LabelTopologyZone, 1, corev1.DoNotSchedule)
+		in := func(zones ...string) podOpt {
+			return requireNodes([]corev1.NodeSelectorRequirement{match(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zones...)})
+		}
+		cases = append(cases, struct {
+			name string
+			in   func() Input
+		}{"a claim that settles into " + yZone + " brings the zone to a kept spread", func() Input {
+			return Input{Pending: []*corev1.Pod{
+				newPod("p00", "500m", "1Gi", labelled("z"), zones),
+				newPod("p01", "500m", "1Gi", labelled("x"), in(fake.ZoneB, fake.ZoneC)),
+				newPod("p02", "500m", "1Gi", labelled("z"), zones),
+				newPod("p03", "500m", "1Gi", labelled("y"), in(yZone)),
+				newPod("p04", "500m", "1Gi", labelled("z"), zones),
+			}, Nodes: []*corev1.Node{zonedNode("n1", fake.ZoneA, "4", "8Gi")}, Pools: []Pool{newPool("default")}}
+		}})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,6 +205,26 @@ var mixedKinds = []func(p *corev1.Pod, app string){
 		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
 			WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: selecting(app)}}
 	},
+	// Kept spread states: hosts (a domain per claim, most of them empty of the kind), zones with
+	// minDomains, and zones limited by node affinity, which the node inclusion policy honours.
+	func(p *corev1.Pod, app string) {
+		labelled("host-spread")(p)
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selecting("host-spread")}}
+	},
+	func(p *corev1.Pod, app string) {
+		labelled("zone-min")(p)
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, MinDomains: ptr.To[int32](3),
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selecting("zone-min")}}
+	},
+	func(p *corev1.Pod, app string) {
+		labelled("zone-two")(p)
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{fake.ZoneA, fake.ZoneB}}}}}}}}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selecting("zone-two")}}
+	},
 }
 
 // mixedInput is a batch of 40 pods of random kinds, apps and sizes, the same for the same seed.
@@ -179,6 +238,12 @@ func mixedInput(seed int) Input {
 		mixedKinds[r.IntN(len(mixedKinds))](p, apps[r.IntN(len(apps))])
 		pending = append(pending, p)
 	}
-	return Input{Pending: pending, Pools: []Pool{newPool("default", requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn,
+	in := Input{Pending: pending, Pools: []Pool{newPool("default", requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn,
 		"m5.large", "m5.xlarge", "c5.large", "c5.xlarge"))}}
+	if seed%2 == 1 {
+		// With nodes that exist, pods are also weighed as the scheduler sees them, without the
+		// plan's empty domains: the domains the claims bring and leave then count.
+		in.Nodes = []*corev1.Node{zonedNode("n1", fake.ZoneA, "1", "2Gi"), zonedNode("n2", fake.ZoneB, "1", "2Gi")}
+	}
+	return in
 }

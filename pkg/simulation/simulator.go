@@ -43,6 +43,9 @@ type Simulator struct {
 	capacity, placement framework.Framework
 	// resourcesFiltered: see ResourcesFiltered.
 	resourcesFiltered bool
+	// spread is the main framework's PodTopologySpread, for SpreadDomains; nil if the profile
+	// has none.
+	spread fwk.PreFilterPlugin
 }
 
 // Deps are what the simulation framework's plugins read besides the snapshot. Inside the
@@ -155,8 +158,10 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	opts = append(opts, frameworkruntime.WithSnapshotSharedLister(lister))
 	sim := &Simulator{snapshot: lister, profile: p, nominated: &nominations{}}
 	opts = append(opts, frameworkruntime.WithPodNominator(sim.nominated))
+	registry := plugins.NewInTreeRegistry()
+	registry[names.PodTopologySpread] = sim.keepSpread(registry[names.PodTopologySpread])
 	build := func(p *config.KubeSchedulerProfile) (framework.Framework, error) {
-		fw, err := frameworkruntime.NewFramework(ctx, plugins.NewInTreeRegistry(), p, opts...)
+		fw, err := frameworkruntime.NewFramework(ctx, registry, p, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("building the simulation framework for profile %q: %w", profile.SchedulerName, err)
 		}
