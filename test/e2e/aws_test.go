@@ -22,6 +22,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -121,7 +122,7 @@ func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[str
 	// their watches do not hold up its shutdown.
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	t.Cleanup(stopControllers)
-	for _, c := range e.provider.Controllers(cloud.ControllerDeps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
+	for _, c := range e.provider.Controllers(controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
 		go func() {
 			if err := c.Run(ctrlCtx); err != nil {
 				t.Errorf("provider controller: %v", err)

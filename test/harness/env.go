@@ -19,7 +19,9 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -45,7 +47,7 @@ func Start(t *testing.T, which Cloud) *sandbox.Cluster {
 	switch which {
 	case Fake:
 		opts.NewCloud = func(kube kubernetes.Interface) cloud.CloudProvider {
-			return fake.New(fake.Options{Clock: opts.Clock, ClusterName: "harness", Joiner: &fake.KubeletJoiner{Client: kube}})
+			return fake.New(fake.Options{Clock: opts.Clock, ClusterName: "harness", Joiner: &kubelet.Joiner{Client: kube}})
 		}
 	case AWS:
 		var kube atomic.Pointer[kubernetes.Interface]
@@ -87,7 +89,7 @@ func Start(t *testing.T, which Cloud) *sandbox.Cluster {
 		// must end before the API server stops.
 		ctrlCtx, stop := context.WithCancel(ctx)
 		t.Cleanup(stop)
-		for _, c := range provider.Controllers(cloud.ControllerDeps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
+		for _, c := range provider.Controllers(controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
 			go func() {
 				if err := c.Run(ctrlCtx); err != nil && ctrlCtx.Err() == nil {
 					t.Errorf("AWS provider controller: %v", err)
