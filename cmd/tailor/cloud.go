@@ -23,6 +23,7 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
@@ -117,7 +118,7 @@ func (s *sandboxCloud) NewCloud(kube kubernetes.Interface) cloud.CloudProvider {
 // boot plays the kubelet of each instance the emulator launches: it registers the Node.
 func (s *sandboxCloud) boot(l emulator.Launch) {
 	if k := s.kube.Load(); k != nil {
-		emulator.NodeRegistrar(k.Interface)(l)
+		register.Nodes(k.Interface)(l)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
@@ -81,7 +82,7 @@ func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[str
 	var kube atomic.Pointer[kubernetes.Interface]
 	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: clusterName, Region: region, OnLaunch: func(l emulator.Launch) {
 		if k := kube.Load(); k != nil {
-			emulator.NodeRegistrar(*k)(l)
+			register.Nodes(*k)(l)
 		}
 	}})
 	t.Cleanup(e.emu.Close)

@@ -18,6 +18,7 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
@@ -53,7 +54,7 @@ func Start(t *testing.T, which Cloud) *sandbox.Cluster {
 		var kube atomic.Pointer[kubernetes.Interface]
 		emu := emulator.Start(emulator.Options{Clock: opts.Clock, ClusterName: "tailor", OnLaunch: func(l emulator.Launch) {
 			if k := kube.Load(); k != nil {
-				emulator.NodeRegistrar(*k)(l)
+				register.Nodes(*k)(l)
 			}
 		}})
 		t.Cleanup(emu.Close)
