@@ -22,6 +22,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
@@ -146,7 +147,7 @@ func TestAWSProviderRunsTheExamples(t *testing.T) {
 	}
 	e.waitRunning("app=inflate", 5, 2*time.Minute)
 
-	profile := tailoraws.InstanceProfileName(awsCluster, emulator.Region, emulator.NodeRoleName(awsCluster))
+	profile := resolve.InstanceProfileName(awsCluster, emulator.Region, emulator.NodeRoleName(awsCluster))
 	e.waitFor("EC2NodeClass default Ready", time.Minute, func() (bool, string) {
 		nc, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "default", metav1.GetOptions{})
 		if err != nil {
