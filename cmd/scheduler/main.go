@@ -27,6 +27,7 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/operator"
 
 	// Register the default metrics and client-go adapters like kube-scheduler does.
@@ -94,7 +95,7 @@ func newCommand() *cobra.Command {
 func newCloud(ctx context.Context, name, cluster string, a awsFlags, kube kubernetes.Interface) (cloud.CloudProvider, error) {
 	switch name {
 	case "fake":
-		return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: cluster, Joiner: &fake.KubeletJoiner{Client: kube}}), nil
+		return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: cluster, Joiner: &kubelet.Joiner{Client: kube}}), nil
 	case "aws":
 		opts := tailoraws.Options{ClusterName: cluster, ClusterEndpoint: a.clusterEndpoint, Region: a.region, Endpoint: a.endpoint,
 			InterruptionQueue: a.interruptionQueue, NodeClasses: tailoraws.NodeClassesFromKube(kube)}

@@ -23,10 +23,13 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -107,7 +110,7 @@ func (s *sandboxCloud) NewCloud(kube kubernetes.Interface) cloud.CloudProvider {
 	s.kube.Store(&kubeRef{kube})
 	if s.provider == nil {
 		return narratedCloud{fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: s.account.cluster, Region: s.account.region,
-			Joiner: &fake.KubeletJoiner{Client: kube}})}
+			Joiner: &kubelet.Joiner{Client: kube}})}
 	}
 	return narratedCloud{s.provider}
 }
@@ -115,7 +118,7 @@ func (s *sandboxCloud) NewCloud(kube kubernetes.Interface) cloud.CloudProvider {
 // boot plays the kubelet of each instance the emulator launches: it registers the Node.
 func (s *sandboxCloud) boot(l emulator.Launch) {
 	if k := s.kube.Load(); k != nil {
-		emulator.NodeRegistrar(k.Interface)(l)
+		register.Nodes(k.Interface)(l)
 	}
 }
 
@@ -142,7 +145,7 @@ func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kube
 	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return err
 	}
-	deps := cloud.ControllerDeps{Kube: cluster.Kube, Clients: cluster.Tailor, Recorder: broadcaster.NewRecorder(scheme.Scheme, "tailor")}
+	deps := controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor, Recorder: broadcaster.NewRecorder(scheme.Scheme, "tailor")}
 	for _, c := range s.provider.Controllers(deps) {
 		go func() {
 			if err := c.Run(ctx); err != nil {
@@ -166,9 +169,9 @@ func (s *sandboxCloud) Close() {
 }
 
 // Controllers passes the provider's controllers through the narration, so that a host that
-// starts cloud controllers (the operator, through cloud.ControllerProvider) sees them.
-func (n narratedCloud) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
-	if cp, ok := n.CloudProvider.(cloud.ControllerProvider); ok {
+// starts cloud controllers (the operator, through controllers.Provider) sees them.
+func (n narratedCloud) Controllers(deps controllers.Deps) []cloud.Runnable {
+	if cp, ok := n.CloudProvider.(controllers.Provider); ok {
 		return cp.Controllers(deps)
 	}
 	return nil

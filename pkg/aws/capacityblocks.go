@@ -9,14 +9,16 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
 // watchCapacityBlocks checks every CapacityReservationRefreshInterval, until ctx ends, for
-// instances of the cluster in Capacity Blocks that end within CapacityBlockLead, and hands each
-// to handle as a capacity reservation interruption whose deadline is when EC2 starts reclaiming
-// the block: the node is tainted, its pods planned elsewhere at once and the node drained, as for
-// any interruption, and not budgeted, as in Karpenter. A notice handled is not sent again.
+// instances of the cluster in Capacity Blocks that end within resolve.CapacityBlockLead, and
+// hands each to handle as a capacity reservation interruption whose deadline is when EC2 starts
+// reclaiming the block: the node is tainted, its pods planned elsewhere at once and the node
+// drained, as for any interruption, and not budgeted, as in Karpenter. A notice handled is not
+// sent again.
 func (p *Provider) watchCapacityBlocks(ctx context.Context, handle cloud.InterruptionHandler) {
 	ticker := tickerClock(p.opts.Clock).NewTicker(p.opts.CapacityReservationRefreshInterval)
 	defer ticker.Stop()
@@ -69,14 +71,14 @@ func (p *Provider) interruptEndingBlocks(ctx context.Context, handle cloud.Inter
 	}
 	now := p.opts.Clock.Now()
 	for _, cr := range out.CapacityReservations {
-		if cr.ReservationType != ec2types.CapacityReservationTypeCapacityBlock || cr.EndDate == nil || now.Before(cr.EndDate.Add(-CapacityBlockLead)) {
+		if cr.ReservationType != ec2types.CapacityReservationTypeCapacityBlock || cr.EndDate == nil || now.Before(cr.EndDate.Add(-resolve.CapacityBlockLead)) {
 			continue
 		}
 		for _, inst := range inReservation[aws.ToString(cr.CapacityReservationId)] {
 			pid := providerID(aws.ToString(inst.Placement.AvailabilityZone), aws.ToString(inst.InstanceId))
 			klog.FromContext(ctx).Info("Capacity Block ends soon; interrupting its node", "providerID", pid,
 				"capacityReservation", aws.ToString(cr.CapacityReservationId), "end", cr.EndDate.UTC())
-			n := cloud.Interruption{ProviderID: pid, Kind: cloud.InterruptionCapacityReservation, Deadline: cr.EndDate.Add(-capacityBlockReclaim)}
+			n := cloud.Interruption{ProviderID: pid, Kind: cloud.InterruptionCapacityReservation, Deadline: cr.EndDate.Add(-resolve.CapacityBlockReclaim)}
 			if err := handle(ctx, n); err != nil {
 				return fmt.Errorf("handling the end of Capacity Block %s for %s: %w", aws.ToString(cr.CapacityReservationId), pid, err)
 			}

@@ -16,15 +16,16 @@ import (
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/nodeclass"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 )
 
-var _ cloud.ControllerProvider = (*Provider)(nil)
+var _ controllers.Provider = (*Provider)(nil)
 
-// Controllers implements cloud.ControllerProvider: the EC2NodeClass status controller. (The
+// Controllers implements controllers.Provider: the EC2NodeClass status controller. (The
 // interruption queue is consumed through HandleInterruptions.) Every call returns the same
 // controllers, and each runs at most once at a time, so a host that starts them twice (the
 // sandbox and the operator, say) does not double the AWS calls or the status writes.
-func (p *Provider) Controllers(deps cloud.ControllerDeps) []cloud.Runnable {
+func (p *Provider) Controllers(deps controllers.Deps) []cloud.Runnable {
 	p.controllersOnce.Do(func() {
 		p.controllers = []cloud.Runnable{&single{name: "ec2nodeclass", run: func(ctx context.Context) error {
 			c, err := nodeclass.New(nodeclass.Options{Clients: deps.Clients, Resolve: p.resolveStatus, Clock: tickerClock(p.opts.Clock),

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"sort"
 
-	"github.com/aws/smithy-go"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/tailor-sh/tailor/pkg/aws/awserr"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
@@ -56,7 +56,7 @@ func classifyLaunch(err error) error {
 	if err == nil {
 		return nil
 	}
-	if code := errorCode(err); permanentLaunchCodes.Has(code) {
+	if code := awserr.Code(err); permanentLaunchCodes.Has(code) {
 		msg := err.Error()
 		var ae interface{ ErrorMessage() string }
 		if errors.As(err, &ae) {
@@ -67,20 +67,8 @@ func classifyLaunch(err error) error {
 	return err
 }
 
-// errorCode is the AWS error code of err (an API error, or an error in a CreateFleet
-// response), or "".
-func errorCode(err error) string {
-	var ae interface{ ErrorCode() string }
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
-var _ interface{ ErrorCode() string } = smithy.APIError(nil)
-
 func isNotFound(err error) bool {
-	switch errorCode(err) {
+	switch awserr.Code(err) {
 	case "InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed":
 		return true
 	}

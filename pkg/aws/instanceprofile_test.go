@@ -14,6 +14,7 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 )
 
 func roleClass(role string) *awsv1.EC2NodeClass {
@@ -37,8 +38,8 @@ func resolveProfile(t *testing.T, e *env, nc *awsv1.EC2NodeClass) (string, *meta
 func TestInstanceProfileForRole(t *testing.T) {
 	e := newEnv(t, emulator.Options{})
 	role := emulator.NodeRoleName(cluster)
-	want := tailoraws.InstanceProfileName(cluster, emulator.Region, role)
-	if len(want) > 128 || want == tailoraws.InstanceProfileName(cluster, "eu-west-1", role) || want == tailoraws.InstanceProfileName(cluster, emulator.Region, "other") {
+	want := resolve.InstanceProfileName(cluster, emulator.Region, role)
+	if len(want) > 128 || want == resolve.InstanceProfileName(cluster, "eu-west-1", role) || want == resolve.InstanceProfileName(cluster, emulator.Region, "other") {
 		t.Fatalf("profile name %q is not specific to region and role, or too long", want)
 	}
 

@@ -116,7 +116,7 @@ func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	if id := aws.ToString(inst.CapacityReservationId); id != "" {
 		for _, c := range out.TerminatingInstances {
 			if c.PreviousState != nil && contains(liveStates, string(c.PreviousState.Name)) {
-				p.resolver.reservations.released(id)
+				p.reservations.released(id)
 			}
 		}
 	}

@@ -17,6 +17,8 @@ import (
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/awserr"
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/aws/userdata"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
@@ -38,7 +40,7 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 		return nil, err
 	}
 	inst, err := p.launch(ctx, claim, nc, res, plan)
-	if code := errorCode(err); code == "InvalidLaunchTemplateName.NotFoundException" {
+	if code := awserr.Code(err); code == "InvalidLaunchTemplateName.NotFoundException" {
 		// A template was deleted behind our back (garbage collection, a person): make them again.
 		p.templates.forgetAll()
 		inst, err = p.launch(ctx, claim, nc, res, plan)
@@ -103,7 +105,7 @@ type launched struct {
 
 // launch ensures the launch templates and sends one instant CreateFleet. Offerings the fleet
 // reports short of capacity are avoided for the TTL, even when another one launched.
-func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, plan *launchPlan) (*launched, error) {
+func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *resolve.Resolution, plan *launchPlan) (*launched, error) {
 	configs := map[string]*ec2types.FleetLaunchTemplateConfigRequest{}
 	var order []string
 	images := map[string]string{}
@@ -112,10 +114,10 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if options, taken, seq = p.takeReservations(plan.options); len(options) == 0 {
 			return nil, errReservationsFull
 		}
-		block = options[0].offering.Labels[awsv1.LabelCapacityReservationType] == ReservationTypeCapacityBlock
+		block = options[0].offering.Labels[awsv1.LabelCapacityReservationType] == resolve.ReservationTypeCapacityBlock
 	}
 	launchedInto := ""
-	defer func() { p.resolver.reservations.done(taken, seq, launchedInto) }()
+	defer func() { p.reservations.done(taken, seq, launchedInto) }()
 	// reservationOf names each template's reservation: one template per reservation, as its
 	// target is in the template.
 	reservationOf := map[string]string{}
@@ -153,7 +155,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	target := plan.capacityType
 	switch {
 	case block:
-		target = ReservationTypeCapacityBlock
+		target = resolve.ReservationTypeCapacityBlock
 	case plan.capacityType == karpv1.CapacityTypeReserved:
 		target = karpv1.CapacityTypeOnDemand
 	}
@@ -194,7 +196,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			key := cloud.OfferingKey{InstanceType: string(ov.InstanceType), Zone: aws.ToString(ov.AvailabilityZone), CapacityType: plan.capacityType}
 			if plan.capacityType == karpv1.CapacityTypeReserved {
 				// A full reservation says nothing of the type's other reservations or pools.
-				p.resolver.reservations.full(reservationOf[templateName(e.LaunchTemplateAndOverrides)])
+				p.reservations.full(reservationOf[templateName(e.LaunchTemplateAndOverrides)])
 			} else {
 				p.unavailable.mark(key)
 			}
@@ -259,7 +261,7 @@ func clientToken(claim *karpv1.NodeClaim) string {
 }
 
 // bestSubnet is the subnet of the zone with the most free addresses (status is sorted so).
-func bestSubnet(res *Resolution, zone string) string {
+func bestSubnet(res *resolve.Resolution, zone string) string {
 	for _, s := range res.NodeClass.Status.Subnets {
 		if s.Zone == zone {
 			return s.ID
@@ -268,7 +270,7 @@ func bestSubnet(res *Resolution, zone string) string {
 	return ""
 }
 
-func zoneIDsOf(res *Resolution) map[string]string {
+func zoneIDsOf(res *resolve.Resolution) map[string]string {
 	out := map[string]string{}
 	for _, s := range res.NodeClass.Status.Subnets {
 		out[s.Zone] = s.ZoneID
@@ -298,7 +300,7 @@ func instanceTags(cluster string, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClas
 type userDataCache map[string]string
 
 // templateSpec is the launch template for one launchable type of the claim.
-func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *Resolution, t *launchableType, o cloud.Offering, rendered userDataCache) (templateSpec, error) {
+func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *resolve.Resolution, t *launchableType, o cloud.Offering, rendered userDataCache) (templateSpec, error) {
 	key := fmt.Sprint(t.pods, t.kube, t.system, t.eviction) // fmt prints maps in key order
 	ud, ok := rendered[key]
 	if !ok {
@@ -326,7 +328,7 @@ func (p *Provider) templateSpec(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass,
 		NetworkInterfaces: networkInterfaces(efaInterfaces(claim, t.it), nc.Spec.AssociatePublicIPAddress),
 		BlockDevices:      blockDeviceMappings(nc), Metadata: nc.Spec.MetadataOptions, Monitoring: deref(nc.Spec.DetailedMonitoring),
 		CapacityReservationID: o.Labels[awsv1.LabelCapacityReservationID],
-		CapacityBlock:         o.Labels[awsv1.LabelCapacityReservationType] == ReservationTypeCapacityBlock,
+		CapacityBlock:         o.Labels[awsv1.LabelCapacityReservationType] == resolve.ReservationTypeCapacityBlock,
 		Tags: map[string]string{"kubernetes.io/cluster/" + p.opts.ClusterName: "owned", awsv1.TagKeyEKSClusterName: p.opts.ClusterName,
 			awsv1.TagKeyNodeClass: nc.Name}}, nil
 }

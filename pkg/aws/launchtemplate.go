@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/awserr"
 )
 
 // templateSpec is everything a launch template holds. Its hash names the template, so equal
@@ -154,7 +155,7 @@ func (l *launchTemplates) ensure(ctx context.Context, spec templateSpec) (string
 // create makes the template in EC2 unless it is there already.
 func (l *launchTemplates) create(ctx context.Context, name string, spec templateSpec) error {
 	_, err := l.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
-	switch code := errorCode(err); {
+	switch code := awserr.Code(err); {
 	case err == nil:
 		return nil
 	case code != "InvalidLaunchTemplateName.NotFoundException":
@@ -165,7 +166,7 @@ func (l *launchTemplates) create(ctx context.Context, name string, spec template
 		LaunchTemplateData: templateData(spec),
 		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(spec.Tags)}},
 	})
-	if err != nil && errorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
+	if err != nil && awserr.Code(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
 		return fmt.Errorf("creating launch template %s: %w", name, err)
 	}
 	return nil
@@ -254,7 +255,7 @@ func (p *Provider) CollectLaunchTemplates(ctx context.Context, idle time.Duratio
 				continue
 			}
 			_, err := l.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String(name)})
-			if err != nil && errorCode(err) != "InvalidLaunchTemplateName.NotFoundException" {
+			if err != nil && awserr.Code(err) != "InvalidLaunchTemplateName.NotFoundException" {
 				return deleted, fmt.Errorf("deleting launch template %s: %w", name, err)
 			}
 			l.forget(name)

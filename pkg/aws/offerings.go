@@ -12,6 +12,7 @@ import (
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
@@ -27,7 +28,7 @@ type launchableType struct {
 
 // launchableTypes computes every type an AMI of the node class can boot, with allocatable as
 // Karpenter computes it and offerings in the zones of the class's subnets.
-func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, res *Resolution) ([]*launchableType, error) {
+func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, res *resolve.Resolution) ([]*launchableType, error) {
 	infos, typeZones, err := p.catalog.get(ctx)
 	if err != nil {
 		return nil, err
@@ -191,11 +192,11 @@ func (p *Provider) reservedOfferings(instanceType string, reservations []awsv1.C
 		}
 		price, priced := p.prices.onDemandPriceFor(false, instanceType)
 		// A block within its lead time is expiring even before the status says so.
-		expiring := cr.State == "expiring" || (cr.EndTime != nil && reservationType(cr) == ReservationTypeCapacityBlock &&
-			!p.opts.Clock.Now().Before(cr.EndTime.Add(-CapacityBlockLead)))
+		expiring := cr.State == "expiring" || (cr.EndTime != nil && reservationType(cr) == resolve.ReservationTypeCapacityBlock &&
+			!p.opts.Clock.Now().Before(cr.EndTime.Add(-resolve.CapacityBlockLead)))
 		out = append(out, cloud.Offering{Zone: cr.AvailabilityZone, CapacityType: karpv1.CapacityTypeReserved,
 			PricePerHour: price / reservedPriceDivisor,
-			Available:    priced && !expiring && p.resolver.reservations.room(cr.ID) > 0,
+			Available:    priced && !expiring && p.reservations.room(cr.ID) > 0,
 			Labels:       map[string]string{awsv1.LabelCapacityReservationID: cr.ID, awsv1.LabelCapacityReservationType: reservationType(cr)}})
 	}
 	return out
@@ -203,7 +204,7 @@ func (p *Provider) reservedOfferings(instanceType string, reservations []awsv1.C
 
 func reservationType(cr awsv1.CapacityReservation) string {
 	if cr.ReservationType == "" {
-		return ReservationTypeDefault
+		return resolve.ReservationTypeDefault
 	}
 	return cr.ReservationType
 }

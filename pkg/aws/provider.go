@@ -25,6 +25,7 @@ import (
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
@@ -36,15 +37,18 @@ const resolutionTTL = time.Minute
 
 // Provider implements cloud.CloudProvider on EC2. It is safe for concurrent use.
 type Provider struct {
-	opts        Options
-	cfg         aws.Config
-	regionName  string
-	ec2         *ec2.Client
-	resolver    *Resolver
-	catalog     *catalog
-	prices      *prices
-	unavailable *unavailableOfferings
-	templates   *launchTemplates
+	opts       Options
+	cfg        aws.Config
+	regionName string
+	ec2        *ec2.Client
+	resolver   *resolve.Resolver
+	// reservations counts what is left of each capacity reservation; the resolver feeds it
+	// every count EC2 describes.
+	reservations *reservationTracker
+	catalog      *catalog
+	prices       *prices
+	unavailable  *unavailableOfferings
+	templates    *launchTemplates
 
 	mu          sync.Mutex
 	resolutions map[string]cachedResolution
@@ -56,7 +60,7 @@ type Provider struct {
 }
 
 type cachedResolution struct {
-	res *Resolution
+	res *resolve.Resolution
 	at  time.Time
 }
 
@@ -74,18 +78,18 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	ec2c := ec2.NewFromConfig(cfg)
 	pc := pricingapi.NewFromConfig(cfg, func(o *pricingapi.Options) { o.Region = pricingRegion(cfg.Region) })
 	p := &Provider{
-		opts:        opts,
-		cfg:         cfg,
-		regionName:  cfg.Region,
-		ec2:         ec2c,
-		resolver:    NewResolver(cfg, opts.ClusterName, opts.KubernetesVersion, opts.Clock),
-		catalog:     &catalog{ec2: ec2c, clock: opts.Clock},
-		prices:      newPrices(ec2c, pc, cfg.Region, opts.Clock),
-		unavailable: newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),
-		templates:   newLaunchTemplates(ec2c, opts.ClusterName, opts.Clock),
-		resolutions: map[string]cachedResolution{},
+		opts:         opts,
+		cfg:          cfg,
+		regionName:   cfg.Region,
+		ec2:          ec2c,
+		reservations: newReservationTracker(opts.Clock, opts.UnavailableOfferingsTTL),
+		catalog:      &catalog{ec2: ec2c, clock: opts.Clock},
+		prices:       newPrices(ec2c, pc, cfg.Region, opts.Clock),
+		unavailable:  newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),
+		templates:    newLaunchTemplates(ec2c, opts.ClusterName, opts.Clock),
+		resolutions:  map[string]cachedResolution{},
 	}
-	p.resolver.reservations = newReservationTracker(opts.Clock, opts.UnavailableOfferingsTTL)
+	p.resolver = resolve.New(cfg, opts.ClusterName, opts.KubernetesVersion, opts.Clock, p.reservations.observe)
 	return p, nil
 }
 
@@ -117,11 +121,11 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *karpv1.NodePool) ([]
 func (p *Provider) MarkOfferingUnavailable(key cloud.OfferingKey) { p.unavailable.mark(key) }
 
 // Resolver exposes the node class resolver, for a controller that writes EC2NodeClass status.
-func (p *Provider) Resolver() *Resolver { return p.resolver }
+func (p *Provider) Resolver() *resolve.Resolver { return p.resolver }
 
 // readyNodeClass reads the referenced EC2NodeClass and resolves it, failing with the reason when
 // instances cannot be launched from it.
-func (p *Provider) readyNodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (*awsv1.EC2NodeClass, *Resolution, error) {
+func (p *Provider) readyNodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (*awsv1.EC2NodeClass, *resolve.Resolution, error) {
 	if ref == nil || ref.Name == "" {
 		return nil, nil, fmt.Errorf("no nodeClassRef: the AWS provider needs an EC2NodeClass")
 	}
@@ -182,7 +186,7 @@ func (p *Provider) NodeClassReady(ctx context.Context, ref *karpv1.NodeClassRefe
 
 // resolve caches resolutions for a minute per node class spec, so a burst of launches does not
 // re-describe the VPC for each claim, while a spec change is seen at once.
-func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*Resolution, error) {
+func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*resolve.Resolution, error) {
 	key := nc.Name + "/" + specKey(nc)
 	p.mu.Lock()
 	cached, ok := p.resolutions[key]

@@ -1,93 +1,22 @@
 package aws
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 )
 
-// Capacity reservation facts that Tailor shares with Karpenter.
-const (
-	// ReservationTypeDefault and ReservationTypeCapacityBlock are the values of
-	// karpenter.k8s.aws/capacity-reservation-type and of status.capacityReservations[].reservationType.
-	ReservationTypeDefault       = "default"
-	ReservationTypeCapacityBlock = "capacity-block"
-	// capacityBlockReclaim is how long before a Capacity Block's end EC2 starts terminating its
-	// instances.
-	capacityBlockReclaim = 30 * time.Minute
-	// CapacityBlockLead is how long before its end a Capacity Block's nodes are interrupted and
-	// its offerings withdrawn: ten minutes before EC2 reclaims them, as Karpenter does, so pods
-	// are moved by Tailor rather than killed by EC2.
-	CapacityBlockLead = capacityBlockReclaim + 10*time.Minute
-	// reservedPriceDivisor: Karpenter prices a reserved offering at its on-demand price divided by
-	// ten million. A reservation is paid for whether it is used or not, so using it costs nearly
-	// nothing; keeping the on-demand ratio still orders reserved offerings among themselves.
-	reservedPriceDivisor = 10_000_000
-)
-
-// capacityReservations describes what the selector terms select (ORed), active ones only, as the
-// node class status reports them. A term naming an ID EC2 does not know selects nothing.
-func (r *Resolver) capacityReservations(ctx context.Context, terms []awsv1.CapacityReservationSelectorTerm) ([]awsv1.CapacityReservation, error) {
-	seen := map[string]ec2types.CapacityReservation{}
-	for _, term := range terms {
-		in := &ec2.DescribeCapacityReservationsInput{Filters: append(tagFilters(term.Tags),
-			ec2types.Filter{Name: aws.String("state"), Values: []string{"active"}})}
-		if term.OwnerID != "" {
-			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("owner-id"), Values: []string{term.OwnerID}})
-		}
-		if term.InstanceMatchCriteria != "" {
-			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("instance-match-criteria"), Values: []string{term.InstanceMatchCriteria}})
-		}
-		if term.ID != "" {
-			in.CapacityReservationIds = []string{term.ID}
-		}
-		for p := ec2.NewDescribeCapacityReservationsPaginator(r.ec2, in); p.HasMorePages(); {
-			out, err := p.NextPage(ctx)
-			if term.ID != "" && errorCode(err) == "InvalidCapacityReservationId.NotFound" {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("describing capacity reservations: %w", err)
-			}
-			for _, cr := range out.CapacityReservations {
-				seen[aws.ToString(cr.CapacityReservationId)] = cr
-			}
-		}
-	}
-	now := r.clock.Now()
-	out := make([]awsv1.CapacityReservation, 0, len(seen))
-	for _, id := range sortedKeys(seen) {
-		cr := seen[id]
-		r.reservations.observe(id, int(aws.ToInt32(cr.AvailableInstanceCount)))
-		status := awsv1.CapacityReservation{ID: id, InstanceType: aws.ToString(cr.InstanceType), AvailabilityZone: aws.ToString(cr.AvailabilityZone),
-			OwnerID: aws.ToString(cr.OwnerId), InstanceMatchCriteria: string(cr.InstanceMatchCriteria), ReservationType: ReservationTypeDefault,
-			State: "active"}
-		if cr.ReservationType == ec2types.CapacityReservationTypeCapacityBlock {
-			status.ReservationType = ReservationTypeCapacityBlock
-		}
-		if cr.EndDate != nil {
-			end := metav1.NewTime(cr.EndDate.UTC())
-			status.EndTime = &end
-			// A block about to be reclaimed takes no new nodes; its nodes are being moved off.
-			if status.ReservationType == ReservationTypeCapacityBlock && !now.Before(cr.EndDate.Add(-CapacityBlockLead)) {
-				status.State = "expiring"
-			}
-		}
-		out = append(out, status)
-	}
-	return out, nil
-}
+// reservedPriceDivisor: Karpenter prices a reserved offering at its on-demand price divided by
+// ten million. A reservation is paid for whether it is used or not, so using it costs nearly
+// nothing; keeping the on-demand ratio still orders reserved offerings among themselves.
+const reservedPriceDivisor = 10_000_000
 
 // reservationTracker counts what is left of each capacity reservation between describes, so that
 // claims launched at once do not all aim at its last slot: the count EC2 last reported, minus
@@ -204,7 +133,7 @@ func (p *Provider) takeReservations(options []launchOption) ([]launchOption, []s
 			ids = append(ids, id)
 		}
 	}
-	taken, seq := p.resolver.reservations.take(ids)
+	taken, seq := p.reservations.take(ids)
 	var kept []launchOption
 	for _, o := range options {
 		if contains(taken, o.offering.Labels[awsv1.LabelCapacityReservationID]) {

@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
@@ -87,7 +88,7 @@ func TestCapacityReservationSelectorTerms(t *testing.T) {
 	nc := e.reserveClass(t, awsv1.CapacityReservationSelectorTerm{ID: block})
 	got := nc.Status.CapacityReservations[0]
 	want := awsv1.CapacityReservation{ID: block, InstanceType: "p5.48xlarge", AvailabilityZone: fake.ZoneC, OwnerID: emulator.AccountID,
-		InstanceMatchCriteria: "targeted", ReservationType: tailoraws.ReservationTypeCapacityBlock, State: "active"}
+		InstanceMatchCriteria: "targeted", ReservationType: resolve.ReservationTypeCapacityBlock, State: "active"}
 	if got.EndTime == nil || !got.EndTime.Time.Equal(end) {
 		t.Errorf("endTime = %v, want %v", got.EndTime, end)
 	}
@@ -96,9 +97,9 @@ func TestCapacityReservationSelectorTerms(t *testing.T) {
 		t.Errorf("status = %+v, want %+v", got, want)
 	}
 	// Within CapacityBlockLead of its end the block is expiring: its nodes are being moved off.
-	e.clock.Step(3*time.Hour - tailoraws.CapacityBlockLead)
+	e.clock.Step(3*time.Hour - resolve.CapacityBlockLead)
 	if s := e.reserveClass(t, awsv1.CapacityReservationSelectorTerm{ID: block}).Status.CapacityReservations[0].State; s != "expiring" {
-		t.Errorf("state %q %s before the end, want expiring", s, tailoraws.CapacityBlockLead)
+		t.Errorf("state %q %s before the end, want expiring", s, resolve.CapacityBlockLead)
 	}
 }
 
@@ -297,7 +298,7 @@ func TestCapacityBlockEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels[awsv1.LabelCapacityReservationID] != id || got.Labels[awsv1.LabelCapacityReservationType] != tailoraws.ReservationTypeCapacityBlock {
+	if got.Labels[awsv1.LabelCapacityReservationID] != id || got.Labels[awsv1.LabelCapacityReservationType] != resolve.ReservationTypeCapacityBlock {
 		t.Fatalf("claim launched as %v, want into block %s", got.Labels, id)
 	}
 	if lt := e.launchTemplateOf(t, got.Status.ProviderID); lt.InstanceMarketOptions == nil || lt.InstanceMarketOptions.MarketType != "capacity-block" {
@@ -310,7 +311,7 @@ func TestCapacityBlockEnds(t *testing.T) {
 	go func() {
 		done <- e.provider.HandleInterruptions(ctx, func(_ context.Context, n cloud.Interruption) error { notices <- n; return nil })
 	}()
-	e.clock.Step(2*time.Hour - tailoraws.CapacityBlockLead - time.Minute)
+	e.clock.Step(2*time.Hour - resolve.CapacityBlockLead - time.Minute)
 	// A minute before the lead time, checks find nothing to do.
 	for range 3 {
 		e.clock.Step(time.Second)

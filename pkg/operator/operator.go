@@ -23,6 +23,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
 	tailorinformers "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
@@ -317,8 +318,8 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	o.runDisruption(ctx)
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run
 	// them only on the leader, like Tailor's.
-	if cp, ok := o.cloud.(cloud.ControllerProvider); ok {
-		for _, c := range cp.Controllers(cloud.ControllerDeps{Kube: h.ClientSet(), Clients: o.clients, Recorder: h.EventRecorder()}) {
+	if cp, ok := o.cloud.(controllers.Provider); ok {
+		for _, c := range cp.Controllers(controllers.Deps{Kube: h.ClientSet(), Clients: o.clients, Recorder: h.EventRecorder()}) {
 			o.wg.Go(func() {
 				if err := c.Run(ctx); err != nil && ctx.Err() == nil {
 					logger.Error(err, "Cloud controller stopped")

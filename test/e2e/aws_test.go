@@ -19,9 +19,12 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -80,7 +83,7 @@ func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[str
 	var kube atomic.Pointer[kubernetes.Interface]
 	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: clusterName, Region: region, OnLaunch: func(l emulator.Launch) {
 		if k := kube.Load(); k != nil {
-			emulator.NodeRegistrar(*k)(l)
+			register.Nodes(*k)(l)
 		}
 	}})
 	t.Cleanup(e.emu.Close)
@@ -121,7 +124,7 @@ func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[str
 	// their watches do not hold up its shutdown.
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	t.Cleanup(stopControllers)
-	for _, c := range e.provider.Controllers(cloud.ControllerDeps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
+	for _, c := range e.provider.Controllers(controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
 		go func() {
 			if err := c.Run(ctrlCtx); err != nil {
 				t.Errorf("provider controller: %v", err)
@@ -144,7 +147,7 @@ func TestAWSProviderRunsTheExamples(t *testing.T) {
 	}
 	e.waitRunning("app=inflate", 5, 2*time.Minute)
 
-	profile := tailoraws.InstanceProfileName(awsCluster, emulator.Region, emulator.NodeRoleName(awsCluster))
+	profile := resolve.InstanceProfileName(awsCluster, emulator.Region, emulator.NodeRoleName(awsCluster))
 	e.waitFor("EC2NodeClass default Ready", time.Minute, func() (bool, string) {
 		nc, err := e.cluster.Tailor.AWSV1().EC2NodeClasses().Get(e.ctx, "default", metav1.GetOptions{})
 		if err != nil {

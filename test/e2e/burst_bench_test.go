@@ -18,6 +18,7 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -64,7 +65,7 @@ func burstOnce(b *testing.B, n int) (toClaims, toRunning time.Duration, claims i
 		Dir:   b.TempDir(),
 		Clock: clk,
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
-			return fake.New(fake.Options{Clock: clk, ClusterName: "bench", Joiner: &fake.KubeletJoiner{Client: kube}})
+			return fake.New(fake.Options{Clock: clk, ClusterName: "bench", Joiner: &kubelet.Joiner{Client: kube}})
 		},
 	})
 	if err != nil {

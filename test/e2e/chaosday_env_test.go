@@ -16,6 +16,7 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
@@ -47,7 +48,7 @@ func newChaosDayEnv(t *testing.T) *chaosDayEnv {
 	var kube atomic.Pointer[kubernetes.Interface]
 	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: awsCluster, Region: emulator.Region, OnLaunch: func(l emulator.Launch) {
 		if k := kube.Load(); k != nil {
-			emulator.NodeRegistrar(*k)(l)
+			register.Nodes(*k)(l)
 		}
 	}})
 	t.Cleanup(e.emu.Close)

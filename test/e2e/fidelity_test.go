@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -59,7 +60,7 @@ func TestNodeThatRefusesItsPodIsReplaced(t *testing.T) {
 			if joined.Swap(true) {
 				return inner.Join(ctx, inst)
 			}
-			return joinTainted(ctx, inner.(*fake.KubeletJoiner).Client, inst)
+			return joinTainted(ctx, inner.(*kubelet.Joiner).Client, inst)
 		})
 	})
 	e.createNodePool(nodePool("default"))

@@ -22,6 +22,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -96,7 +97,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 		TailorArgs:      map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
 		SchedulerConfig: proxy.start,
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
-			return fake.New(fake.Options{Clock: clk, ClusterName: "fleet", Joiner: &fake.KubeletJoiner{Client: kube}})
+			return fake.New(fake.Options{Clock: clk, ClusterName: "fleet", Joiner: &kubelet.Joiner{Client: kube}})
 		},
 	})
 	if err != nil {

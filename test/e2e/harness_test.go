@@ -24,6 +24,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 	"github.com/tailor-sh/tailor/pkg/webhook"
 )
@@ -79,7 +80,7 @@ func startEnv(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Op
 		TailorArgs: map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
 		Webhook:    hook,
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
-			var joiner fake.Joiner = &fake.KubeletJoiner{Client: kube}
+			var joiner fake.Joiner = &kubelet.Joiner{Client: kube}
 			if wrap != nil {
 				joiner = wrap(joiner)
 			}

@@ -15,6 +15,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
@@ -95,7 +96,7 @@ func TestCapacityReservations(t *testing.T) {
 
 	// A Capacity Block: the next pod lands in it; CapacityBlockLead before its end, its node is
 	// interrupted and the pod moves to on-demand capacity.
-	end := e.clock.Now().Add(tailoraws.CapacityBlockLead + 10*time.Minute)
+	end := e.clock.Now().Add(resolve.CapacityBlockLead + 10*time.Minute)
 	block := e.emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: fake.ZoneB, Total: 1,
 		Type: emulator.ReservationTypeCapacityBlock, MatchCriteria: emulator.MatchCriteriaTargeted, EndTime: end, Tags: map[string]string{"team": "ml"}})
 	e.waitReservations(block)

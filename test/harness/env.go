@@ -18,8 +18,11 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -45,13 +48,13 @@ func Start(t *testing.T, which Cloud) *sandbox.Cluster {
 	switch which {
 	case Fake:
 		opts.NewCloud = func(kube kubernetes.Interface) cloud.CloudProvider {
-			return fake.New(fake.Options{Clock: opts.Clock, ClusterName: "harness", Joiner: &fake.KubeletJoiner{Client: kube}})
+			return fake.New(fake.Options{Clock: opts.Clock, ClusterName: "harness", Joiner: &kubelet.Joiner{Client: kube}})
 		}
 	case AWS:
 		var kube atomic.Pointer[kubernetes.Interface]
 		emu := emulator.Start(emulator.Options{Clock: opts.Clock, ClusterName: "tailor", OnLaunch: func(l emulator.Launch) {
 			if k := kube.Load(); k != nil {
-				emulator.NodeRegistrar(*k)(l)
+				register.Nodes(*k)(l)
 			}
 		}})
 		t.Cleanup(emu.Close)
@@ -87,7 +90,7 @@ func Start(t *testing.T, which Cloud) *sandbox.Cluster {
 		// must end before the API server stops.
 		ctrlCtx, stop := context.WithCancel(ctx)
 		t.Cleanup(stop)
-		for _, c := range provider.Controllers(cloud.ControllerDeps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
+		for _, c := range provider.Controllers(controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
 			go func() {
 				if err := c.Run(ctrlCtx); err != nil && ctrlCtx.Err() == nil {
 					t.Errorf("AWS provider controller: %v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/tailor-sh/tailor/manifests"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/operator"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
@@ -76,7 +77,7 @@ func (s scheduler) startInProcess(ctx context.Context, b *testing.B, c *cluster)
 	started := make(chan struct{})
 	if s.tailor {
 		newCloud := func(kube kubernetes.Interface) (cloud.CloudProvider, error) {
-			return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "tailor", Joiner: &fake.KubeletJoiner{Client: kube}}), nil
+			return fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: "tailor", Joiner: &kubelet.Joiner{Client: kube}}), nil
 		}
 		go func() {
 			done <- operator.Run(ctx, opts, newCloud, clock.RealClock{}, operator.WithStarted(func() { close(started) }))

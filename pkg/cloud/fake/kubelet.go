@@ -2,18 +2,16 @@ package fake
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
 
 // Joiner plays what happens inside a launched instance once it has booted: its kubelet
 // registering a Node. The provider calls it once per instance, after Options.RegistrationDelay.
+// kubelet.Joiner (pkg/cloud/fake/kubelet) registers NodeFor with an API server.
 type Joiner interface {
 	Join(ctx context.Context, instance Instance) error
 }
@@ -22,30 +20,13 @@ type Joiner interface {
 // (heartbeats, Ready condition, pod status) the way kwok's own Karpenter provider relies on.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// KubeletJoiner registers the Node a real kubelet would, so everything downstream (registration,
-// initialization, binding) runs exactly as it does against a real cloud.
+// NodeFor is the Node the instance's kubelet registers: the claim's labels and taints (startup
+// taints included, as Karpenter passes both to the kubelet), plus the unregistered taint that
+// Karpenter's registration removes once it has synced the claim onto the node.
 //
 // The node is named after its NodeClaim, as Karpenter's kwok provider names them: a real cloud
 // names nodes after the machine (ip-10-0-0-1...), which Tailor learns only at registration, and
 // nothing in Tailor may depend on the two names being equal.
-type KubeletJoiner struct {
-	Client kubernetes.Interface
-}
-
-var _ Joiner = (*KubeletJoiner)(nil)
-
-// Join creates the node; a node that already exists counts as registered, so retries are safe.
-func (j *KubeletJoiner) Join(ctx context.Context, instance Instance) error {
-	node := NodeFor(instance)
-	if _, err := j.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("registering node %q for %s: %w", node.Name, instance.ProviderID, err)
-	}
-	return nil
-}
-
-// NodeFor is the Node the instance's kubelet registers: the claim's labels and taints (startup
-// taints included, as Karpenter passes both to the kubelet), plus the unregistered taint that
-// Karpenter's registration removes once it has synced the claim onto the node.
 func NodeFor(instance Instance) *corev1.Node {
 	claim := instance.Claim
 	labels := make(map[string]string, len(claim.Labels)+1)

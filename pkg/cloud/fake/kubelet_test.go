@@ -6,20 +6,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
 
-func TestKubeletJoinerRegistersNodeAfterDelay(t *testing.T) {
+// The API server side of joining (kubelet.Joiner) is tested in pkg/cloud/fake/kubelet.
+func TestJoinsAfterDelayWithTheClaimsNode(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(epoch)
-	client := kubefake.NewClientset()
-	p := New(Options{Clock: clk, Joiner: &KubeletJoiner{Client: client}, RegistrationDelay: 30 * time.Second})
+	j := &recordingJoiner{joined: make(chan Instance, 1)}
+	p := New(Options{Clock: clk, Joiner: j, RegistrationDelay: 30 * time.Second})
 
 	claim := newClaim("default-abcde", nil, req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"))
 	claim.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
@@ -29,23 +27,25 @@ func TestKubeletJoinerRegistersNodeAfterDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The node must not exist before the boot delay has passed on the injected clock.
+	// The node must not join before the boot delay has passed on the injected clock.
 	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		return clk.HasWaiters(), nil
 	}); err != nil {
 		t.Fatal("the provider never waited on the clock")
 	}
-	if _, err := client.CoreV1().Nodes().Get(ctx, "default-abcde", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("node exists before the registration delay: %v", err)
+	select {
+	case inst := <-j.joined:
+		t.Fatalf("%s joined before the registration delay", inst.ProviderID)
+	case <-time.After(100 * time.Millisecond):
 	}
 	clk.Step(30 * time.Second)
 
 	var node *corev1.Node
-	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
-		node, err = client.CoreV1().Nodes().Get(ctx, "default-abcde", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("node never registered: %v", err)
+	select {
+	case inst := <-j.joined:
+		node = NodeFor(inst)
+	case <-time.After(5 * time.Second):
+		t.Fatal("node never joined")
 	}
 
 	for k, v := range map[string]string{
@@ -80,34 +80,18 @@ func TestKubeletJoinerRegistersNodeAfterDelay(t *testing.T) {
 	}
 }
 
-func TestKubeletJoinerIsIdempotent(t *testing.T) {
-	ctx := context.Background()
-	client := kubefake.NewClientset()
-	p := New(Options{Clock: clocktesting.NewFakeClock(epoch)})
-	if _, err := p.Create(ctx, newClaim("a", nil)); err != nil {
-		t.Fatal(err)
-	}
-	j := &KubeletJoiner{Client: client}
-	inst := p.Instances()[0]
-	for i := 0; i < 2; i++ {
-		if err := j.Join(ctx, inst); err != nil {
-			t.Fatalf("Join %d: %v", i, err)
-		}
-	}
-}
-
-// recordingJoiner counts joins, to see which instances boot.
-type recordingJoiner struct{ joined chan string }
+// recordingJoiner hands over the instances that join, to see which boot and what registers.
+type recordingJoiner struct{ joined chan Instance }
 
 func (r *recordingJoiner) Join(_ context.Context, inst Instance) error {
-	r.joined <- inst.ProviderID
+	r.joined <- inst
 	return nil
 }
 
 func TestTerminatedInstanceNeverJoins(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(epoch)
-	j := &recordingJoiner{joined: make(chan string, 2)}
+	j := &recordingJoiner{joined: make(chan Instance, 2)}
 	p := New(Options{Clock: clk, Joiner: j, RegistrationDelay: time.Minute})
 	doomed, err := p.Create(ctx, newClaim("doomed", nil))
 	if err != nil {
@@ -128,15 +112,15 @@ func TestTerminatedInstanceNeverJoins(t *testing.T) {
 	clk.Step(time.Minute)
 	select {
 	case got := <-j.joined:
-		if got != kept.Status.ProviderID {
-			t.Fatalf("joined %s, want %s", got, kept.Status.ProviderID)
+		if got.ProviderID != kept.Status.ProviderID {
+			t.Fatalf("joined %s, want %s", got.ProviderID, kept.Status.ProviderID)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no instance joined")
 	}
 	select {
 	case got := <-j.joined:
-		t.Fatalf("terminated instance %s joined", got)
+		t.Fatalf("terminated instance %s joined", got.ProviderID)
 	case <-time.After(100 * time.Millisecond):
 	}
 }

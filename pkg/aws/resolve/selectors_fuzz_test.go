@@ -1,17 +1,19 @@
-package aws
+package resolve
 
 import (
 	"context"
 	"path"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
+	"github.com/tailor-sh/tailor/pkg/aws/sdkhttp"
 )
 
 // FuzzSelectorTerms resolves an EC2NodeClass's subnet selector term {tags: {key: value}} and its
@@ -28,11 +30,13 @@ func FuzzSelectorTerms(f *testing.F) {
 	}
 	emu := emulator.Start(emulator.Options{ClusterName: "tailor"})
 	f.Cleanup(emu.Close)
-	cfg, err := SDKConfig(context.Background(), Options{Endpoint: emu.URL(), RetryMaxAttempts: 1, RetryMaxBackoff: time.Millisecond})
-	if err != nil {
-		f.Fatal(err)
-	}
-	r := NewResolver(cfg, "tailor", "1.36", nil)
+	// The provider's configuration for an endpoint (aws.SDKConfig) without its retries: the
+	// provider's package imports client-go, which this package's tests stay clear of.
+	cfg := aws.Config{Region: emulator.Region, BaseEndpoint: aws.String(emu.URL()),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTAILORTEST", "tailor-test-secret", ""),
+		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
+		HTTPClient:  sdkhttp.OwnBodies{Next: awshttp.NewBuildableClient()}}
+	r := New(cfg, "tailor", "1.36", nil, nil)
 	reservationTags := map[string]string{"karpenter.sh/discovery": "tailor", "Name": "tailor-ml"}
 	emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: "us-west-2a", Total: 1, Tags: reservationTags})
 	all, err := ec2.NewFromConfig(cfg).DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{})

@@ -1,9 +1,16 @@
-package aws
+// Package resolve reads what an EC2NodeClass's selector terms select right now (subnets, security
+// groups, AMIs, capacity reservations) and manages the instance profile for its role. It is apart
+// from the provider (pkg/aws) because the provider imports client-go: the resolver's fuzz target
+// (FuzzSelectorTerms), built here with only the AWS SDK and the emulator, is cheap enough to
+// build with coverage instrumentation for make test (FUZZ_SHORT_PACKAGES in the Makefile).
+package resolve
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -31,19 +38,20 @@ type Resolver struct {
 	profiles          *instanceProfiles
 	kubernetesVersion string
 	clock             clock.Clock
-	// reservations learns each capacity reservation's available count whenever one is described.
-	reservations *reservationTracker
+	// observeReservation, when set, is told each capacity reservation's available count whenever
+	// one is described: the provider counts launches into reservations from there.
+	observeReservation func(id string, available int)
 }
 
-// NewResolver builds a resolver on the SDK configuration; cluster names the instance profiles
-// it manages.
-func NewResolver(cfg aws.Config, cluster, kubernetesVersion string, clk clock.Clock) *Resolver {
+// New builds a resolver on the SDK configuration; cluster names the instance profiles it
+// manages. observeReservation may be nil.
+func New(cfg aws.Config, cluster, kubernetesVersion string, clk clock.Clock, observeReservation func(id string, available int)) *Resolver {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	return &Resolver{ec2: ec2.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg), kubernetesVersion: kubernetesVersion, clock: clk,
-		reservations: newReservationTracker(clk, DefaultUnavailableOfferingsTTL),
-		profiles:     &instanceProfiles{iam: iam.NewFromConfig(cfg), cluster: cluster, region: cfg.Region, clock: clk, ok: map[string]time.Time{}}}
+		observeReservation: observeReservation,
+		profiles:           &instanceProfiles{iam: iam.NewFromConfig(cfg), cluster: cluster, region: cfg.Region, clock: clk, ok: map[string]time.Time{}}}
 }
 
 // Resolution is a node class with its status filled in, plus what the status has no field for.
@@ -126,7 +134,7 @@ func (r *Resolver) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) (*Resolu
 // merged for its AMI family. It returns the condition's reason and a message naming the field,
 // or "" when the class is launchable.
 func validate(nc *awsv1.EC2NodeClass) (reason, message string) {
-	if err := userdata.Validate(nc.AMIFamily(), deref(nc.Spec.UserData)); err != nil {
+	if err := userdata.Validate(nc.AMIFamily(), aws.ToString(nc.Spec.UserData)); err != nil {
 		return "UserDataInvalid", err.Error()
 	}
 	return "", ""
@@ -177,7 +185,7 @@ func firstWord(s string) string {
 // tagFilters turns selector tags into EC2 filters; "*" means the key with any value.
 func tagFilters(tags map[string]string) []ec2types.Filter {
 	var out []ec2types.Filter
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		if v := tags[k]; v == "*" {
 			out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
 		} else {
@@ -240,7 +248,7 @@ func (r *Resolver) securityGroups(ctx context.Context, terms []awsv1.SecurityGro
 		}
 	}
 	out := make([]awsv1.SecurityGroup, 0, len(seen))
-	for _, id := range sortedKeys(seen) {
+	for _, id := range slices.Sorted(maps.Keys(seen)) {
 		out = append(out, seen[id])
 	}
 	return out, nil

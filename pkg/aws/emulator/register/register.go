@@ -1,4 +1,8 @@
-package emulator
+// Package register registers the AWS emulator's booted instances as Nodes with a real API
+// server, as their kubelets would. It is apart from package emulator because it speaks
+// client-go, which would otherwise be compiled, coverage-instrumented, into the emulator's fuzz
+// target (see FUZZ_SHORT_PACKAGES in the Makefile).
+package register
 
 import (
 	"context"
@@ -9,14 +13,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 )
 
-// NodeRegistrar returns an OnLaunch hook that registers each booted instance's Node (NodeFor)
+// Nodes returns an OnLaunch hook that registers each booted instance's Node (emulator.NodeFor)
 // with the API server, as its kubelet would; kwok then keeps it Ready. Instances whose user data
 // cannot be read never register, as on EC2. Failures are retried with backoff a bounded number of
 // times, so a broken API server does not leak goroutines for the life of the process.
-func NodeRegistrar(kube kubernetes.Interface) func(Launch) {
-	return func(l Launch) {
+func Nodes(kube kubernetes.Interface) func(emulator.Launch) {
+	return func(l emulator.Launch) {
 		logger := klog.Background().WithValues("instance", l.Instance.ID, "node", l.NodeName)
 		if l.BootstrapErr != nil {
 			logger.Error(l.BootstrapErr, "emulated instance cannot join: its user data is unreadable")
@@ -25,7 +31,7 @@ func NodeRegistrar(kube kubernetes.Interface) func(Launch) {
 		wait := 100 * time.Millisecond
 		for attempt := 0; attempt < 8; attempt++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, err := kube.CoreV1().Nodes().Create(ctx, NodeFor(l), metav1.CreateOptions{})
+			_, err := kube.CoreV1().Nodes().Create(ctx, emulator.NodeFor(l), metav1.CreateOptions{})
 			cancel()
 			if err == nil || apierrors.IsAlreadyExists(err) {
 				return

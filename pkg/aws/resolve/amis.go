@@ -1,4 +1,4 @@
-package aws
+package resolve
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/awserr"
 )
 
 // candidateImage is an image some term selected, with the instance requirements it serves.
@@ -216,7 +217,7 @@ func (r *Resolver) describeImages(ctx context.Context, in *ec2.DescribeImagesInp
 	}
 	for p := ec2.NewDescribeImagesPaginator(r.ec2, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
-		if code := errorCode(err); code == "InvalidAMIID.NotFound" || code == "InvalidAMIID.Malformed" {
+		if code := awserr.Code(err); code == "InvalidAMIID.NotFound" || code == "InvalidAMIID.Malformed" {
 			return nil, nil
 		}
 		if err != nil {
