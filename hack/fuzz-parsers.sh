@@ -15,6 +15,15 @@ failed=()
 targets=$(grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' $FUZZ_PACKAGES | sort -u)
 for file in $targets; do
 	pkg=./$(dirname "$file")
+	# FUZZ_LIGHT=1 (make fuzz-short): a target whose package or tests import client-go would make
+	# make test build it instrumented; refuse it before building anything.
+	if [[ ${FUZZ_LIGHT:-} == 1 ]]; then
+		deps=$($GO list -deps -test "$pkg")
+		if grep -q '^k8s.io/client-go/' <<<"$deps"; then
+			echo "fuzz-short: $pkg or its tests import client-go (go list -deps -test $pkg), which makes its instrumented fuzz build heavy" >&2
+			exit 1
+		fi
+	fi
 	for name in $(grep -oE '^func Fuzz[A-Za-z0-9_]+' "$file" | cut -d' ' -f2); do
 		echo "== $pkg $name ($FUZZTIME)"
 		if ! $GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"; then

@@ -98,9 +98,13 @@ func newPreFilters(sim *simulation.Simulator, fresh bool, specs []string) *preFi
 // the spec and never touched by AddPod.
 func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step int, domains bool) (fwk.CycleState, *fwk.PreFilterResult, *fwk.Status) {
 	key := preFilterKey{spec: spec, step: step, domains: domains}
-	if k := p.kept[key]; k != nil && p.current(ctx, pod, k) {
-		p.reused++
-		return k.state, k.pre, nil
+	if k := p.kept[key]; k != nil {
+		if p.current(ctx, pod, k) {
+			p.reused++
+			return k.state, k.pre, nil
+		}
+		// current may have replayed part of the placements into it.
+		delete(p.kept, key)
 	}
 	state, pre, status := p.sim.PreFilter(ctx, pod)
 	if status != nil || spec == "" || p.kept == nil || p.shared[spec] < 2 || !keepable(pod) {
@@ -130,6 +134,11 @@ func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState)
 		case pl.opens:
 			joined = append(joined, pl.node)
 		case pl.before != nil:
+			// The claim's new labels may give its pods' anti-affinity the topology key it
+			// counts by, so InterPodAffinity would stop skipping pod.
+			if k.affinitySkipped && slices.ContainsFunc(pl.pods, func(moved fwk.PodInfo) bool { return repels(moved, pod) }) {
+				return false
+			}
 			if i := slices.Index(joined, pl.before); i >= 0 {
 				joined[i] = pl.node
 			} else {
@@ -178,11 +187,22 @@ func (p *preFilters) mendSpread(ctx context.Context, pod *corev1.Pod, state fwk.
 		}
 	}
 	for _, m := range moved {
-		for _, key := range s.keys {
-			// Claims only narrow, so a label appears but does not change. If one did, the
-			// domain it left might be left with no node: a fresh state counts that.
-			if left, ok := m.before.Node().Labels[key]; ok && left != m.node.Node().Labels[key] {
-				return false
+		// A relabelled node may leave a domain: a label that changes value, or one that appears
+		// and makes the pod's node affinity refuse it under the Honor inclusion policy (a
+		// NotIn). The domain may then be left with no node, which only a fresh state counts.
+		was, ok := p.spreadOver(ctx, pod, []fwk.NodeInfo{m.before})
+		if !ok {
+			return false
+		}
+		is, ok := p.spreadOver(ctx, pod, []fwk.NodeInfo{m.node})
+		if !ok {
+			return false
+		}
+		for i, domains := range was.counts {
+			for domain := range domains {
+				if _, kept := is.counts[i][domain]; !kept {
+					return false
+				}
 			}
 		}
 	}

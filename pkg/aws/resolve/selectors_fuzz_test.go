@@ -30,8 +30,8 @@ func FuzzSelectorTerms(f *testing.F) {
 	}
 	emu := emulator.Start(emulator.Options{ClusterName: "tailor"})
 	f.Cleanup(emu.Close)
-	// The provider's configuration for an endpoint (aws.SDKConfig) without its retries: the
-	// provider's package imports client-go, which this package's tests stay clear of.
+	// The provider's configuration for an endpoint (SDKConfig in pkg/aws) without its retries:
+	// that package imports client-go, which this package's tests stay clear of.
 	cfg := aws.Config{Region: emulator.Region, BaseEndpoint: aws.String(emu.URL()),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTAILORTEST", "tailor-test-secret", ""),
 		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
