@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // rejections lets the identical pods of a Deployment skip the places that turned away the first
@@ -34,14 +36,20 @@ func groupOf(p *corev1.Pod, spec string, defaultKeys []string) string {
 }
 
 // specKey returns what identical pods share: everything a plugin can read of a pod before it is
-// placed, that is its spec, and its labels and namespace, which other pods' affinity terms and
-// spread selectors select on. "" when the pod cannot be keyed.
+// placed, that is its spec, its labels and namespace, which other pods' affinity terms and spread
+// selectors select on, and its controller, whose selector PodTopologySpread's default constraints
+// take. "" when the pod cannot be keyed.
 func specKey(p *corev1.Pod) string {
+	var controller types.UID
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		controller = ref.UID
+	}
 	data, err := json.Marshal(struct {
-		Namespace string            `json:"n"`
-		Labels    map[string]string `json:"l"`
-		Spec      corev1.PodSpec    `json:"s"`
-	}{p.Namespace, p.Labels, p.Spec})
+		Namespace  string            `json:"n"`
+		Labels     map[string]string `json:"l"`
+		Spec       corev1.PodSpec    `json:"s"`
+		Controller types.UID         `json:"c,omitempty"`
+	}{p.Namespace, p.Labels, p.Spec, controller})
 	if err != nil {
 		return ""
 	}

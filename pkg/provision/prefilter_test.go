@@ -9,6 +9,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
@@ -97,6 +101,30 @@ func TestKeptPreFilterStatesPlanAsFreshOnes(t *testing.T) {
 			return Input{Pending: pending, Nodes: []*corev1.Node{zonedNode("n1", fake.ZoneA, "4", "8Gi")}, Pools: []Pool{newPool("default")}}
 		}},
 	}
+	cases = append(cases, struct {
+		name string
+		in   func() Input
+	}{"a claim that settles into a zone a pod's node affinity refuses leaves its kept spread", func() Input {
+		// s pods spread over hosts and refuse zone b (NotIn, so a claim with no zone yet counts
+		// for them). x's claim, open in b and c, is an empty host in s1's kept state; y settles
+		// it into b, where s pods may not go: the scheduler then counts n1 alone, so s2 may join
+		// s1 there. (s3 reuses s2's state.)
+		at := func(s int64) podOpt { return func(p *corev1.Pod) { p.CreationTimestamp = metav1.Unix(1000+s, 0) } }
+		zones := func(op corev1.NodeSelectorOperator, zones ...string) podOpt {
+			return requireNodes([]corev1.NodeSelectorRequirement{match(corev1.LabelTopologyZone, op, zones...)})
+		}
+		s := func(name string, t int64) *corev1.Pod {
+			return newPod(name, "500m", "1Gi", labelled("s"), spread("s", corev1.LabelHostname, 1, corev1.DoNotSchedule),
+				zones(corev1.NodeSelectorOpNotIn, fake.ZoneB), at(t))
+		}
+		return Input{Pending: []*corev1.Pod{
+			newPod("x", "3", "4Gi", labelled("x"), zones(corev1.NodeSelectorOpIn, fake.ZoneB, fake.ZoneC), at(0)),
+			s("s1", 1),
+			newPod("y", "500m", "1Gi", labelled("y"), zones(corev1.NodeSelectorOpIn, fake.ZoneB), at(2)),
+			s("s2", 3),
+			s("s3", 4),
+		}, Nodes: []*corev1.Node{zonedNode("n1", fake.ZoneA, "4", "8Gi")}, Pools: []Pool{newPool("default")}}
+	}})
 	for _, yZone := range []string{fake.ZoneB, fake.ZoneC} {
 		// z pods spread over zones (maxSkew 1). x pods may go to zone b or c, so x's claim is
 		// shown in no zone; the z pod that joins it counts in no zone either. A y pod, which needs
@@ -246,4 +274,51 @@ func mixedInput(seed int) Input {
 		in.Nodes = []*corev1.Node{zonedNode("n1", fake.ZoneA, "1", "2Gi"), zonedNode("n2", fake.ZoneB, "1", "2Gi")}
 	}
 	return in
+}
+
+// TestKeptStateSeesAntiAffinityGainItsKey: a pod on a claim with no zone yet repels s pods by
+// zone, which counts for nothing while the claim has no zone, so InterPodAffinity skips them and
+// their state is kept. When the claim settles into zone b, the repelling pod's term counts there:
+// the kept state must give way to a fresh one, which refuses s in zone b.
+func TestKeptStateSeesAntiAffinityGainItsKey(t *testing.T) {
+	testPlanner(t) // builds sim
+	ctx := context.Background()
+	b1 := zonedNode("b1", fake.ZoneB, "4", "8Gi")
+	snapshot := schedcache.NewSnapshot(nil, []*corev1.Node{b1})
+	repelling := newPod("a", "100m", "100Mi", labelled("a"), awayFrom("s"))
+	repelling.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey = corev1.LabelTopologyZone
+	info, err := framework.NewPodInfo(repelling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeInfo := func(n *corev1.Node) fwk.NodeInfo {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(n)
+		ni.AddPodInfo(info)
+		return ni
+	}
+	claim := readyNode("c1", "4", "8Gi")
+	before := nodeInfo(claim)
+	sim.Use(snapshot, before)
+	pf := newPreFilters(sim, false, []string{"s", "s"})
+	if _, _, status := pf.run(ctx, newPod("s1", "100m", "100Mi", labelled("s")), "s", -1, false); status != nil {
+		t.Fatal(status.Message())
+	}
+	settled := claim.DeepCopy()
+	settled.Labels[corev1.LabelTopologyZone] = fake.ZoneB
+	after := nodeInfo(settled)
+	pf.relabelled(after, claim, 1)
+	sim.Use(snapshot, after)
+	s2 := newPod("s2", "100m", "100Mi", labelled("s"))
+	state, _, status := pf.run(ctx, s2, "s", -1, false)
+	if status != nil {
+		t.Fatal(status.Message())
+	}
+	b1Info, err := snapshot.NodeInfos().Get("b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sim.Filter(ctx, state, s2, b1Info).IsSuccess() {
+		t.Fatal("s2 passes in zone b beside a pod whose anti-affinity repels it there")
+	}
 }
