@@ -44,9 +44,31 @@ func passesFor(pod *corev1.Pod, defaultKeys []string) ([]fillPass, bool) {
 	return fillPasses, false
 }
 
-// in reports whether the claim is weighed for the pod in pass, asking for at least r, of kind.
-func (oc *openClaim) in(pass fillPass, r simulation.Requests, kind string, shy bool) bool {
-	if oc.hasRoom(r) != pass.roomy {
+// claimRooms holds each open claim's room (hasRoom's), in the order the claims opened, side by
+// side in one slice: every pod a plan places asks it of every open claim, and at 20,000 pods on
+// 4,000 claims, reaching each claim's room through the claim was a seventh of the plan's time.
+type claimRooms []claimRoom
+
+type claimRoom struct {
+	milliCPU, memory int64
+	pods             int
+	known            bool
+}
+
+// opened adds a claim, the last to open; changed forgets claim i's room after a pod joined it.
+func (r *claimRooms) opened()      { *r = append(*r, claimRoom{}) }
+func (r claimRooms) changed(i int) { r[i].known = false }
+
+// in reports whether claim oc, the i-th to open, is weighed in pass for a pod of kind asking for
+// at least asks.
+func (r claimRooms) in(i int, oc *openClaim, pass fillPass, asks simulation.Requests, kind kindID, shy bool) bool {
+	room := &r[i]
+	if !room.known {
+		oc.hasRoom(asks) // fills oc.room
+		*room = claimRoom{milliCPU: oc.room.MilliCPU, memory: oc.room.Memory, pods: oc.room.AllowedPodNumber, known: true}
+	}
+	roomy := room.pods > 0 && asks.MilliCPU <= room.milliCPU && asks.Memory <= room.memory
+	if roomy != pass.roomy {
 		return false
 	}
 	return !shy || (oc.kinds[kind] > 0) == pass.kin
@@ -60,15 +82,31 @@ func requiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
 }
 
 // holds records that the claim now holds a pod of kind that repels its kind.
-func (oc *openClaim) holds(kind string) {
+func (oc *openClaim) holds(kind kindID) {
 	if oc.kinds == nil {
-		oc.kinds = map[string]int{}
+		oc.kinds = map[kindID]int{}
 	}
 	oc.kinds[kind]++
 }
 
 // kindOf is what the replicas of one owner share that their own selectors read.
 func kindOf(p *corev1.Pod) string { return p.Namespace + "/" + labels.Set(p.Labels).String() }
+
+// kindID numbers a plan's kinds (kindOf): every claim is asked about the kind of every pod that
+// repels its own, and hashing the labels' string each time was most of that.
+type kindID int
+
+type kindIDs map[string]kindID
+
+func (k kindIDs) of(p *corev1.Pod) kindID {
+	kind := kindOf(p)
+	id, ok := k[kind]
+	if !ok {
+		id = kindID(len(k) + 1)
+		k[kind] = id
+	}
+	return id
+}
 
 // hasRoom reports whether the pod, asking for at least r, fits by cpu, memory and pod count in
 // what the claim's cheapest holding type leaves free.

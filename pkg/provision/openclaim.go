@@ -54,7 +54,7 @@ type openClaim struct {
 	// pod joins.
 	room *framework.Resource
 	// kinds counts the claim's pods that repel their own kind, by kindOf (see fill.go).
-	kinds map[string]int
+	kinds map[kindID]int
 	// refusal is why weigh last refused a pod for the pool's minValues, for explanations.
 	refusal string
 	// cover and coverFit: see cover.go.

@@ -184,6 +184,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	rel := newRelevance(selectorKeys, defaultKeys, in.Pending, in.Pods, in.DaemonSets)
 	domains := emptyDomains(pools)
 	var open []*openClaim
+	var rooms claimRooms
+	kinds := kindIDs{}
 	planned := make([]fwk.NodeInfo, 0, len(in.Pending)+len(domains))
 	memo := newRejections()
 	ratio := 0.0
@@ -260,9 +262,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		r := pl.requestsOf(pod)
 		asks := simulation.Requests{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
 		passes, shy := passesFor(pod, defaultKeys)
-		var kind string
+		var kind kindID
 		if shy {
-			kind = kindOf(pod)
+			kind = kinds.of(pod)
 		}
 		guards := podGuards{pod: pod, spec: spec, without: state}
 		for _, w := range newCapacityViews(pod, defaultKeys, len(domains) > 0) {
@@ -299,8 +301,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			// The claims with room for the pod first, then the others; for a pod that repels its
 			// own kind, the claims without it first (fill.go).
 			for _, pass := range passes {
-				for _, oc := range open {
-					if !oc.in(pass, asks, kind, shy) || memo.claimRejected(asGroup, oc) {
+				for i, oc := range open {
+					if !rooms.in(i, oc, pass, asks, kind, shy) || memo.claimRejected(asGroup, oc) {
 						continue
 					}
 					if allowedByPreFilter(pre, oc.name) {
@@ -309,6 +311,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 							if pl.add(ctx, oc, pod, info, state, alive, choice) {
 								pf.relabelled(oc.info, before, n)
 							}
+							rooms.changed(i)
 							pf.add(info, oc.info)
 							if shy {
 								oc.holds(kind)
@@ -340,6 +343,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 					}
 					pf.opened(oc.info)
 					open = append(open, oc)
+					rooms.opened()
 					ps.open = append(ps.open, oc)
 					placed = true
 					break
