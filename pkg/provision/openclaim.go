@@ -50,9 +50,6 @@ type openClaim struct {
 	capacity corev1.ResourceList
 	// groups caches, per key signature, the classes alive falls into.
 	groups map[string][]classGroup
-	// room caches spare(), what the claim's cheapest holding type leaves free; nil after a
-	// pod joins.
-	room *framework.Resource
 	// kinds counts the claim's pods that repel their own kind, by kindOf (see fill.go).
 	kinds map[kindID]int
 	// refusal is why weigh last refused a pod for the pool's minValues, for explanations.
@@ -244,7 +241,6 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk.PodInfo, state fwk.CycleState, alive []int, choice labelChoice) bool {
 	defer oc.noteCover(pod, requests, state)
 	oc.before = oc.info.Requested.Clone()
-	oc.room = nil
 	oc.lastPod, oc.lastState = pod, state
 	oc.pods = append(oc.pods, pod)
 	if len(choice) > 0 {
