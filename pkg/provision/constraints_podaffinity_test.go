@@ -216,3 +216,72 @@ func TestPreferredPodAffinityKeepsTheFirstPodRule(t *testing.T) {
 	}
 	verifyPlan(t, sim, in, plan)
 }
+
+// TestPreferencesWeighClaimsInFlightAsNewCapacity: a pod's preferences are honoured on capacity
+// in flight as on the claims its own plan opens, so that a Deployment planned in two batches ends
+// as one planned in one. A replica that prefers another zone than its sibling's, planned after
+// the sibling's claim was created, gets a claim of its own in another zone; it takes room on the
+// sibling's claim only when no new capacity could honour the preference. A ready node it fits is
+// another matter: the scheduler binds it there whatever it prefers, so the plan says so.
+func TestPreferencesWeighClaimsInFlightAsNewCapacity(t *testing.T) {
+	zone, host := corev1.LabelTopologyZone, corev1.LabelHostname
+	apart := func(key string) podOpt { return preferring(nil, []corev1.PodAffinityTerm{podTerm("web", key)}) }
+	for _, tc := range []struct {
+		name     string
+		key      string
+		opt      podOpt
+		inFlight bool
+		pool     Pool
+		// Where the pending replica should go: onto the claim in flight, onto the ready node, or
+		// onto a new claim, in another zone than its sibling's when the preference is by zone.
+		wantInFlight, wantExisting, wantNew bool
+	}{
+		{name: "zone preference opens a claim in another zone", key: zone, opt: apart(zone), inFlight: true, pool: newPool("default"), wantNew: true},
+		{name: "hostname preference opens a claim", key: host, opt: apart(host), inFlight: true, pool: newPool("default"), wantNew: true},
+		// The zones the pool may launch in are domains of the spread, as for the claims of one
+		// plan (domains.go), though only the sibling's claim is known yet.
+		{name: "zone spread opens a claim in another zone", key: zone, opt: spread("web", zone, 1, corev1.DoNotSchedule), inFlight: true,
+			pool: newPool("default"), wantNew: true},
+		{name: "preferred zone spread opens a claim in another zone", key: zone, opt: spread("web", zone, 1, corev1.ScheduleAnyway), inFlight: true,
+			pool: newPool("default"), wantNew: true},
+		{name: "relaxed onto the claim in flight when no zone can honour it", key: zone, opt: apart(zone), inFlight: true,
+			pool: newPool("default", requirement(zone, corev1.NodeSelectorOpIn, fake.ZoneA)), wantInFlight: true},
+		{name: "zone spread onto the claim in flight when the pool has one zone", key: zone, opt: spread("web", zone, 1, corev1.DoNotSchedule), inFlight: true,
+			pool: newPool("default", requirement(zone, corev1.NodeSelectorOpIn, fake.ZoneA)), wantInFlight: true},
+		{name: "a ready node takes it as the scheduler would", key: zone, opt: apart(zone), pool: newPool("default"), wantExisting: true},
+		{name: "a ready node takes a spreading pod as the scheduler would", key: zone, opt: spread("web", zone, 1, corev1.DoNotSchedule),
+			pool: newPool("default"), wantExisting: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := zonedNode("first", fake.ZoneA, "2", "4Gi")
+			opts := []podOpt{tc.opt}
+			sibling := onNode(newPod("web-0", "100m", "128Mi", append([]podOpt{labelled("web")}, opts...)...), "first")
+			pending := newPod("web-1", "100m", "128Mi", append([]podOpt{labelled("web")}, opts...)...)
+			in := Input{Pending: []*corev1.Pod{pending}, Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{sibling}, Pools: []Pool{tc.pool}}
+			if tc.inFlight {
+				in.InFlight = map[string]string{"first": "claim-1"}
+			}
+			plan := testPlanner(t).Plan(context.Background(), in)
+			if got := len(plan.InFlight["claim-1"]) == 1; got != tc.wantInFlight {
+				t.Errorf("on the claim in flight: %v, want %v; plan %s", got, tc.wantInFlight, summary(plan))
+			}
+			if got := len(plan.FitsExisting) == 1; got != tc.wantExisting {
+				t.Errorf("on the ready node: %v, want %v; plan %s", got, tc.wantExisting, summary(plan))
+			}
+			if !tc.wantNew {
+				if len(plan.Claims) != 0 {
+					t.Errorf("want no new claim; got %s", summary(plan))
+				}
+				return
+			}
+			placedOnce(t, plan, in.Pending)
+			pc := onlyClaim(t, plan, pending)
+			if tc.key == zone {
+				if z := settledOn(t, pc, zone); z == fake.ZoneA {
+					t.Errorf("the new claim settled in %s, the sibling's zone", z)
+				}
+			}
+			verifyPlan(t, sim, in, plan)
+		})
+	}
+}

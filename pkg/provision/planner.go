@@ -158,8 +158,14 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	// for the same input.
 	nodeInfos, _ := snapshot.NodeInfos().List()
 	byName := make(map[string]fwk.NodeInfo, len(nodeInfos))
+	var ready, launchingNodes []fwk.NodeInfo
 	for _, ni := range nodeInfos {
 		byName[ni.Node().Name] = ni
+		if _, ok := in.InFlight[ni.Node().Name]; ok {
+			launchingNodes = append(launchingNodes, ni)
+		} else {
+			ready = append(ready, ni)
+		}
 	}
 
 	var cpu, mem, maxCPU, maxMem float64
@@ -228,19 +234,11 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				continue
 			}
 		}
-		// The node the pod is on its way to first, then first fit.
-		var ni fwk.NodeInfo
-		if destined := byName[in.Destined[pod.UID]]; destined != nil {
-			ni = pl.firstFit(ctx, state, pre, pod, []fwk.NodeInfo{destined}, group, memo)
-		}
-		if ni == nil {
-			ni = pl.firstFit(ctx, state, pre, pod, nodeInfos, group, memo)
-		}
-		if ni != nil {
-			// Count the pod on the node whether it is ready or in flight: the room it takes is
-			// gone for the pods after it. (Only in-flight nodes used to be charged, so any number
-			// of pods could "fit" the last free slot of a ready node and no capacity was planned
-			// for all but one of them.)
+		// Count the pod on the node whether it is ready or in flight: the room it takes is gone
+		// for the pods after it. (Only in-flight nodes used to be charged, so any number of pods
+		// could "fit" the last free slot of a ready node and no capacity was planned for all but
+		// one of them.)
+		placeOn := func(ni fwk.NodeInfo) {
 			snapshot.AddPod(ni, pod)
 			pf.add(info, ni)
 			if claim, ok := in.InFlight[ni.Node().Name]; ok {
@@ -252,8 +250,32 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				plan.FitsExisting = append(plan.FitsExisting, pod)
 				plan.FitsExistingOn[pod.UID] = ni.Node().Name
 			}
+		}
+		// A pod with preferences, or one that spreads, weighs the claims in flight in each of its
+		// views of new capacity below (its preference ladder, the empty domains), as it weighs
+		// the claims this plan opens: both are capacity on its way, which a pod planned there
+		// waits for (HeldFor). Weighed here as it is, a replica that prefers another zone than
+		// its sibling's took room on the sibling's claim whenever the two were planned in two
+		// batches, a few milliseconds apart, and ran beside it; so did the second replica of a
+		// zone spread, which sees no other zone while no node runs there. A ready node takes the
+		// pod as it is: the scheduler binds it there whatever it prefers.
+		nowNodes, laddered := nodeInfos, len(launchingNodes) > 0 && (withDomains || hasPreferences(pod))
+		if laddered {
+			nowNodes = ready
+		}
+		// The node the pod is on its way to first, then first fit.
+		var ni fwk.NodeInfo
+		if destined := byName[in.Destined[pod.UID]]; destined != nil {
+			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, []fwk.NodeInfo{destined}, memo)
+		}
+		if ni == nil {
+			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, nowNodes, memo)
+		}
+		if ni != nil {
+			placeOn(ni)
 			continue
 		}
+		asIs := fitCheck{state, pre, pod, group}
 		// New capacity: in each shape of the ladder (preferences.go), strictest first, and last as
 		// the scheduler sees the pod (domains.go); on the claims this plan opened and then on new
 		// claims. The claim books the pod itself.
@@ -295,6 +317,19 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				if guard, status = guards.of(ctx, pf, w.domains); status != nil {
 					reasons = map[string]string{"": status.Message()}
 					continue
+				}
+			}
+			if laddered {
+				// The pod is held to the claim it is planned onto: the scheduler must take it
+				// there as it is, whatever the shape says.
+				shape, also := fitCheck{state, pre, as, asGroup}, []fitCheck{asIs}
+				if as == pod && !w.domains {
+					also = nil
+				}
+				if ni := pl.firstFit(ctx, shape, launchingNodes, memo, also...); ni != nil {
+					placeOn(ni)
+					placed = true
+					break
 				}
 			}
 			keys := rel.keys(as)
@@ -368,22 +403,42 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	return plan
 }
 
-// firstFit returns the first node in the snapshot on which pod passes every Filter. Nodes the pod
-// surely has no room on are passed over without asking Filter (see Simulator.NoRoom): on a full
-// fleet most are, and Filter would refuse each of them all the same.
-func (pl *Planner) firstFit(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, nodes []fwk.NodeInfo, group string, memo *rejections) fwk.NodeInfo {
-	asks := simulation.MinRequests(pod)
+// fitCheck is one question Filter answers about a node: the pod (or a shape of it) with its
+// PreFilter state and result, and the group whose refusals the memo shares.
+type fitCheck struct {
+	state fwk.CycleState
+	pre   *fwk.PreFilterResult
+	pod   *corev1.Pod
+	group string
+}
+
+// firstFit returns the first of nodes on which check passes every Filter, and also, when given,
+// too. Nodes the pod surely has no room on are passed over without asking Filter (see
+// Simulator.NoRoom): on a full fleet most are, and Filter would refuse each of them all the same.
+func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, memo *rejections, also ...fitCheck) fwk.NodeInfo {
+	asks := simulation.MinRequests(check.pod)
 	for _, ni := range nodes {
-		name := ni.Node().Name
-		if !allowedByPreFilter(pre, name) || pl.sim.NoRoom(asks, ni) || memo.nodeRejected(group, name, ni.GetGeneration()) {
+		if pl.sim.NoRoom(asks, ni) || !pl.fits(ctx, check, ni, memo) {
 			continue
 		}
-		if pl.sim.Filter(ctx, state, pod, ni).IsSuccess() {
+		if !slices.ContainsFunc(also, func(c fitCheck) bool { return !pl.fits(ctx, c, ni, memo) }) {
 			return ni
 		}
-		memo.rejectNode(group, name, ni.GetGeneration())
 	}
 	return nil
+}
+
+// fits asks Filter check's question about ni, unless the memo or the PreFilter result answers.
+func (pl *Planner) fits(ctx context.Context, check fitCheck, ni fwk.NodeInfo, memo *rejections) bool {
+	name := ni.Node().Name
+	if !allowedByPreFilter(check.pre, name) || memo.nodeRejected(check.group, name, ni.GetGeneration()) {
+		return false
+	}
+	if pl.sim.Filter(ctx, check.state, check.pod, ni).IsSuccess() {
+		return true
+	}
+	memo.rejectNode(check.group, name, ni.GetGeneration())
+	return false
 }
 
 // templateInfo is the node the candidate would register as, named name and labelled with choice,

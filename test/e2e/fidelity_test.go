@@ -99,40 +99,89 @@ func joinTainted(ctx context.Context, kube kubernetes.Interface, inst fake.Insta
 // TestAPodWaitsForTheNodeLaunchedForIt: two replicas that prefer different zones get a node each,
 // and the first node comes up seconds before the second. The second replica fits beside the
 // first, and the scheduler alone would bind it there, leaving the node launched for it empty
-// until consolidation removed it. It waits for its own node instead.
+// until consolidation removed it. It waits for its own node instead. The replicas come in one
+// batch, or in two (scaled from one to two): then the second is planned while its sibling's
+// claim is in flight, and must not take room on it. CI split the one batch in two on a loaded
+// machine once, and the second replica ran beside the first. A zone spread scaled the same way
+// gets a zone per replica too, though the scheduler sees no second zone until a node runs there.
 func TestAPodWaitsForTheNodeLaunchedForIt(t *testing.T) {
-	var joins atomic.Int32
-	e := newEnvWithJoiner(t, func(inner fake.Joiner) fake.Joiner {
-		return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
-			if joins.Add(1) > 1 {
-				select {
-				case <-time.After(8 * time.Second):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+	preferApart := func(spec *corev1.PodSpec) {
+		spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+				TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "apart"}},
+			}}},
+		}}
+	}
+	spreadOverZones := func(spec *corev1.PodSpec) {
+		spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "apart"}},
+		}}
+	}
+	for _, tc := range []struct {
+		name string
+		// gap is how long after the first replica the second is asked for: 0 for both at once.
+		gap  time.Duration
+		with func(*corev1.PodSpec)
+	}{
+		{name: "one batch", with: preferApart},
+		{name: "two batches", gap: 500 * time.Millisecond, with: preferApart},
+		{name: "zone spread in two batches", gap: 500 * time.Millisecond, with: spreadOverZones},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var joins atomic.Int32
+			e := newEnvWithJoiner(t, func(inner fake.Joiner) fake.Joiner {
+				return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
+					// Both replicas are planned while the first node is on its way, however the
+					// batches fall; the second comes up 8 s after the first.
+					delay := 3 * time.Second
+					if joins.Add(1) > 1 {
+						delay = 11 * time.Second
+					}
+					select {
+					case <-time.After(delay):
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+					return inner.Join(ctx, inst)
+				})
+			})
+			e.createNodePool(nodePool("default"))
+			replicas := int32(2)
+			if tc.gap > 0 {
+				replicas = 1
 			}
-			return inner.Join(ctx, inst)
+			d := deploymentOf("apart", replicas, "100m", "128Mi")
+			tc.with(&d.Spec.Template.Spec)
+			if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.gap > 0 {
+				time.Sleep(tc.gap)
+				e.scale(d, 2)
+			}
+			pods := e.waitRunning("app=apart", 2, 60*time.Second)
+			if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
+				t.Fatalf("both replicas run on %s, the node that came up first", pods[0].Spec.NodeName)
+			}
+			zones := map[string]bool{}
+			for _, p := range pods {
+				n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, p.Spec.NodeName, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				zones[n.Labels[corev1.LabelTopologyZone]] = true
+			}
+			if len(zones) != 2 {
+				t.Fatalf("both replicas run in zone %v; want one zone each", zones)
+			}
+			nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(nodes.Items) != 2 {
+				t.Fatalf("%d nodes, want one per replica", len(nodes.Items))
+			}
 		})
-	})
-	e.createNodePool(nodePool("default"))
-	d := deploymentOf("apart", 2, "100m", "128Mi")
-	d.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
-			TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "apart"}},
-		}}},
-	}}
-	if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pods := e.waitRunning("app=apart", 2, 60*time.Second)
-	if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
-		t.Fatalf("both replicas run on %s, the node that came up first", pods[0].Spec.NodeName)
-	}
-	nodes, err := e.cluster.Kube.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(nodes.Items) != 2 {
-		t.Fatalf("%d nodes, want one per replica", len(nodes.Items))
 	}
 }
