@@ -38,6 +38,9 @@ type View struct {
 	InFlight map[string]string
 	// Counted are the unbound pods already counted on a node: they need no plan.
 	Counted map[types.UID]bool
+	// Unsettled maps the stand-ins of claims that may still launch with several values of a
+	// label (several zones, say) to those label keys (see unsettledKeys).
+	Unsettled map[string][]string
 	// Reschedulable are pods on nodes being deleted or disrupted that will be evicted: capacity
 	// for them is planned before they go, together, rather than one replacement at a time.
 	Reschedulable []*corev1.Pod
@@ -53,7 +56,7 @@ var ephemeralTaints = []string{
 
 // View builds the planner's view of the cluster.
 func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
-	v := &View{InFlight: map[string]string{}, Counted: map[types.UID]bool{}}
+	v := &View{InFlight: map[string]string{}, Counted: map[types.UID]bool{}, Unsettled: map[string][]string{}}
 	byProviderID := make(map[string]*karpv1.NodeClaim, len(c.Claims))
 	claimNode := map[string]string{}
 	for _, claim := range c.Claims {
@@ -87,6 +90,9 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 		n := standIn(claim, typesByPool[claim.Labels[karpv1.NodePoolLabelKey]])
 		v.Nodes = append(v.Nodes, n)
 		v.InFlight[n.Name] = claim.Name
+		if keys := unsettledKeys(claim, n); len(keys) > 0 {
+			v.Unsettled[n.Name] = keys
+		}
 		claimNode[claim.Name] = n.Name
 	}
 	present := make(map[string]bool, len(v.Nodes))

@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -162,6 +163,50 @@ func TestStandInCarriesWhatItsTypesShare(t *testing.T) {
 	plan := testPlanner(t).Plan(context.Background(), in)
 	if got := podsPerDomain(t, plan, corev1.LabelTopologyZone); got[fake.ZoneA] != 0 || len(plan.Unplaceable) != 0 {
 		t.Errorf("new replicas per zone %v, want none in %s and every replica placed; %s", got, fake.ZoneA, summary(plan))
+	}
+	verifyPlan(t, sim, in, plan)
+}
+
+// TestUnsettledClaimTakesNoPodThatReadsTheOpenKey: a claim in flight that may still launch in any
+// of three zones counts its pods in no zone. A replica whose anti-affinity keeps it out of its
+// sibling's zone would pass there (a node without the key is no zone), and run beside the
+// sibling if the claim launched in that zone: the scheduler would then refuse it the node
+// launched for it. It gets a claim settled in another zone instead; a pod that reads no zone
+// still takes the room in flight.
+func TestUnsettledClaimTakesNoPodThatReadsTheOpenKey(t *testing.T) {
+	zone := corev1.LabelTopologyZone
+	claim := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "launching", Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
+		Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: zone, Operator: corev1.NodeSelectorOpIn, Values: []string{fake.ZoneA, fake.ZoneB, fake.ZoneC}},
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}},
+		}},
+	}
+	plain := newPod("plain", "100m", "128Mi")
+	siblingNode := zonedNode("sibling-node", fake.ZoneA, "1", "1Gi")
+	apart := with(nil, []corev1.PodAffinityTerm{podTerm("web", zone)})
+	sibling := onNode(newPod("web-0", "900m", "128Mi", labelled("web"), apart), "sibling-node")
+	web := newPod("web-1", "100m", "128Mi", labelled("web"), apart)
+	other := newPod("other", "100m", "128Mi")
+	c := &Cluster{Nodes: []*corev1.Node{siblingNode}, Pods: []*corev1.Pod{plain, sibling, web, other}, Claims: []*karpv1.NodeClaim{claim},
+		Planned: map[types.UID]string{plain.UID: claim.Name}}
+	pool := newPool("default")
+	v := c.View(map[string][]*cloud.InstanceType{"default": pool.InstanceTypes})
+	if got := v.Unsettled["launching"]; !slices.Equal(got, []string{zone}) {
+		t.Fatalf("the stand-in's open keys are %v, want %s alone", got, zone)
+	}
+	in := Input{Pending: []*corev1.Pod{web, other}, Nodes: v.Nodes, Pods: v.Pods, InFlight: v.InFlight, Unsettled: v.Unsettled, Pools: []Pool{pool}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	var onIt []string
+	for _, p := range plan.InFlight["launching"] {
+		onIt = append(onIt, p.Name)
+	}
+	if !slices.Equal(onIt, []string{other.Name}) {
+		t.Errorf("on the claim in flight: %v, want the pod that reads no zone alone; %s", onIt, summary(plan))
+	}
+	pc := onlyClaim(t, plan, web)
+	if z := settledOn(t, pc, zone); z == fake.ZoneA {
+		t.Errorf("web-1's claim settled in %s, its sibling's zone", z)
 	}
 	verifyPlan(t, sim, in, plan)
 }

@@ -29,6 +29,10 @@ type Input struct {
 	// InFlight maps the name of a node in Nodes to the NodeClaim it stands for, for nodes that
 	// are launching or not yet initialized. Pods that fit there need no new capacity.
 	InFlight map[string]string
+	// Unsettled maps nodes of InFlight to the label keys their claim has not settled yet
+	// (View.Unsettled): a pod that reads one of them as a topology key is not placed there, as
+	// it would be counted in no domain of the key until the claim launches.
+	Unsettled map[string][]string
 	// Spared are the pods, pending or counted in Pods on a node they are not bound to, held to a
 	// node in flight that an earlier plan launched for them (HeldFor, which LaunchHold bounds).
 	// The claims a plan opens must not make the scheduler refuse them there
@@ -263,13 +267,17 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		if laddered {
 			nowNodes = ready
 		}
+		var topology []string
+		if len(in.Unsettled) > 0 {
+			topology = rel.keys(pod).topology
+		}
 		// The node the pod is on its way to first, then first fit.
 		var ni fwk.NodeInfo
 		if destined := byName[in.Destined[pod.UID]]; destined != nil {
-			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, []fwk.NodeInfo{destined}, memo)
+			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, settledFor([]fwk.NodeInfo{destined}, in.Unsettled, topology), memo)
 		}
 		if ni == nil {
-			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, nowNodes, memo)
+			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, settledFor(nowNodes, in.Unsettled, topology), memo)
 		}
 		if ni != nil {
 			placeOn(ni)
@@ -319,6 +327,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 					continue
 				}
 			}
+			keys := rel.keys(as)
 			if laddered {
 				// The pod is held to the claim it is planned onto: the scheduler must take it
 				// there as it is, whatever the shape says.
@@ -326,13 +335,13 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				if as == pod && !w.domains {
 					also = nil
 				}
-				if ni := pl.firstFit(ctx, shape, launchingNodes, memo, also...); ni != nil {
+				nodes := settledFor(settledFor(launchingNodes, in.Unsettled, keys.topology), in.Unsettled, topology)
+				if ni := pl.firstFit(ctx, shape, nodes, memo, also...); ni != nil {
 					placeOn(ni)
 					placed = true
 					break
 				}
 			}
-			keys := rel.keys(as)
 			// The claims with room for the pod first, then the others; for a pod that repels its
 			// own kind, the claims without it first (fill.go).
 			for _, pass := range passes {

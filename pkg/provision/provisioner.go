@@ -317,7 +317,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	if err != nil {
 		return err
 	}
-	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Spared: p.spared(pending, view), Pools: pools,
+	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Unsettled: view.Unsettled, Spared: p.spared(pending, view), Pools: pools,
 		DaemonSets: DaemonSetPods(dss), Destined: p.destinations(pending)})
 	planned := p.opts.Clock.Since(planStart)
 	metrics.PlanDuration.Observe(planned.Seconds())
