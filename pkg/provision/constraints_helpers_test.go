@@ -178,8 +178,26 @@ func sameOptions(t *testing.T, pc *PlannedClaim, like []*corev1.Pod, keep func(*
 // claim in turn launched as a sample of its options (the cheapest, the dearest, the first of each
 // zone and capacity type, and a spread between). Each pod must pass PreFilter and every Filter
 // plugin on its node with every other pod in place, as the scheduler judges the last pod it binds.
+// The pods left to nodes in flight are checked there too, on the nodes as the input shows them.
 func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 	t.Helper()
+	// The pods the plan left on capacity in flight are weighed beside the claims' cheapest
+	// options, on the nodes in flight as the input shows them.
+	var onInFlight []*corev1.Pod
+	for node, claim := range in.InFlight {
+		for _, p := range plan.InFlight[claim] {
+			onInFlight = append(onInFlight, onNode(p, node))
+		}
+	}
+	cluster := func(which, o int) ([]*corev1.Node, []*corev1.Pod) {
+		nodes, pods := materialise(plan, which, o)
+		nodes = append(append([]*corev1.Node{}, in.Nodes...), nodes...)
+		pods = append(append(append([]*corev1.Pod{}, in.Pods...), pods...), onInFlight...)
+		for _, p := range plan.FitsExisting {
+			pods = append(pods, onNode(p, plan.FitsExistingOn[p.UID]))
+		}
+		return nodes, pods
+	}
 	for i, pc := range plan.Claims {
 		if len(pc.Options) == 0 {
 			t.Errorf("claim %d has no options", i)
@@ -187,12 +205,7 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 		}
 		expressibleOnly(t, pc, fake.Catalog())
 		for _, o := range sampleOptions(pc) {
-			nodes, pods := materialise(plan, i, o)
-			nodes = append(append([]*corev1.Node{}, in.Nodes...), nodes...)
-			pods = append(append([]*corev1.Pod{}, in.Pods...), pods...)
-			for _, p := range plan.FitsExisting {
-				pods = append(pods, onNode(p, plan.FitsExistingOn[p.UID]))
-			}
+			nodes, pods := cluster(i, o)
 			for _, p := range pc.Pods {
 				if why := filterLastOn(t, s, nodes, pods, p); why != "" {
 					opt := pc.Options[o]
@@ -200,6 +213,12 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 					return
 				}
 			}
+		}
+	}
+	nodes, pods := cluster(-1, 0)
+	for _, p := range onInFlight {
+		if why := filterLastOn(t, s, nodes, pods, p); why != "" {
+			t.Errorf("pod %s fails the Filter on %s, the node in flight it was left to: %s", p.Name, p.Spec.NodeName, why)
 		}
 	}
 }
