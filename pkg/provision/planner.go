@@ -335,7 +335,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				if as == pod && !w.domains {
 					also = nil
 				}
-				nodes := settledFor(settledFor(launchingNodes, in.Unsettled, keys.topology), in.Unsettled, topology)
+				// A shape reads every topology key the pod reads, and the keys of the terms
+				// its preferences became.
+				nodes := settledFor(launchingNodes, in.Unsettled, keys.topology)
 				if ni := pl.firstFit(ctx, shape, nodes, memo, also...); ni != nil {
 					placeOn(ni)
 					placed = true
@@ -421,9 +423,9 @@ type fitCheck struct {
 	group string
 }
 
-// firstFit returns the first of nodes on which check passes every Filter, and also, when given,
-// too. Nodes the pod surely has no room on are passed over without asking Filter (see
-// Simulator.NoRoom): on a full fleet most are, and Filter would refuse each of them all the same.
+// firstFit returns the first of nodes on which every Filter passes check and each of also. Nodes
+// the pod surely has no room on are passed over without asking Filter (see Simulator.NoRoom): on
+// a full fleet most are, and Filter would refuse each of them all the same.
 func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, memo *rejections, also ...fitCheck) fwk.NodeInfo {
 	asks := simulation.MinRequests(check.pod)
 	for _, ni := range nodes {
