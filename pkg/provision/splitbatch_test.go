@@ -76,14 +76,14 @@ func splitWorkload(seed uint64) []splitApp {
 	return apps
 }
 
-// splitSeedsEnv sets how many seeds TestSplitBatchesPlanAsOne runs (default 200, a few seconds);
+// splitSeedsEnv sets how many seeds TestSplitBatchesPlanAsOne runs (default 100, a few seconds);
 // 600 ran clean when it was written.
 const splitSeedsEnv = "TAILOR_SPLIT_SEEDS"
 
 func TestSplitBatchesPlanAsOne(t *testing.T) {
 	pool := newPool("default")
 	typesByPool := map[string][]*cloud.InstanceType{"default": pool.InstanceTypes}
-	seeds := uint64(200)
+	seeds := uint64(100)
 	if n, err := strconv.ParseUint(os.Getenv(splitSeedsEnv), 10, 64); err == nil {
 		seeds = n
 	}

@@ -97,7 +97,7 @@ func joinTainted(ctx context.Context, kube kubernetes.Interface, inst fake.Insta
 }
 
 // TestAPodWaitsForTheNodeLaunchedForIt: two replicas that prefer different zones get a node each,
-// and the first node comes up seconds before the second. The second replica fits beside the
+// and the first node comes up 5 s before the second. The second replica fits beside the
 // first, and the scheduler alone would bind it there, leaving the node launched for it empty
 // until consolidation removed it. It waits for its own node instead. The replicas come in one
 // batch, or in two (scaled from one to two): then the second is planned while its sibling's
@@ -133,10 +133,10 @@ func TestAPodWaitsForTheNodeLaunchedForIt(t *testing.T) {
 			e := newEnvWithJoiner(t, func(inner fake.Joiner) fake.Joiner {
 				return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
 					// Both replicas are planned while the first node is on its way, however the
-					// batches fall; the second comes up 8 s after the first.
-					delay := 3 * time.Second
+					// batches fall; the second comes up 5 s after the first.
+					delay := 2500 * time.Millisecond
 					if joins.Add(1) > 1 {
-						delay = 11 * time.Second
+						delay = 7500 * time.Millisecond
 					}
 					select {
 					case <-time.After(delay):
