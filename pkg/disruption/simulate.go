@@ -119,7 +119,7 @@ func (p *prober) simulate(ctx context.Context, removed []*Candidate) *Outcome {
 			return &Outcome{Unplaceable: err.Error()}
 		}
 	}
-	in := provision.Input{Pending: pending, InFlight: pc.view.InFlight, Pools: pc.pools, DaemonSets: p.state.DaemonSets,
+	in := provision.Input{Pending: pending, InFlight: pc.view.InFlight, Unsettled: pc.view.Unsettled, Pools: pc.pools, DaemonSets: p.state.DaemonSets,
 		Snapshot: pc.snapshot}
 	for _, pod := range pc.topology {
 		if !gone[pod.Spec.NodeName] {
@@ -153,7 +153,7 @@ func (p *prober) hopeless(cands []*Candidate, price float64, spot bool) bool {
 func (p *prober) simulateRebuilt(ctx context.Context, removed []*Candidate) *Outcome {
 	gone := nodeSet(removed)
 	view := p.state.cluster().View(p.state.TypesByPool)
-	in := provision.Input{InFlight: view.InFlight, Pools: p.state.pools(), DaemonSets: p.state.DaemonSets}
+	in := provision.Input{InFlight: view.InFlight, Unsettled: view.Unsettled, Pools: p.state.pools(), DaemonSets: p.state.DaemonSets}
 	for _, n := range view.Nodes {
 		if gone[n.Name] {
 			in.Nodes = append(in.Nodes, ghost(n))

@@ -185,7 +185,8 @@ func TestUnsettledClaimTakesNoPodThatReadsTheOpenKey(t *testing.T) {
 	plain := newPod("plain", "100m", "128Mi")
 	siblingNode := zonedNode("sibling-node", fake.ZoneA, "1", "1Gi")
 	apart := with(nil, []corev1.PodAffinityTerm{podTerm("web", zone)})
-	sibling := onNode(newPod("web-0", "900m", "128Mi", labelled("web"), apart), "sibling-node")
+	// The sibling fills its node: the pod that reads no zone has the claim's room alone to go to.
+	sibling := onNode(newPod("web-0", "1", "128Mi", labelled("web"), apart), "sibling-node")
 	web := newPod("web-1", "100m", "128Mi", labelled("web"), apart)
 	other := newPod("other", "100m", "128Mi")
 	c := &Cluster{Nodes: []*corev1.Node{siblingNode}, Pods: []*corev1.Pod{plain, sibling, web, other}, Claims: []*karpv1.NodeClaim{claim},

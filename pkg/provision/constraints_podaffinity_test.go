@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -249,6 +250,11 @@ func TestPreferencesWeighClaimsInFlightAsNewCapacity(t *testing.T) {
 		{name: "zone spread onto the claim in flight when the pool has one zone", key: zone, opt: spread("web", zone, 1, corev1.DoNotSchedule), inFlight: true,
 			pool: newPool("default", requirement(zone, corev1.NodeSelectorOpIn, fake.ZoneA)), wantInFlight: true},
 		{name: "a ready node takes it as the scheduler would", key: zone, opt: apart(zone), pool: newPool("default"), wantExisting: true},
+		// The claim in flight says no capacity type yet: a shape that requires spot would
+		// refuse it whatever it launches as.
+		{name: "a node-affinity preference alone takes the room in flight as it is", key: zone,
+			opt: preferNodes(match(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot)), inFlight: true,
+			pool: newPool("default"), wantInFlight: true},
 		{name: "a ready node takes a spreading pod as the scheduler would", key: zone, opt: spread("web", zone, 1, corev1.DoNotSchedule),
 			pool: newPool("default"), wantExisting: true},
 	} {

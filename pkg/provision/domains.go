@@ -16,7 +16,8 @@ import (
 // So, when weighing new claims for a pod that spreads (as Karpenter does), the plan also shows
 // the plugins one empty node per zone, capacity type and architecture each NodePool may launch
 // in: a domain with no pods. They are never a place for a pod, only something to count. Existing
-// nodes and nodes in flight are weighed without them, as the scheduler itself sees the cluster.
+// nodes are weighed without them, as the scheduler itself sees the cluster; nodes in flight with
+// them, as new capacity, and without them, as the scheduler will weigh the pod there.
 //
 // The scheduler does not count them: it knows the domains of the nodes there are. So the domains
 // are a preference, honoured where new capacity can honour them, like those of preferences.go.

@@ -27,7 +27,8 @@ type Input struct {
 	Nodes []*corev1.Node
 	Pods  []*corev1.Pod
 	// InFlight maps the name of a node in Nodes to the NodeClaim it stands for, for nodes that
-	// are launching or not yet initialized. Pods that fit there need no new capacity.
+	// are launching or not yet initialized. Pods that fit there need no new capacity; a pod
+	// with preferences, or one that spreads, weighs them as it weighs the claims a plan opens.
 	InFlight map[string]string
 	// Unsettled maps nodes of InFlight to the label keys their claim has not settled yet
 	// (View.Unsettled): a pod that reads one of them as a topology key is not placed there, as
@@ -141,7 +142,9 @@ type option struct {
 }
 
 // Plan places in.Pending: first on nodes that exist or are in flight, then on claims opened by
-// this plan, then on new claims from the pools in order.
+// this plan, then on new claims from the pools in order. A pod with preferences, or one that
+// spreads, goes to ready nodes first, and then weighs nodes in flight beside the claims of the
+// plan, strictest shape of itself first.
 func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	snapshot := in.Snapshot
 	if snapshot == nil {
@@ -163,6 +166,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	nodeInfos, _ := snapshot.NodeInfos().List()
 	byName := make(map[string]fwk.NodeInfo, len(nodeInfos))
 	var ready, launchingNodes []fwk.NodeInfo
+	unsettled := newOpenKeys(in.Unsettled)
 	for _, ni := range nodeInfos {
 		byName[ni.Node().Name] = ni
 		if _, ok := in.InFlight[ni.Node().Name]; ok {
@@ -255,29 +259,32 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				plan.FitsExistingOn[pod.UID] = ni.Node().Name
 			}
 		}
-		// A pod with preferences, or one that spreads, weighs the claims in flight in each of its
-		// views of new capacity below (its preference ladder, the empty domains), as it weighs
-		// the claims this plan opens: both are capacity on its way, which a pod planned there
-		// waits for (HeldFor). Weighed here as it is, a replica that prefers another zone than
-		// its sibling's took room on the sibling's claim whenever the two were planned in two
-		// batches, a few milliseconds apart, and ran beside it; so did the second replica of a
-		// zone spread, which sees no other zone while no node runs there. A ready node takes the
-		// pod as it is: the scheduler binds it there whatever it prefers.
-		nowNodes, laddered := nodeInfos, len(launchingNodes) > 0 && (withDomains || hasPreferences(pod))
+		// A pod that prefers where it runs beside other pods, or one that spreads, weighs the
+		// claims in flight in each of its views of new capacity below (its preference ladder, the
+		// empty domains), as it weighs the claims this plan opens: both are capacity on its way,
+		// which a pod planned there waits for (HeldFor). Weighed here as it is, a replica that
+		// prefers another zone than its sibling's took room on the sibling's claim whenever the
+		// two were planned in two batches, a few milliseconds apart, and ran beside it; so did
+		// the second replica of a zone spread, which sees no other zone while no node runs there.
+		// A ready node takes the pod as it is: the scheduler binds it there whatever it prefers.
+		// A node-affinity preference alone does not count: a claim in flight that may launch as
+		// spot or on-demand carries neither label yet, so every shape that prefers spot would
+		// refuse it and open a claim of its own.
+		nowNodes, laddered := nodeInfos, len(launchingNodes) > 0 && (withDomains || hasTopologyPreferences(pod))
 		if laddered {
 			nowNodes = ready
 		}
-		var topology []string
+		var passOver map[string]bool
 		if len(in.Unsettled) > 0 {
-			topology = rel.keys(pod).topology
+			passOver = unsettled.passOver(rel.keys(pod).topology)
 		}
 		// The node the pod is on its way to first, then first fit.
 		var ni fwk.NodeInfo
 		if destined := byName[in.Destined[pod.UID]]; destined != nil {
-			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, settledFor([]fwk.NodeInfo{destined}, in.Unsettled, topology), memo)
+			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, []fwk.NodeInfo{destined}, memo, passOver)
 		}
 		if ni == nil {
-			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, settledFor(nowNodes, in.Unsettled, topology), memo)
+			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, nowNodes, memo, passOver)
 		}
 		if ni != nil {
 			placeOn(ni)
@@ -330,15 +337,19 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			keys := rel.keys(as)
 			if laddered {
 				// The pod is held to the claim it is planned onto: the scheduler must take it
-				// there as it is, whatever the shape says.
-				shape, also := fitCheck{state, pre, as, asGroup}, []fitCheck{asIs}
-				if as == pod && !w.domains {
-					also = nil
+				// there as it is, whatever the shape says; and, as on the claims this plan
+				// opens, the pod must pass beside a shape that is not strictly stricter
+				// (preferences.go), with the empty domains when the shape has them.
+				shape, also := fitCheck{state, pre, as, asGroup}, make([]fitCheck, 0, 2)
+				if as != pod || w.domains {
+					also = append(also, asIs)
+				}
+				if guard != nil && guard.state != asIs.state {
+					also = append(also, fitCheck{guard.state, nil, pod, ""})
 				}
 				// A shape reads every topology key the pod reads, and the keys of the terms
 				// its preferences became.
-				nodes := settledFor(launchingNodes, in.Unsettled, keys.topology)
-				if ni := pl.firstFit(ctx, shape, nodes, memo, also...); ni != nil {
+				if ni := pl.firstFit(ctx, shape, launchingNodes, memo, unsettled.passOver(keys.topology), also...); ni != nil {
 					placeOn(ni)
 					placed = true
 					break
@@ -423,13 +434,14 @@ type fitCheck struct {
 	group string
 }
 
-// firstFit returns the first of nodes on which every Filter passes check and each of also. Nodes
-// the pod surely has no room on are passed over without asking Filter (see Simulator.NoRoom): on
-// a full fleet most are, and Filter would refuse each of them all the same.
-func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, memo *rejections, also ...fitCheck) fwk.NodeInfo {
+// firstFit returns the first of nodes, but for those in passOver, on which every Filter passes
+// check and each of also. Nodes the pod surely has no room on are passed over without asking
+// Filter (see Simulator.NoRoom): on a full fleet most are, and Filter would refuse each of them
+// all the same.
+func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, memo *rejections, passOver map[string]bool, also ...fitCheck) fwk.NodeInfo {
 	asks := simulation.MinRequests(check.pod)
 	for _, ni := range nodes {
-		if pl.sim.NoRoom(asks, ni) || !pl.fits(ctx, check, ni, memo) {
+		if passOver != nil && passOver[ni.Node().Name] || pl.sim.NoRoom(asks, ni) || !pl.fits(ctx, check, ni, memo) {
 			continue
 		}
 		if !slices.ContainsFunc(also, func(c fitCheck) bool { return !pl.fits(ctx, c, ni, memo) }) {

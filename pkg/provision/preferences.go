@@ -47,6 +47,13 @@ func preferenceLadder(pod *corev1.Pod) []*corev1.Pod {
 // hasPreferences reports whether some step of the ladder would change the pod, without the copy
 // each step makes.
 func hasPreferences(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return hasTopologyPreferences(pod) || a != nil && a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0
+}
+
+// hasTopologyPreferences reports whether the pod prefers where it runs relative to other pods: a
+// ScheduleAnyway spread, preferred pod affinity or anti-affinity.
+func hasTopologyPreferences(pod *corev1.Pod) bool {
 	for _, c := range pod.Spec.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
 			return true
@@ -54,8 +61,7 @@ func hasPreferences(pod *corev1.Pod) bool {
 	}
 	a := pod.Spec.Affinity
 	return a != nil && (a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
-		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
-		a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
+		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0)
 }
 
 // podGuards are a pending pod as the scheduler weighs it, checked beside each of its shapes (see

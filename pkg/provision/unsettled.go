@@ -2,16 +2,16 @@ package provision
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
 
 // unsettledKeys are the keys the claim's requirements name that its stand-in n carries no label
-// for: the launch picks one of several values (a zone of three, one of many instance types), and
-// the node will carry it. Until then the plugins count the claim's pods in no domain of such a
+// for: the launch picks a value (a zone of three, one of many instance types, one that a NotIn or
+// Gt leaves), and the node may carry it. Until then the plugins count the claim's pods in no domain of such a
 // key, and a pod kept out of a domain passes there whichever it launches in.
 func unsettledKeys(claim *karpv1.NodeClaim, n *corev1.Node) []string {
 	var out []string
@@ -23,19 +23,38 @@ func unsettledKeys(claim *karpv1.NodeClaim, n *corev1.Node) []string {
 	return out
 }
 
-// settledFor returns the nodes of nodes a pod that reads topology (podKeys.topology) may be
-// placed on: all of them, but for the stand-ins that leave one of those keys open (unsettled).
-// The claims a plan opens settle such keys as their pods are added (Planner.settle); a claim in
-// flight no longer can.
-func settledFor(nodes []fwk.NodeInfo, unsettled map[string][]string, topology []string) []fwk.NodeInfo {
-	if len(unsettled) == 0 || len(topology) == 0 {
+// openKeys knows the claims in flight a plan may not put a pod on for the topology keys it reads
+// (View.Unsettled). The claims of one plan are the same for every pod, and pods read few sets of
+// keys, so the answer is kept per set.
+type openKeys struct {
+	byNode map[string][]string
+	kept   map[string]map[string]bool
+}
+
+func newOpenKeys(unsettled map[string][]string) *openKeys {
+	return &openKeys{byNode: unsettled, kept: map[string]map[string]bool{}}
+}
+
+// passOver returns the nodes a pod that reads topology (podKeys.topology) may not be placed on:
+// the stand-ins that leave one of those keys open. The claims a plan opens settle such keys as
+// their pods are added (Planner.settle); a claim in flight no longer can. nil when there are none.
+func (o *openKeys) passOver(topology []string) map[string]bool {
+	if len(o.byNode) == 0 || len(topology) == 0 {
+		return nil
+	}
+	set := strings.Join(topology, "\x00")
+	if nodes, ok := o.kept[set]; ok {
 		return nodes
 	}
-	open := func(ni fwk.NodeInfo) bool {
-		return slices.ContainsFunc(unsettled[ni.Node().Name], func(k string) bool { return slices.Contains(topology, k) })
+	var nodes map[string]bool
+	for node, keys := range o.byNode {
+		if slices.ContainsFunc(keys, func(k string) bool { return slices.Contains(topology, k) }) {
+			if nodes == nil {
+				nodes = map[string]bool{}
+			}
+			nodes[node] = true
+		}
 	}
-	if !slices.ContainsFunc(nodes, open) {
-		return nodes
-	}
-	return slices.DeleteFunc(slices.Clone(nodes), open)
+	o.kept[set] = nodes
+	return nodes
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,35 +121,39 @@ func TestAPodWaitsForTheNodeLaunchedForIt(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		// gap is how long after the first replica the second is asked for: 0 for both at once.
-		gap  time.Duration
-		with func(*corev1.PodSpec)
+		// scaled: the Deployment is scaled from one replica to two once the first replica's
+		// NodeClaim exists, so that the second is planned while that claim is in flight.
+		scaled bool
+		with   func(*corev1.PodSpec)
 	}{
 		{name: "one batch", with: preferApart},
-		{name: "two batches", gap: 500 * time.Millisecond, with: preferApart},
-		{name: "zone spread in two batches", gap: 500 * time.Millisecond, with: spreadOverZones},
+		{name: "two batches", scaled: true, with: preferApart},
+		{name: "zone spread in two batches", scaled: true, with: spreadOverZones},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// No node joins before both replicas have a NodeClaim; then the first joins at once
+			// and the second 5 s later.
+			bothPlanned := make(chan struct{})
 			var joins atomic.Int32
 			e := newEnvWithJoiner(t, func(inner fake.Joiner) fake.Joiner {
 				return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
-					// Both replicas are planned while the first node is on its way, however the
-					// batches fall; the second comes up 5 s after the first.
-					delay := 2500 * time.Millisecond
+					delay := time.Duration(0)
 					if joins.Add(1) > 1 {
-						delay = 7500 * time.Millisecond
+						delay = 5 * time.Second
 					}
-					select {
-					case <-time.After(delay):
-					case <-ctx.Done():
-						return ctx.Err()
+					for _, wait := range []<-chan struct{}{bothPlanned, afterChan(delay)} {
+						select {
+						case <-wait:
+						case <-ctx.Done():
+							return ctx.Err()
+						}
 					}
 					return inner.Join(ctx, inst)
 				})
 			})
 			e.createNodePool(nodePool("default"))
 			replicas := int32(2)
-			if tc.gap > 0 {
+			if tc.scaled {
 				replicas = 1
 			}
 			d := deploymentOf("apart", replicas, "100m", "128Mi")
@@ -156,10 +161,13 @@ func TestAPodWaitsForTheNodeLaunchedForIt(t *testing.T) {
 			if _, err := e.cluster.Kube.AppsV1().Deployments("default").Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if tc.gap > 0 {
-				time.Sleep(tc.gap)
+			if tc.scaled {
+				e.waitForClaims(1, 30*time.Second)
 				e.scale(d, 2)
 			}
+			// A plan that put the second replica on the first replica's claim makes no second.
+			e.waitForClaims(2, 30*time.Second)
+			close(bothPlanned)
 			pods := e.waitRunning("app=apart", 2, 60*time.Second)
 			if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
 				t.Fatalf("both replicas run on %s, the node that came up first", pods[0].Spec.NodeName)
@@ -184,4 +192,23 @@ func TestAPodWaitsForTheNodeLaunchedForIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// afterChan is closed after d.
+func afterChan(d time.Duration) <-chan struct{} {
+	c := make(chan struct{})
+	time.AfterFunc(d, func() { close(c) })
+	return c
+}
+
+// waitForClaims waits until at least n NodeClaims exist.
+func (e *env) waitForClaims(n int, timeout time.Duration) {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("%d NodeClaims", n), timeout, func() (bool, string) {
+		claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(claims.Items) >= n, fmt.Sprintf("%d NodeClaims", len(claims.Items))
+	})
 }
