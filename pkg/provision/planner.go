@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -425,45 +424,6 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	return plan
 }
 
-// fitCheck is one question Filter answers about a node: the pod (or a shape of it) with its
-// PreFilter state and result, and the group whose refusals the memo shares.
-type fitCheck struct {
-	state fwk.CycleState
-	pre   *fwk.PreFilterResult
-	pod   *corev1.Pod
-	group string
-}
-
-// firstFit returns the first of nodes, but for those in passOver, on which every Filter passes
-// check and each of also. Nodes the pod surely has no room on are passed over without asking
-// Filter (see Simulator.NoRoom): on a full fleet most are, and Filter would refuse each of them
-// all the same.
-func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, memo *rejections, passOver map[string]bool, also ...fitCheck) fwk.NodeInfo {
-	asks := simulation.MinRequests(check.pod)
-	for _, ni := range nodes {
-		if passOver != nil && passOver[ni.Node().Name] || pl.sim.NoRoom(asks, ni) || !pl.fits(ctx, check, ni, memo) {
-			continue
-		}
-		if !slices.ContainsFunc(also, func(c fitCheck) bool { return !pl.fits(ctx, c, ni, memo) }) {
-			return ni
-		}
-	}
-	return nil
-}
-
-// fits asks Filter check's question about ni, unless the memo or the PreFilter result answers.
-func (pl *Planner) fits(ctx context.Context, check fitCheck, ni fwk.NodeInfo, memo *rejections) bool {
-	name := ni.Node().Name
-	if !allowedByPreFilter(check.pre, name) || memo.nodeRejected(check.group, name, ni.GetGeneration()) {
-		return false
-	}
-	if pl.sim.Filter(ctx, check.state, check.pod, ni).IsSuccess() {
-		return true
-	}
-	memo.rejectNode(check.group, name, ni.GetGeneration())
-	return false
-}
-
 // templateInfo is the node the candidate would register as, named name and labelled with choice,
 // with the DaemonSet pods it would run already on it.
 func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string, choice labelChoice) *framework.NodeInfo {
@@ -475,93 +435,6 @@ func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string, 
 		}
 	}
 	return ni
-}
-
-func allowedByPreFilter(pre *fwk.PreFilterResult, node string) bool {
-	return pre == nil || pre.AllNodes() || pre.NodeNames.Has(node)
-}
-
-// sortedForPacking orders pods for first-fit packing: biggest first, and balanced, so that every
-// prefix of the order asks for memory and cpu in the proportion ratio (bytes per millicpu: the
-// shape of the nodes the plan will fill; 0 for the proportion of the whole batch). Pods come from
-// two queues, those heavier in cpu than ratio and the others, each biggest first; the next pod
-// comes from the queue that the order so far has asked less of. Sorting by size alone would fill
-// the first nodes up to one resource and far from the other, and leave the pods heavy in the
-// other for nodes of their own. Ties go by age and UID, so plans are deterministic.
-func sortedForPacking(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
-	type keyed struct {
-		pod      *corev1.Pod
-		cpu, mem float64
-	}
-	ks := make([]keyed, len(pods))
-	var cpus, mems float64
-	for i, p := range pods {
-		r := scheduling.PodRequests(p)
-		ks[i] = keyed{pod: p, cpu: float64(r.Cpu().MilliValue()), mem: float64(r.Memory().Value())}
-		cpus += ks[i].cpu
-		mems += ks[i].mem
-	}
-	if ratio > 0 {
-		mems = cpus * ratio
-	}
-	for i := range ks {
-		if cpus > 0 {
-			ks[i].cpu /= cpus
-		}
-		if mems > 0 {
-			ks[i].mem /= mems
-		}
-	}
-	sort.SliceStable(ks, func(i, j int) bool {
-		a, b := ks[i], ks[j]
-		if sa, sb := a.cpu+a.mem, b.cpu+b.mem; sa != sb {
-			return sa > sb
-		}
-		if !a.pod.CreationTimestamp.Equal(&b.pod.CreationTimestamp) {
-			return a.pod.CreationTimestamp.Before(&b.pod.CreationTimestamp)
-		}
-		return a.pod.UID < b.pod.UID
-	})
-	var cpuHeavy, memHeavy []keyed
-	for _, k := range ks {
-		if k.cpu > k.mem {
-			cpuHeavy = append(cpuHeavy, k)
-		} else {
-			memHeavy = append(memHeavy, k)
-		}
-	}
-	out := make([]*corev1.Pod, 0, len(ks))
-	var cpu, mem float64
-	for len(cpuHeavy)+len(memHeavy) > 0 {
-		var next keyed
-		if len(memHeavy) == 0 || (len(cpuHeavy) > 0 && cpu <= mem) {
-			next, cpuHeavy = cpuHeavy[0], cpuHeavy[1:]
-		} else {
-			next, memHeavy = memHeavy[0], memHeavy[1:]
-		}
-		cpu, mem = cpu+next.cpu, mem+next.mem
-		out = append(out, next.pod)
-	}
-	return out
-}
-
-// destinedFirst moves the pods with a destination to the front, each part in its order.
-func destinedFirst(pods []*corev1.Pod, destined map[types.UID]string) []*corev1.Pod {
-	if len(destined) == 0 {
-		return pods
-	}
-	out := make([]*corev1.Pod, 0, len(pods))
-	for _, p := range pods {
-		if destined[p.UID] != "" {
-			out = append(out, p)
-		}
-	}
-	for _, p := range pods {
-		if destined[p.UID] == "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // UIDs returns the pods' UIDs as a set.
