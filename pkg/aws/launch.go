@@ -109,15 +109,15 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	configs := map[string]*ec2types.FleetLaunchTemplateConfigRequest{}
 	var order []string
 	images := map[string]string{}
-	options, taken, seq, block := plan.options, []string(nil), uint64(0), false
+	options, taken, block := plan.options, []string(nil), false
 	if plan.capacityType == karpv1.CapacityTypeReserved {
-		if options, taken, seq = p.takeReservations(plan.options); len(options) == 0 {
+		if options, taken = p.takeReservations(plan.options); len(options) == 0 {
 			return nil, errReservationsFull
 		}
 		block = options[0].offering.Labels[awsv1.LabelCapacityReservationType] == resolve.ReservationTypeCapacityBlock
 	}
 	launchedInto := ""
-	defer func() { p.reservations.done(taken, seq, launchedInto) }()
+	defer func() { p.reservations.done(taken, launchedInto) }()
 	// reservationOf names each template's reservation: one template per reservation, as its
 	// target is in the template.
 	reservationOf := map[string]string{}

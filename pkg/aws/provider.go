@@ -89,7 +89,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		templates:    newLaunchTemplates(ec2c, opts.ClusterName, opts.Clock),
 		resolutions:  map[string]cachedResolution{},
 	}
-	p.resolver = resolve.New(cfg, opts.ClusterName, opts.KubernetesVersion, opts.Clock, p.reservations.observe)
+	p.resolver = resolve.New(cfg, opts.ClusterName, opts.KubernetesVersion, opts.Clock, p.reservations.describing)
 	return p, nil
 }
 

@@ -20,32 +20,56 @@ const reservedPriceDivisor = 10_000_000
 
 // reservationTracker counts what is left of each capacity reservation between describes, so that
 // claims launched at once do not all aim at its last slot: the count EC2 last reported, minus
-// launches into it since, minus launches in flight, plus instances terminated since. EC2 stays the
-// judge: a launch it refuses with ReservationCapacityExceeded marks the reservation full for the
-// unavailable-offerings TTL.
+// Tailor's launches into it since, minus its launches in flight, plus the instances it terminated
+// since. EC2 stays the judge: a launch it refuses with ReservationCapacityExceeded marks the
+// reservation full for the unavailable-offerings TTL.
+//
+// A describe that overlapped one of Tailor's launches into the reservation, or a termination, may
+// or may not count that instance, and either guess can be wrong: counted twice, the slot goes
+// unused and the next claim launches on-demand beside a free reservation; not counted, a launch is
+// refused and the reservation is marked full for the whole TTL. Such a describe is set aside and
+// the count Tailor kept is trusted; the next describe that overlaps nothing corrects it for
+// instances launched or ended by anyone else.
 type reservationTracker struct {
 	clock clock.PassiveClock
 	ttl   time.Duration
 
-	mu        sync.Mutex
-	seq       uint64
+	mu  sync.Mutex
+	seq uint64
+	// available is the count as of the describe begun at began, kept current by Tailor's own
+	// launches and terminations since.
 	available map[string]int
-	observed  map[string]uint64
+	began     map[string]uint64
+	// changed is when Tailor last finished a launch into, or a termination out of, the reservation.
+	changed   map[string]uint64
 	inFlight  map[string]int
 	fullUntil map[string]time.Time
 }
 
 func newReservationTracker(clk clock.PassiveClock, ttl time.Duration) *reservationTracker {
-	return &reservationTracker{clock: clk, ttl: ttl, available: map[string]int{}, observed: map[string]uint64{},
-		inFlight: map[string]int{}, fullUntil: map[string]time.Time{}}
+	return &reservationTracker{clock: clk, ttl: ttl, available: map[string]int{}, began: map[string]uint64{},
+		changed: map[string]uint64{}, inFlight: map[string]int{}, fullUntil: map[string]time.Time{}}
 }
 
-// observe records the count EC2 described.
-func (t *reservationTracker) observe(id string, available int) {
+// describing is called as a describe of capacity reservations is sent; the function it returns is
+// told each reservation's available count from the answer.
+func (t *reservationTracker) describing() func(id string, available int) {
+	t.mu.Lock()
+	t.seq++
+	began := t.seq
+	t.mu.Unlock()
+	return func(id string, available int) { t.observe(id, available, began) }
+}
+
+// observe records the count a describe begun at began reported, unless a later describe already
+// did, or the answer may have raced one of Tailor's own launches or terminations (see the type).
+func (t *reservationTracker) observe(id string, available int, began uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.seq++
-	t.available[id], t.observed[id] = available, t.seq
+	if _, known := t.available[id]; known && (began < t.began[id] || t.inFlight[id] > 0 || t.changed[id] > began) {
+		return
+	}
+	t.available[id], t.began[id] = available, began
 }
 
 // room is how many more launches the reservation may take now.
@@ -62,9 +86,8 @@ func (t *reservationTracker) roomLocked(id string) int {
 	return t.available[id] - t.inFlight[id]
 }
 
-// take counts a launch in flight against each reservation that has room, and returns those, with
-// the sequence number that done needs.
-func (t *reservationTracker) take(ids []string) ([]string, uint64) {
+// take counts a launch in flight against each reservation that has room, and returns those.
+func (t *reservationTracker) take(ids []string) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []string
@@ -74,22 +97,21 @@ func (t *reservationTracker) take(ids []string) ([]string, uint64) {
 			out = append(out, id)
 		}
 	}
-	t.seq++
-	return out, t.seq
+	return out
 }
 
 // done ends the launches take counted; launched is the reservation the instance went into, if
-// any. It is subtracted only if EC2 was not described since the launch began: a describe in the
-// meantime may already count it, and counting it twice would leave a slot unused, while counting
-// it not at all costs at most one refused launch.
-func (t *reservationTracker) done(ids []string, seq uint64, launched string) {
+// any, whose count it lowers.
+func (t *reservationTracker) done(ids []string, launched string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, id := range ids {
 		t.inFlight[id]--
 	}
-	if launched != "" && t.observed[launched] < seq {
+	if launched != "" {
 		t.available[launched]--
+		t.seq++
+		t.changed[launched] = t.seq
 	}
 }
 
@@ -105,6 +127,8 @@ func (t *reservationTracker) released(id string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.available[id]++
+	t.seq++
+	t.changed[id] = t.seq
 	delete(t.fullUntil, id)
 }
 
@@ -126,21 +150,21 @@ var errReservationsFull = errors.New("every capacity reservation the claim may u
 
 // takeReservations keeps the reserved options whose reservation still has room, counting a
 // launch in flight against each until done.
-func (p *Provider) takeReservations(options []launchOption) ([]launchOption, []string, uint64) {
+func (p *Provider) takeReservations(options []launchOption) ([]launchOption, []string) {
 	var ids []string
 	for _, o := range options {
 		if id := o.offering.Labels[awsv1.LabelCapacityReservationID]; !contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
-	taken, seq := p.reservations.take(ids)
+	taken := p.reservations.take(ids)
 	var kept []launchOption
 	for _, o := range options {
 		if contains(taken, o.offering.Labels[awsv1.LabelCapacityReservationID]) {
 			kept = append(kept, o)
 		}
 	}
-	return kept, taken, seq
+	return kept, taken
 }
 
 func templateName(lo *ec2types.LaunchTemplateAndOverridesResponse) string {

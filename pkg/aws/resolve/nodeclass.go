@@ -38,20 +38,21 @@ type Resolver struct {
 	profiles          *instanceProfiles
 	kubernetesVersion string
 	clock             clock.Clock
-	// observeReservation, when set, is told each capacity reservation's available count whenever
-	// one is described: the provider counts launches into reservations from there.
-	observeReservation func(id string, available int)
+	// describingReservations, when set, is called as capacity reservations are described; the
+	// function it returns is told each one's available count. The provider counts launches into
+	// reservations from there, and needs to know when the describe began (see reservationTracker).
+	describingReservations func() func(id string, available int)
 }
 
 // New builds a resolver on the SDK configuration; cluster names the instance profiles it
-// manages. observeReservation may be nil.
-func New(cfg aws.Config, cluster, kubernetesVersion string, clk clock.Clock, observeReservation func(id string, available int)) *Resolver {
+// manages. describingReservations may be nil.
+func New(cfg aws.Config, cluster, kubernetesVersion string, clk clock.Clock, describingReservations func() func(id string, available int)) *Resolver {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	return &Resolver{ec2: ec2.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg), kubernetesVersion: kubernetesVersion, clock: clk,
-		observeReservation: observeReservation,
-		profiles:           &instanceProfiles{iam: iam.NewFromConfig(cfg), cluster: cluster, region: cfg.Region, clock: clk, ok: map[string]time.Time{}}}
+		describingReservations: describingReservations,
+		profiles:               &instanceProfiles{iam: iam.NewFromConfig(cfg), cluster: cluster, region: cfg.Region, clock: clk, ok: map[string]time.Time{}}}
 }
 
 // Resolution is a node class with its status filled in, plus what the status has no field for.

@@ -34,6 +34,10 @@ const (
 // capacityReservations describes what the selector terms select (ORed), active ones only, as the
 // node class status reports them. A term naming an ID EC2 does not know selects nothing.
 func (r *Resolver) capacityReservations(ctx context.Context, terms []awsv1.CapacityReservationSelectorTerm) ([]awsv1.CapacityReservation, error) {
+	observe := func(string, int) {}
+	if r.describingReservations != nil {
+		observe = r.describingReservations()
+	}
 	seen := map[string]ec2types.CapacityReservation{}
 	for _, term := range terms {
 		in := &ec2.DescribeCapacityReservationsInput{Filters: append(tagFilters(term.Tags),
@@ -64,9 +68,7 @@ func (r *Resolver) capacityReservations(ctx context.Context, terms []awsv1.Capac
 	out := make([]awsv1.CapacityReservation, 0, len(seen))
 	for _, id := range slices.Sorted(maps.Keys(seen)) {
 		cr := seen[id]
-		if r.observeReservation != nil {
-			r.observeReservation(id, int(aws.ToInt32(cr.AvailableInstanceCount)))
-		}
+		observe(id, int(aws.ToInt32(cr.AvailableInstanceCount)))
 		status := awsv1.CapacityReservation{ID: id, InstanceType: aws.ToString(cr.InstanceType), AvailabilityZone: aws.ToString(cr.AvailabilityZone),
 			OwnerID: aws.ToString(cr.OwnerId), InstanceMatchCriteria: string(cr.InstanceMatchCriteria), ReservationType: ReservationTypeDefault,
 			State: "active"}
