@@ -9,9 +9,9 @@ import (
 
 // TestReservationCountSurvivesDescribesThatRaceLaunches: a describe answered while one of Tailor's
 // launches into the reservation was in flight, or sent before a launch or termination Tailor has
-// since finished, may or may not count that instance. Either way the count Tailor kept stands; a
-// describe that overlapped nothing replaces it. Each case starts from a reservation of two,
-// described empty.
+// since finished, may or may not count that instance. The count Tailor kept stands while the
+// describe allows it either way, and is moved when it does not: others launch and end instances
+// too. Each case starts from a reservation of two, described empty.
 func TestReservationCountSurvivesDescribesThatRaceLaunches(t *testing.T) {
 	const id = "cr-1"
 	for _, tc := range []struct {
@@ -40,9 +40,10 @@ func TestReservationCountSurvivesDescribesThatRaceLaunches(t *testing.T) {
 			tr.done(a, id)
 			observe(id, 2)
 		}, 1},
-		{"a describe sent after the launch ended", func(tr *reservationTracker) {
-			tr.done(tr.take([]string{id}), id)
-			tr.describing()(id, 1)
+		{"a describe sent before a launch was taken, answered while it is in flight", func(tr *reservationTracker) {
+			observe := tr.describing()
+			tr.take([]string{id})
+			observe(id, 1)
 		}, 1},
 		{"a describe sent after the launch ended sees someone else's instance", func(tr *reservationTracker) {
 			tr.done(tr.take([]string{id}), id)
@@ -60,6 +61,18 @@ func TestReservationCountSurvivesDescribesThatRaceLaunches(t *testing.T) {
 			tr.describing()(id, 1)
 			older(id, 2)
 		}, 1},
+		{"someone else's instance ends while Tailor's launch is in flight", func(tr *reservationTracker) {
+			tr.describing()(id, 1)
+			tr.take([]string{id})
+			tr.describing()(id, 2)
+		}, 1},
+		{"someone else takes the last slots while Tailor's launch is in flight", func(tr *reservationTracker) {
+			tr.take([]string{id})
+			tr.describing()(id, 0)
+		}, 0},
+		{"an instance handed back in a reservation the launch did not take", func(tr *reservationTracker) {
+			tr.done(tr.take([]string{"cr-2"}), id)
+		}, 2},
 		{"a launch that went elsewhere", func(tr *reservationTracker) {
 			a := tr.take([]string{id})
 			tr.done(a, "")
