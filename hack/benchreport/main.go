@@ -90,6 +90,7 @@ var figures = []figure{
 // every benchmark whose name starts with name, under that benchmark's name.
 var perSize = []figure{
 	{"fleet at scale: scale-up to every pod Running (s)", fleet, "s-to-all-running", worst, "", 0},
+	{"fleet at scale: scale-up to the last pod bound (s); kwok runs them after", fleet, "s-to-all-bound", worst, "", 0},
 	{"fleet at scale: scale-down to the fleet consolidated (s)", fleet, "s-to-consolidated", worst, "", 0},
 	{"fleet at scale: peak resident memory of the process, API server and etcd included (MB)", fleet, "peak-rss-MB", worst, "", 0},
 	{"fleet at scale: peak Go heap of the process (MB)", fleet, "peak-heap-MB", worst, "", 0},

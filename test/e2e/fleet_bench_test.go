@@ -130,8 +130,10 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	scaleFleet(b, ctx, cluster, pods)
 	waitDeployment(b, ctx, cluster, pods, runTimeout)
 	toRunning := time.Since(began)
+	toBound := time.Unix(0, proxy.lastBinding.Load()).Sub(began)
 	reqAtPeak := proxy.total.Load()
-	say("%d pods Running after %.1f s on %d NodeClaims (%d requests from tailor-scheduler so far)", pods, toRunning.Seconds(), claims.count(), reqAtPeak)
+	say("%d pods Running after %.1f s, the last bound after %.1f s, on %d NodeClaims (%d requests from tailor-scheduler so far)",
+		pods, toRunning.Seconds(), toBound.Seconds(), claims.count(), reqAtPeak)
 
 	// The budget is watched from here: during the scale-up the new pods are not healthy yet, and
 	// the status says so without anything having been disrupted.
@@ -164,6 +166,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	say("tailor-scheduler made %d requests in %.0f s (%d bindings); the most frequent: %s", total, elapsed.Seconds(), bindings, proxy.top(12))
 	say("stranded or unused-node events: %s", tailorEvents(ctx, cluster))
 	b.ReportMetric(toRunning.Seconds(), "s-to-all-running")
+	b.ReportMetric(toBound.Seconds(), "s-to-all-bound")
 	b.ReportMetric(toConsolidated.Seconds(), "s-to-consolidated")
 	b.ReportMetric(float64(procStatusKB("VmHWM"))/1024, "peak-rss-MB")
 	b.ReportMetric(float64(heap.peak())/(1<<20), "peak-heap-MB")

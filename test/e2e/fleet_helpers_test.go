@@ -187,7 +187,11 @@ func tailorEvents(ctx context.Context, cluster *sandbox.Cluster) string {
 type countingProxy struct {
 	srv   *httptest.Server
 	total atomic.Int64
-	mu    sync.Mutex
+	// lastBinding is when tailor-scheduler last posted a binding (Unix nanoseconds): with kwok
+	// playing every kubelet of the fleet in one process, pods run well after they bind, and the
+	// difference is kwok's, not Tailor's.
+	lastBinding atomic.Int64
+	mu          sync.Mutex
 	// counts are keyed "METHOD resource[/subresource]", WATCH for a GET that watches.
 	counts map[string]int
 }
@@ -234,6 +238,9 @@ func (p *countingProxy) count(r *http.Request) {
 	}
 	key := method + " " + resourceOf(r.URL.Path)
 	p.total.Add(1)
+	if key == "POST pods/binding" {
+		p.lastBinding.Store(time.Now().UnixNano())
+	}
 	p.mu.Lock()
 	p.counts[key]++
 	p.mu.Unlock()
