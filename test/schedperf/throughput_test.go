@@ -3,6 +3,9 @@ package schedperf
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,6 +104,7 @@ func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w
 	rate, counted, took := bs.rateFrom(started)
 	// Printed, not logged: the API server's own logs would bury it.
 	fmt.Printf("schedperf: %s, %s: %d pods bound in %s after it started, %.1f pods/s\n", w.name, s.name, counted, took.Round(time.Millisecond), rate)
+	printRefusals(ctx, c, phase)
 	// Every pod fits an existing node: a NodeClaim would mean Tailor's planner disagreed with the
 	// scheduler, and the phase would measure a launch, not scheduling.
 	claims, err := c.tailor.KarpenterV1().NodeClaims().List(ctx, metav1.ListOptions{})
@@ -114,4 +118,24 @@ func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w
 		return 0, fmt.Errorf("only %d of %d pods were bound after %s started: too few to measure", counted, len(pods), s.name)
 	}
 	return rate, nil
+}
+
+// printRefusals prints why the scheduler refused the phase's pods, if it did (its FailedScheduling
+// Events, by message): every pod fits, so a refusal is a pod the scheduler had to try again, and
+// a pod it leaves unschedulable until an event wakes it is what makes a slow turn.
+func printRefusals(ctx context.Context, c *cluster, phase string) {
+	evs, err := c.kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
+	if err != nil {
+		fmt.Printf("schedperf: %s: listing FailedScheduling Events: %v\n", phase, err)
+		return
+	}
+	byMessage := map[string]int{}
+	for _, ev := range evs.Items {
+		if strings.HasPrefix(ev.InvolvedObject.Name, phase+"-") {
+			byMessage[ev.Message] += int(max(ev.Count, 1))
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(byMessage)) {
+		fmt.Printf("schedperf: %s: %d FailedScheduling: %s\n", phase, byMessage[m], m)
+	}
 }
