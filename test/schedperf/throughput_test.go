@@ -121,21 +121,28 @@ func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w
 }
 
 // printRefusals prints why the scheduler refused the phase's pods, if it did (its FailedScheduling
-// Events, by message): every pod fits, so a refusal is a pod the scheduler had to try again, and
-// a pod it leaves unschedulable until an event wakes it is what makes a slow turn.
+// Events, by message), and how many Tailor found stranded: every pod fits, so a refusal is a pod
+// the scheduler had to try again, and one it leaves unschedulable until an event wakes it is what
+// makes a slow turn. The scheduler and Tailor write events.k8s.io Events; they are read as such.
 func printRefusals(ctx context.Context, c *cluster, phase string) {
-	evs, err := c.kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
-	if err != nil {
-		fmt.Printf("schedperf: %s: listing FailedScheduling Events: %v\n", phase, err)
-		return
-	}
-	byMessage := map[string]int{}
-	for _, ev := range evs.Items {
-		if strings.HasPrefix(ev.InvolvedObject.Name, phase+"-") {
-			byMessage[ev.Message] += int(max(ev.Count, 1))
+	for _, reason := range []string{"FailedScheduling", "Stranded"} {
+		evs, err := c.kube.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+		if err != nil {
+			fmt.Printf("schedperf: %s: listing %s Events: %v\n", phase, reason, err)
+			continue
 		}
-	}
-	for _, m := range slices.Sorted(maps.Keys(byMessage)) {
-		fmt.Printf("schedperf: %s: %d FailedScheduling: %s\n", phase, byMessage[m], m)
+		byNote := map[string]int{}
+		for _, ev := range evs.Items {
+			if strings.HasPrefix(ev.Regarding.Name, phase+"-") {
+				n := 1
+				if ev.Series != nil {
+					n = int(ev.Series.Count)
+				}
+				byNote[ev.Note] += n
+			}
+		}
+		for _, note := range slices.Sorted(maps.Keys(byNote)) {
+			fmt.Printf("schedperf: %s: %d %s: %s\n", phase, byNote[note], reason, note)
+		}
 	}
 }
