@@ -38,6 +38,9 @@ type View struct {
 	InFlight map[string]string
 	// Counted are the unbound pods already counted on a node: they need no plan.
 	Counted map[types.UID]bool
+	// Headed are the unbound pods of Counted that an earlier plan or a nomination sent to a node,
+	// rather than the scheduler's own assumption, with that node (see Ungrounded).
+	Headed map[types.UID]string
 	// Unsettled maps the stand-ins of claims that may still launch with several values of a
 	// label (several zones, say) to those label keys (see unsettledKeys).
 	Unsettled map[string][]string
@@ -56,7 +59,7 @@ var ephemeralTaints = []string{
 
 // View builds the planner's view of the cluster.
 func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
-	v := &View{InFlight: map[string]string{}, Counted: map[types.UID]bool{}, Unsettled: map[string][]string{}}
+	v := &View{InFlight: map[string]string{}, Counted: map[types.UID]bool{}, Headed: map[types.UID]string{}, Unsettled: map[string][]string{}}
 	byProviderID := make(map[string]*karpv1.NodeClaim, len(c.Claims))
 	claimNode := map[string]string{}
 	for _, claim := range c.Claims {
@@ -128,8 +131,11 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 			}
 		case c.Assumed[p.UID] != "" && countOn(p, c.Assumed[p.UID]):
 		case c.Planned[p.UID] != "" && countOn(p, claimNode[c.Planned[p.UID]]):
+			v.Headed[p.UID] = claimNode[c.Planned[p.UID]]
 		case p.Status.NominatedNodeName != "" && v.InFlight[p.Status.NominatedNodeName] != "":
-			countOn(p, p.Status.NominatedNodeName)
+			if countOn(p, p.Status.NominatedNodeName) {
+				v.Headed[p.UID] = p.Status.NominatedNodeName
+			}
 		}
 	}
 	return v

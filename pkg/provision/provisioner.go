@@ -265,6 +265,11 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 
 	cluster, enqueued := p.forgetStale(nodes, pods, claims, listed)
 	view := cluster.View(typesByPool)
+	if loose := planner.Ungrounded(ctx, view); len(loose) > 0 {
+		view.Uncount(loose)
+		p.forgetHeadings(loose)
+		logger.V(2).Info("Planning again pods the scheduler would now refuse where a plan sent them", "pods", len(loose))
+	}
 	nodeNames := make(map[string]bool, len(nodes))
 	nodesByName := make(map[string]*corev1.Node, len(nodes))
 	for _, n := range nodes {

@@ -7,6 +7,7 @@ package simulation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +42,8 @@ type Simulator struct {
 	// the same snapshot and with the same args, so that a caller can ask the two halves of one
 	// Filter pass separately; see FilterCapacity.
 	capacity, placement framework.Framework
+	// affinity runs only InterPodAffinity's Filter (nil when the profile leaves it out).
+	affinity framework.Framework
 	// resourcesFiltered: see ResourcesFiltered.
 	resourcesFiltered bool
 	// spread is the main framework's PodTopologySpread, for SpreadDomains; nil if the profile
@@ -182,18 +185,29 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	if sim.placement, err = build(withFilters(p, false)); err != nil {
 		return nil, err
 	}
+	if slices.Contains(filters, names.InterPodAffinity) {
+		if sim.affinity, err = build(onlyFilter(p, names.InterPodAffinity)); err != nil {
+			return nil, err
+		}
+	}
 	return sim, nil
+}
+
+// onlyFilter returns p with only the named plugin at Filter.
+func onlyFilter(p *config.KubeSchedulerProfile, name string) *config.KubeSchedulerProfile {
+	out := p.DeepCopy()
+	out.Plugins.Filter.Disabled = append(out.Plugins.Filter.Disabled, config.Plugin{Name: "*"})
+	out.Plugins.Filter.Enabled = []config.Plugin{{Name: name}}
+	return out
 }
 
 // withFilters returns p with only NodeResourcesFit at Filter (capacity true), or with every Filter
 // plugin but it (capacity false).
 func withFilters(p *config.KubeSchedulerProfile, capacity bool) *config.KubeSchedulerProfile {
-	out := p.DeepCopy()
 	if capacity {
-		out.Plugins.Filter.Disabled = append(out.Plugins.Filter.Disabled, config.Plugin{Name: "*"})
-		out.Plugins.Filter.Enabled = []config.Plugin{{Name: names.NodeResourcesFit}}
-		return out
+		return onlyFilter(p, names.NodeResourcesFit)
 	}
+	out := p.DeepCopy()
 	out.Plugins.Filter.Enabled = withoutNames(out.Plugins.Filter.Enabled, sets.New(names.NodeResourcesFit))
 	out.Plugins.Filter.Disabled = append(out.Plugins.Filter.Disabled, config.Plugin{Name: names.NodeResourcesFit})
 	return out
@@ -246,6 +260,16 @@ func (s *Simulator) FilterCapacity(ctx context.Context, state fwk.CycleState, po
 // FilterPlacement: see FilterCapacity.
 func (s *Simulator) FilterPlacement(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
 	return s.placement.RunFilterPlugins(ctx, state, pod, node)
+}
+
+// FilterInterPodAffinity runs InterPodAffinity's Filter alone, with the state that PreFilter
+// prepared: whether the pod's required pod (anti-)affinity, and the other pods' anti-affinity,
+// allow it on node, whatever the other plugins say. A profile without the plugin allows it.
+func (s *Simulator) FilterInterPodAffinity(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	if s.affinity == nil {
+		return nil
+	}
+	return s.affinity.RunFilterPlugins(ctx, state, pod, node)
 }
 
 // ProfileNodeKeys returns the node label keys the profile's own configuration makes Filter read

@@ -13,9 +13,12 @@ import (
 )
 
 // evidence returns the events about the objects the findings name (the pod or node, and for a
-// node its NodeClaim), oldest first, for the failure report.
-func evidence(ctx context.Context, cluster *sandbox.Cluster, r *Reading, findings []Finding) string {
+// node its NodeClaim) and the related ones, oldest first, for the failure report.
+func evidence(ctx context.Context, cluster *sandbox.Cluster, r *Reading, findings []Finding, related []string) string {
 	names := map[string]bool{}
+	for _, name := range related {
+		names[name] = true
+	}
 	for _, f := range findings {
 		name := f.Object[strings.LastIndex(f.Object, "/")+1:]
 		names[name] = true

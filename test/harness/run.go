@@ -42,13 +42,14 @@ func RunSeed(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	var findings []Finding
+	var related []string // objects whose events explain a finding besides those it names
 	var cluster *sandbox.Cluster
 	var last *Reading
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	defer func() {
 		if len(findings) > 0 {
-			report(t, s, which, findings, evidence(ctx, cluster, last, findings))
+			report(t, s, which, findings, evidence(ctx, cluster, last, findings, related))
 		}
 	}()
 	cluster = Start(t, which)
@@ -93,8 +94,16 @@ func RunSeed(t *testing.T, seed uint64) {
 		findings = append(findings, Finding{"not-settled-after-scale-down", "cluster", err.Error()})
 	}
 	violations, checked := pdbs.Stop()
+	violations, preempted, err := tailorsShare(ctx, cluster.Kube, workload.Namespace, violations)
+	if err != nil {
+		t.Logf("seed %d: reading who preempted the budgets' pods: %v", seed, err)
+	}
+	if preempted > 0 {
+		t.Logf("seed %d: %d readings below a PodDisruptionBudget came from the scheduler's preemption, not counted", seed, preempted)
+	}
 	for _, v := range violations {
-		findings = append(findings, Finding{"pdb-violated", "PodDisruptionBudget", v})
+		findings = append(findings, Finding{"pdb-violated", "PodDisruptionBudget", v.Detail})
+		related = append(related, v.Gone...)
 	}
 	if r2 == nil {
 		return
