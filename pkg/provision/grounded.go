@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -30,7 +31,7 @@ import (
 // Ungrounded returns the pods the view counts where an earlier plan or a nomination headed them
 // (View.Headed) whose required pod affinity the scheduler would now refuse there. Only pods with
 // required pod affinity are weighed: the rest cost nothing here.
-func (pl *Planner) Ungrounded(ctx context.Context, v *View) []types.UID {
+func (pl *Planner) Ungrounded(ctx context.Context, v *View) []*corev1.Pod {
 	var doubted []*corev1.Pod
 	isDoubted := map[types.UID]bool{}
 	for _, p := range v.Pods {
@@ -52,9 +53,10 @@ func (pl *Planner) Ungrounded(ctx context.Context, v *View) []types.UID {
 	if err != nil {
 		return nil // the plan meets the same error and says so
 	}
-	// The oldest first, as the scheduler's queue takes pods of one priority.
+	// In the scheduler's queue order: highest priority, then oldest, first.
 	slices.SortStableFunc(doubted, func(a, b *corev1.Pod) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(corev1helpers.PodPriority(b), corev1helpers.PodPriority(a)),
+			a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 	})
 	pl.sim.Use(snapshot)
 	for stood := true; stood && len(doubted) > 0; {
@@ -69,23 +71,18 @@ func (pl *Planner) Ungrounded(ctx context.Context, v *View) []types.UID {
 		}
 		doubted = left
 	}
-	out := make([]types.UID, len(doubted))
-	for i, p := range doubted {
-		out[i] = p.UID
-	}
-	return out
+	return doubted
 }
 
 // standsOn reports whether InterPodAffinity lets p onto its node in snapshot, and if so adds it
 // there for the pods weighed after it. A pod the check cannot weigh (its node is gone from the
-// view, or another plugin fails PreFilter) is left counted, as it was before the check.
+// view, or the plugin errs) is left counted, as it was before the check.
 func (pl *Planner) standsOn(ctx context.Context, snapshot *simulation.Snapshot, p *corev1.Pod) bool {
 	ni, err := snapshot.NodeInfos().Get(p.Spec.NodeName)
 	if err != nil {
 		return true
 	}
-	state, _, status := pl.sim.PreFilter(ctx, p)
-	if status == nil && !pl.sim.FilterInterPodAffinity(ctx, state, p, ni).IsSuccess() {
+	if pl.sim.InterPodAffinity(ctx, p, ni).IsRejected() {
 		return false
 	}
 	snapshot.AddPod(ni, p)
@@ -98,12 +95,12 @@ func requiresPodAffinity(p *corev1.Pod) bool {
 }
 
 // Uncount takes the pods out of the view: they are planned, not counted.
-func (v *View) Uncount(uids []types.UID) {
-	drop := make(map[types.UID]string, len(uids))
-	for _, uid := range uids {
-		drop[uid] = v.Headed[uid]
-		delete(v.Counted, uid)
-		delete(v.Headed, uid)
+func (v *View) Uncount(pods []*corev1.Pod) {
+	drop := make(map[types.UID]string, len(pods))
+	for _, p := range pods {
+		drop[p.UID] = v.Headed[p.UID]
+		delete(v.Counted, p.UID)
+		delete(v.Headed, p.UID)
 	}
 	v.Pods = slices.DeleteFunc(v.Pods, func(p *corev1.Pod) bool {
 		node, ok := drop[p.UID]
@@ -112,13 +109,14 @@ func (v *View) Uncount(uids []types.UID) {
 }
 
 // forgetHeadings drops the plans that sent the pods where Ungrounded found the scheduler would
-// refuse them: the plan they are part of now decides where they go, and the nomination Tailor
-// wrote is cleared if no plan places them (clearStaleNominations).
-func (p *Provisioner) forgetHeadings(uids []types.UID) {
+// refuse them, and the nominations Tailor wrote there: the plan they are part of now decides
+// where they go. A nomination left in place would count the pod there again at the next plan,
+// undoing whatever this one decides, and keep the scheduler holding room for it there.
+func (p *Provisioner) forgetHeadings(ctx context.Context, pods []*corev1.Pod) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, uid := range uids {
-		delete(p.planned, uid)
-		p.forgetDestination(uid)
+	for _, pod := range pods {
+		delete(p.planned, pod.UID)
 	}
+	p.mu.Unlock()
+	p.dropNominations(ctx, pods)
 }

@@ -270,15 +270,25 @@ func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node s
 // and the patch applies only if the nomination is still the one read before the plan, so a
 // nomination the scheduler's preemption wrote since stays.
 func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []Unplaceable) {
+	pods := make([]*corev1.Pod, len(unplaceable))
+	for i, u := range unplaceable {
+		pods[i] = u.Pod
+	}
+	p.dropNominations(ctx, pods)
+}
+
+// dropNominations forgets where the pods were headed and clears, in the background, the
+// nominations Tailor wrote for them.
+func (p *Provisioner) dropNominations(ctx context.Context, pods []*corev1.Pod) {
 	var stale []*corev1.Pod
 	p.mu.Lock()
-	for _, u := range unplaceable {
-		if p.ownNomination(u.Pod) {
-			stale = append(stale, u.Pod)
+	for _, pod := range pods {
+		if p.ownNomination(pod) {
+			stale = append(stale, pod)
 		}
 		// Headed nowhere now: a pod an earlier plan left to a node whose room a sibling then
 		// took, and that no plan places since (a NodePool at its limit), is not stranded there.
-		p.forgetDestination(u.Pod.UID)
+		p.forgetDestination(pod.UID)
 	}
 	p.mu.Unlock()
 	if len(stale) == 0 {

@@ -267,7 +267,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	view := cluster.View(typesByPool)
 	if loose := planner.Ungrounded(ctx, view); len(loose) > 0 {
 		view.Uncount(loose)
-		p.forgetHeadings(loose)
+		p.forgetHeadings(ctx, loose)
 		logger.V(2).Info("Planning again pods the scheduler would now refuse where a plan sent them", "pods", len(loose))
 	}
 	nodeNames := make(map[string]bool, len(nodes))

@@ -186,7 +186,7 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 		return nil, err
 	}
 	if slices.Contains(filters, names.InterPodAffinity) {
-		if sim.affinity, err = build(onlyFilter(p, names.InterPodAffinity)); err != nil {
+		if sim.affinity, err = build(onlyPlugin(p, names.InterPodAffinity)); err != nil {
 			return nil, err
 		}
 	}
@@ -198,6 +198,14 @@ func onlyFilter(p *config.KubeSchedulerProfile, name string) *config.KubeSchedul
 	out := p.DeepCopy()
 	out.Plugins.Filter.Disabled = append(out.Plugins.Filter.Disabled, config.Plugin{Name: "*"})
 	out.Plugins.Filter.Enabled = []config.Plugin{{Name: name}}
+	return out
+}
+
+// onlyPlugin returns p with only the named plugin at PreFilter and Filter.
+func onlyPlugin(p *config.KubeSchedulerProfile, name string) *config.KubeSchedulerProfile {
+	out := onlyFilter(p, name)
+	out.Plugins.PreFilter.Disabled = append(out.Plugins.PreFilter.Disabled, config.Plugin{Name: "*"})
+	out.Plugins.PreFilter.Enabled = []config.Plugin{{Name: name}}
 	return out
 }
 
@@ -262,12 +270,16 @@ func (s *Simulator) FilterPlacement(ctx context.Context, state fwk.CycleState, p
 	return s.placement.RunFilterPlugins(ctx, state, pod, node)
 }
 
-// FilterInterPodAffinity runs InterPodAffinity's Filter alone, with the state that PreFilter
-// prepared: whether the pod's required pod (anti-)affinity, and the other pods' anti-affinity,
+// InterPodAffinity runs InterPodAffinity alone, PreFilter and Filter, against the current
+// snapshot: whether the pod's required pod (anti-)affinity, and the other pods' anti-affinity,
 // allow it on node, whatever the other plugins say. A profile without the plugin allows it.
-func (s *Simulator) FilterInterPodAffinity(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+func (s *Simulator) InterPodAffinity(ctx context.Context, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
 	if s.affinity == nil {
 		return nil
+	}
+	state := framework.NewCycleState()
+	if _, status, _ := s.affinity.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() {
+		return status
 	}
 	return s.affinity.RunFilterPlugins(ctx, state, pod, node)
 }

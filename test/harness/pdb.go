@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -24,9 +25,12 @@ type PDBWatch struct {
 	mu         sync.Mutex
 	met        map[string]bool
 	violations []PDBViolation
-	// healthy are, per budget, the ready pods it selected when last met: those missing at a
-	// violation are the pods that went around it.
+	// healthy are, per budget, the ready pods it selected when last met with any ready (a
+	// budget's status lags its pods: a reading can be met with none ready any more); those
+	// missing at a violation are the pods that went around it. members are every pod each
+	// budget selected in any reading.
 	healthy map[string][]string
+	members map[string]map[string]bool
 	stop    context.CancelFunc
 	done    chan struct{}
 }
@@ -34,15 +38,19 @@ type PDBWatch struct {
 // PDBViolation is one reading below a budget that had been met.
 type PDBViolation struct {
 	Detail string
+	At     time.Time
+	// Short is how many healthy pods the budget lacks.
+	Short int32
 	// Gone are the pods that were ready when the budget was last met and are gone or leaving
-	// now; their events tell who removed them.
-	Gone []string
+	// now; Members every pod the budget selected so far. Their events tell who removed them.
+	Gone, Members []string
 }
 
 // WatchPDBs starts watching the budgets of namespace.
 func WatchPDBs(ctx context.Context, kube kubernetes.Interface, namespace string) *PDBWatch {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &PDBWatch{met: map[string]bool{}, healthy: map[string][]string{}, stop: cancel, done: make(chan struct{})}
+	w := &PDBWatch{met: map[string]bool{}, healthy: map[string][]string{}, members: map[string]map[string]bool{},
+		stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -71,17 +79,21 @@ func WatchPDBs(ctx context.Context, kube kubernetes.Interface, namespace string)
 				if err != nil {
 					continue
 				}
+				w.remember(pdb.Name, pods.Items, sel)
 				switch {
 				case st.CurrentHealthy >= st.DesiredHealthy:
 					w.met[pdb.Name] = true
-					w.healthy[pdb.Name] = readyNames(pods.Items, sel)
+					if ready := readyNames(pods.Items, sel); len(ready) > 0 {
+						w.healthy[pdb.Name] = ready
+					}
 				case w.met[pdb.Name]:
 					gone := missing(w.healthy[pdb.Name], pods.Items)
+					now := time.Now()
 					w.violations = append(w.violations, PDBViolation{
 						Detail: fmt.Sprintf("%s at %s: currentHealthy %d < desiredHealthy %d (expectedPods %d); gone since last met: %s; its pods now: %s",
-							pdb.Name, time.Now().Format("15:04:05.000"), st.CurrentHealthy, st.DesiredHealthy, st.ExpectedPods,
+							pdb.Name, now.Format("15:04:05.000"), st.CurrentHealthy, st.DesiredHealthy, st.ExpectedPods,
 							orNone(gone), describePods(pods.Items, sel)),
-						Gone: gone,
+						At: now, Short: st.DesiredHealthy - st.CurrentHealthy, Gone: gone, Members: slices.Sorted(maps.Keys(w.members[pdb.Name])),
 					})
 				}
 			}
@@ -99,6 +111,18 @@ func (w *PDBWatch) Stop() (violations []PDBViolation, checked int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.violations, len(w.met)
+}
+
+// remember adds the pods sel selects to the budget's members.
+func (w *PDBWatch) remember(budget string, pods []corev1.Pod, sel labels.Selector) {
+	if w.members[budget] == nil {
+		w.members[budget] = map[string]bool{}
+	}
+	for _, p := range pods {
+		if sel.Matches(labels.Set(p.Labels)) {
+			w.members[budget][p.Name] = true
+		}
+	}
 }
 
 // readyNames are the ready pods sel selects that are not being deleted.
@@ -156,28 +180,47 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// tailorsShare keeps the violations that Tailor could have caused: a budget's pod that the
+// preemptionWindow is how long before a violation a preemption of one of the budget's pods
+// explains it: the budget's status follows its pods within seconds.
+const preemptionWindow = time.Minute
+
+// tailorsShare keeps the violations that Tailor could have caused. A budget's pod that the
 // scheduler preempted for a pod of higher priority goes around the budget by Kubernetes' design
-// (preemption honours budgets only as far as it can), and a node that Tailor drains evicts
-// through the API, which refuses what a budget forbids. A violation counts unless every pod gone
-// since the budget was last met carries the scheduler's Preempted event.
-func tailorsShare(ctx context.Context, kube kubernetes.Interface, namespace string, violations []PDBViolation) (kept []PDBViolation, preempted int, err error) {
+// (preemption honours budgets only as far as it can), while a node that Tailor drains evicts
+// through the API, which refuses what a budget forbids. A violation is set aside when at least
+// as many of the budget's pods as it lacks were preempted in the minute before it; excused
+// lists, for the log, who preempted them.
+func tailorsShare(ctx context.Context, kube kubernetes.Interface, namespace string, violations []PDBViolation) (kept []PDBViolation, excused []string, err error) {
 	events, err := kube.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return violations, 0, err
+		return violations, nil, err
 	}
-	byScheduler := map[string]bool{}
+	type preemption struct {
+		at   time.Time
+		note string
+	}
+	byScheduler := map[string][]preemption{}
 	for _, ev := range events.Items {
 		if ev.Reason == "Preempted" && ev.Regarding.Kind == "Pod" {
-			byScheduler[ev.Regarding.Name] = true
+			byScheduler[ev.Regarding.Name] = append(byScheduler[ev.Regarding.Name],
+				preemption{eventTime(ev.EventTime.Time, ev.DeprecatedLastTimestamp.Time), ev.Note})
 		}
 	}
 	for _, v := range violations {
-		if len(v.Gone) > 0 && !slices.ContainsFunc(v.Gone, func(name string) bool { return !byScheduler[name] }) {
-			preempted++
+		var why []string
+		for _, pod := range v.Members {
+			for _, p := range byScheduler[pod] {
+				if !p.at.Before(v.At.Add(-preemptionWindow)) && !p.at.After(v.At.Add(time.Second)) {
+					why = append(why, pod+": "+p.note)
+					break
+				}
+			}
+		}
+		if v.Short > 0 && int32(len(why)) >= v.Short {
+			excused = append(excused, strings.Join(why, "; "))
 			continue
 		}
 		kept = append(kept, v)
 	}
-	return kept, preempted, nil
+	return kept, excused, nil
 }
