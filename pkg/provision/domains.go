@@ -84,3 +84,30 @@ func newCapacityViews(pod *corev1.Pod, defaultKeys []string, haveDomains bool) [
 	}
 	return out
 }
+
+// withoutTheSchedulersView drops the last view of a pod that spreads, the one that weighs it as
+// the scheduler does now, without the empty domains. The caller does so while a claim in flight
+// may still launch in several domains of a key the pod reads (View.Unsettled): the plugins count
+// that claim in no domain until it launches, and then in one, so what the scheduler would take
+// now it may refuse once that node runs. Harness seed 2404: a Job's pods that must share a zone
+// and spread over zones with maxSkew 1, one of them bound in zone c, the only zone with nodes,
+// and a claim for other pods in flight, open in three zones. The view without domains counted
+// zone c alone and sent the others to new nodes there; the claim launched in zone a, and the
+// scheduler refused them. The pod waits instead: the plan after the claim launches weighs it
+// with that domain in view.
+func withoutTheSchedulersView(views []capacityView) []capacityView {
+	if n := len(views); n > 1 && views[n-1].step == -1 && !views[n-1].domains {
+		return views[:n-1]
+	}
+	return views
+}
+
+// waitingForOpenClaims adds to a pod's reasons that it was not weighed as the scheduler sees it
+// now (withoutTheSchedulersView), and why.
+func waitingForOpenClaims(reasons map[string]string) map[string]string {
+	out := make(map[string]string, len(reasons))
+	for pool, why := range reasons {
+		out[pool] = why + "; a NodeClaim in flight may still launch in a new domain of its topology, so it is weighed again once that claim has launched"
+	}
+	return out
+}

@@ -2,11 +2,14 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -72,6 +75,47 @@ func TestEmptyDomainsYieldToTheScheduler(t *testing.T) {
 				t.Errorf("pods per zone: %v, want %v; %s", got, tc.perZone, summary(plan))
 			}
 			verifyPlan(t, sim, in, plan)
+		})
+	}
+}
+
+// TestSpreadingPodsWaitForAClaimThatMayOpenADomain: harness seed 2404 again. One of the Job's
+// pods runs in zone c, the only zone with nodes; a claim for other pods is in flight, open in all
+// three zones. Weighed as the scheduler sees the cluster now, the rest fit new nodes in zone c;
+// but once the claim launches in another zone, the spread refuses them there. They wait for the
+// claim to launch. Settled in zone c, it adds no domain, and they go.
+func TestSpreadingPodsWaitForAClaimThatMayOpenADomain(t *testing.T) {
+	const app = "job"
+	zone := corev1.LabelTopologyZone
+	job := func(i int) *corev1.Pod {
+		return newPod(fmt.Sprintf("job-%d", i), "1500m", "1Gi", labelled(app), hostPort(8080, corev1.ProtocolTCP, ""),
+			with([]corev1.PodAffinityTerm{podTerm(app, zone)}, nil), spread(app, zone, 1, corev1.DoNotSchedule))
+	}
+	running := zonedNode("running-c", fake.ZoneC, "2", "8Gi")
+	pool := newPool("default")
+	for _, tc := range []struct {
+		name   string
+		zones  []string
+		placed int
+	}{
+		{name: "open in three zones", zones: []string{fake.ZoneA, fake.ZoneB, fake.ZoneC}, placed: 0},
+		{name: "settled in the zone there is", zones: []string{fake.ZoneC}, placed: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			claim := launchingIn("claim-other", tc.zones[0])
+			claim.Spec.Requirements[0].Values = tc.zones
+			first := job(0)
+			c := &Cluster{Nodes: []*corev1.Node{running}, Pods: []*corev1.Pod{onNode(first, running.Name)}, Claims: []*karpv1.NodeClaim{claim}}
+			v := c.View(map[string][]*cloud.InstanceType{"default": pool.InstanceTypes})
+			pending := []*corev1.Pod{job(1), job(2), job(3)}
+			in := Input{Pending: pending, Nodes: v.Nodes, Pods: v.Pods, InFlight: v.InFlight, Unsettled: v.Unsettled, Pools: []Pool{pool}}
+			plan := testPlanner(t).Plan(context.Background(), in)
+			if placed := len(pending) - len(plan.Unplaceable); placed != tc.placed {
+				t.Fatalf("%d of the Job's pods placed, want %d: %s", placed, tc.placed, summary(plan))
+			}
+			if tc.placed == 0 {
+				reasonContains(t, plan, pending[0], "NodeClaim in flight may still launch in a new domain")
+			}
 		})
 	}
 }

@@ -303,7 +303,14 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			kind = kinds.of(pod)
 		}
 		guards := podGuards{pod: pod, spec: spec, without: state}
-		for _, w := range newCapacityViews(pod, defaultKeys, len(domains) > 0) {
+		capacityViews := newCapacityViews(pod, defaultKeys, len(domains) > 0)
+		waits := false
+		if len(passOver) > 0 {
+			n := len(capacityViews)
+			capacityViews = withoutTheSchedulersView(capacityViews)
+			waits = len(capacityViews) < n
+		}
+		for _, w := range capacityViews {
 			as := w.as
 			asGroup := group
 			if as != pod {
@@ -414,6 +421,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		if !placed {
 			if len(pools) == 0 {
 				reasons = map[string]string{"": "no NodePool is ready to launch capacity"}
+			} else if waits {
+				reasons = waitingForOpenClaims(reasons)
 			}
 			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: reasons})
 		}
