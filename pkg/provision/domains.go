@@ -87,7 +87,7 @@ func newCapacityViews(pod *corev1.Pod, defaultKeys []string, haveDomains bool) [
 
 // withoutTheSchedulersView drops the last view of a pod that spreads, the one that weighs it as
 // the scheduler does now, without the empty domains. The caller does so while a claim in flight
-// may still launch in several domains of a key the pod reads (View.Unsettled): the plugins count
+// may still launch in several domains of a key the pod spreads over (View.Unsettled): the plugins count
 // that claim in no domain until it launches, and then in one, so what the scheduler would take
 // now it may refuse once that node runs. Harness seed 2404: a Job's pods that must share a zone
 // and spread over zones with maxSkew 1, one of them bound in zone c, the only zone with nodes,

@@ -305,7 +305,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		guards := podGuards{pod: pod, spec: spec, without: state}
 		capacityViews := newCapacityViews(pod, defaultKeys, len(domains) > 0)
 		waits := false
-		if len(passOver) > 0 {
+		if len(passOver) > 0 && len(unsettled.passOver(spreadKeysOfPods([]*corev1.Pod{pod}, defaultKeys))) > 0 {
 			n := len(capacityViews)
 			capacityViews = withoutTheSchedulersView(capacityViews)
 			waits = len(capacityViews) < n

@@ -214,7 +214,9 @@ func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
 func refusedByScheduler(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse
+			// SchedulingGated stays after the gates go, until the scheduler tries the pod: it
+			// says nothing of capacity.
+			return c.Status == corev1.ConditionFalse && c.Reason != corev1.PodReasonSchedulingGated
 		}
 	}
 	return false
@@ -297,7 +299,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	}
 	var tripped []*corev1.Pod // pods the refusal backoff just stopped (refusals.go)
 	var pending []*corev1.Pod
-	needed := false // whether any of them is known to need capacity (see needsCapacity)
+	needed := false // whether any of them is known to need capacity (see IsProvisionable)
 	for _, pod := range pods {
 		if view.Counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
 			continue
