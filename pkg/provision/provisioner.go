@@ -138,6 +138,8 @@ type Provisioner struct {
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
+	// neededAt is when a pending pod was last known to need capacity (capacityNeeded).
+	neededAt time.Time
 	// reserved holds what Reserve took from a pod's plan until the pod binds or is unreserved.
 	reserved map[types.UID]reservedPlan
 	// told maps pending pods to the NodePools they were told cannot launch, with the cause, so
@@ -316,7 +318,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			needed = needed || enqueued[pod.UID] || refusedByScheduler(pod)
 		}
 	}
-	if !needed {
+	if !p.capacityNeeded(needed) {
 		pending = nil
 	}
 	for _, pod := range view.Reschedulable {
