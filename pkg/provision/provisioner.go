@@ -202,7 +202,8 @@ func (p *Provisioner) Trigger() { p.batcher.Trigger() }
 // it, tried by the scheduler or not: the planner places a pod on an existing node first when it
 // fits there (and then leaves it to the scheduler), so asking early launches nothing the
 // scheduler would not have asked for, and a burst of pods is planned in one batch instead of in
-// as many as the scheduler's queue takes to go through it. While none is, nothing is planned:
+// as many as the scheduler's queue takes to go through it. While none is, and none was within
+// NeedWindow (needed.go), nothing is planned:
 // pods that fit the nodes there are are the scheduler's alone, and planning them beside it cost
 // the scheduler throughput benchmark a plan of all 5,000 queued pods at start, about 7% of the
 // CPU of Tailor's turn.
