@@ -94,12 +94,12 @@ func newCapacityViews(pod *corev1.Pod, defaultKeys []string, haveDomains bool) [
 // and a claim for other pods in flight, open in three zones. The view without domains counted
 // zone c alone and sent the others to new nodes there; the claim launched in zone a, and the
 // scheduler refused them. The pod waits instead: the plan after the claim launches weighs it
-// with that domain in view.
-func withoutTheSchedulersView(views []capacityView) []capacityView {
+// with that domain in view. dropped says whether there was such a view to drop.
+func withoutTheSchedulersView(views []capacityView) (kept []capacityView, dropped bool) {
 	if n := len(views); n > 1 && views[n-1].step == -1 && !views[n-1].domains {
-		return views[:n-1]
+		return views[:n-1], true
 	}
-	return views
+	return views, false
 }
 
 // waitingForOpenClaims adds to a pod's reasons that it was not weighed as the scheduler sees it

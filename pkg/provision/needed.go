@@ -1,6 +1,10 @@
 package provision
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // NeedWindow is how long after a pending pod was last known to need capacity (handed over by
 // PostFilter, or refused by the scheduler) the provisioner keeps planning every pending pod as it
@@ -22,4 +26,17 @@ func (p *Provisioner) capacityNeeded(found bool) bool {
 		return true
 	}
 	return !p.neededAt.IsZero() && now.Sub(p.neededAt) < NeedWindow
+}
+
+// refusedByScheduler says whether a scheduler, this one or a leader before it, found no node for
+// the pod: its PodScheduled condition is False.
+func refusedByScheduler(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			// SchedulingGated stays after the gates go, until the scheduler tries the pod: it
+			// says nothing of capacity.
+			return c.Status == corev1.ConditionFalse && c.Reason != corev1.PodReasonSchedulingGated
+		}
+	}
+	return false
 }

@@ -305,10 +305,10 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		guards := podGuards{pod: pod, spec: spec, without: state}
 		capacityViews := newCapacityViews(pod, defaultKeys, len(domains) > 0)
 		waits := false
+		// passOver, for every topology key the pod reads, is the cheap test; the spread keys
+		// alone decide.
 		if len(passOver) > 0 && len(unsettled.passOver(spreadKeysOfPods([]*corev1.Pod{pod}, defaultKeys))) > 0 {
-			n := len(capacityViews)
-			capacityViews = withoutTheSchedulersView(capacityViews)
-			waits = len(capacityViews) < n
+			capacityViews, waits = withoutTheSchedulersView(capacityViews)
 		}
 		for _, w := range capacityViews {
 			as := w.as

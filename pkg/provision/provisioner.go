@@ -212,19 +212,6 @@ func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
 		len(pod.Spec.SchedulingGates) == 0
 }
 
-// refusedByScheduler says whether a scheduler, this one or a leader before it, found no node for
-// the pod: its PodScheduled condition is False.
-func refusedByScheduler(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			// SchedulingGated stays after the gates go, until the scheduler tries the pod: it
-			// says nothing of capacity.
-			return c.Status == corev1.ConditionFalse && c.Reason != corev1.PodReasonSchedulingGated
-		}
-	}
-	return false
-}
-
 // Run plans after every batch until ctx ends. checker is a simulator of the scheduler's profile
 // other than the planner's, for questions asked beside planning (see schedulerView).
 func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simulation.Simulator) {

@@ -41,9 +41,9 @@ type PDBViolation struct {
 	At     time.Time
 	// Short is how many healthy pods the budget lacks.
 	Short int32
-	// Gone are the pods that were ready when the budget was last met and are gone or leaving
-	// now; Members every pod the budget selected so far. Their events tell who removed them.
-	Gone, Members []string
+	// Members are every pod the budget selected so far: their events tell who removed those
+	// gone (Detail names them).
+	Members []string
 }
 
 // WatchPDBs starts watching the budgets of namespace.
@@ -93,7 +93,7 @@ func WatchPDBs(ctx context.Context, kube kubernetes.Interface, namespace string)
 						Detail: fmt.Sprintf("%s at %s: currentHealthy %d < desiredHealthy %d (expectedPods %d); gone since last met: %s; its pods now: %s",
 							pdb.Name, now.Format("15:04:05.000"), st.CurrentHealthy, st.DesiredHealthy, st.ExpectedPods,
 							orNone(gone), describePods(pods.Items, sel)),
-						At: now, Short: st.DesiredHealthy - st.CurrentHealthy, Gone: gone, Members: slices.Sorted(maps.Keys(w.members[pdb.Name])),
+						At: now, Short: st.DesiredHealthy - st.CurrentHealthy, Members: slices.Sorted(maps.Keys(w.members[pdb.Name])),
 					})
 				}
 			}
