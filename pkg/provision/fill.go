@@ -46,22 +46,29 @@ func passesFor(pod *corev1.Pod, defaultKeys []string) ([]fillPass, bool) {
 // claimRooms holds each open claim's room (spare), in the order the claims opened, side by side
 // in one slice: every pod a plan places asks it of every open claim, and at 20,000 pods on
 // 4,000 claims, reaching each claim's room through the claim was a seventh of the plan's time.
-type claimRooms []claimRoom
+type claimRooms struct {
+	rooms []claimRoom
+	// growths is order's scratch, kept from pod to pod.
+	growths []growth
+}
 
 type claimRoom struct {
 	milliCPU, memory int64
 	pods             int
 	known            bool
+	// at is where in the claim's alive offerings its cheapest holding one is (-1: none): the
+	// search for what the claim would grow into starts there (grow.go).
+	at int
 }
 
 // opened adds a claim, the last to open; changed forgets claim i's room after a pod joined it.
-func (r *claimRooms) opened()      { *r = append(*r, claimRoom{}) }
-func (r claimRooms) changed(i int) { r[i].known = false }
+func (r *claimRooms) opened()       { r.rooms = append(r.rooms, claimRoom{}) }
+func (r *claimRooms) changed(i int) { r.rooms[i].known = false }
 
 // in reports whether claim oc, the i-th to open, is weighed in pass for a pod of kind asking for
 // at least asks.
-func (r claimRooms) in(i int, oc *openClaim, pass fillPass, asks simulation.Requests, kind kindID, shy bool) bool {
-	room := &r[i]
+func (r *claimRooms) in(i int, oc *openClaim, pass fillPass, asks simulation.Requests, kind kindID, shy bool) bool {
+	room := &r.rooms[i]
 	if !room.known {
 		*room = oc.spare()
 	}
@@ -71,7 +78,7 @@ func (r claimRooms) in(i int, oc *openClaim, pass fillPass, asks simulation.Requ
 	if roomy != pass.roomy {
 		return false
 	}
-	return !shy || (oc.kinds[kind] > 0) == pass.kin
+	return !shy || oc.holding(kind) == pass.kin
 }
 
 func requiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
@@ -83,17 +90,23 @@ func requiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
 
 // holds records that the claim now holds a pod of kind that repels its kind.
 func (oc *openClaim) holds(kind kindID) {
-	if oc.kinds == nil {
-		oc.kinds = map[kindID]int{}
+	if int(kind) >= len(oc.kinds) {
+		oc.kinds = append(oc.kinds, make([]int32, int(kind)+1-len(oc.kinds))...)
 	}
 	oc.kinds[kind]++
+}
+
+// holding reports whether the claim holds a pod of kind.
+func (oc *openClaim) holding(kind kindID) bool {
+	return int(kind) < len(oc.kinds) && oc.kinds[kind] > 0
 }
 
 // kindOf is what the replicas of one owner share that their own selectors read.
 func kindOf(p *corev1.Pod) string { return p.Namespace + "/" + labels.Set(p.Labels).String() }
 
-// kindID numbers a plan's kinds (kindOf): every claim is asked about the kind of every pod that
-// repels its own, and hashing the labels' string each time was most of that.
+// kindID numbers a plan's kinds (kindOf), from 1: every claim is asked about the kind of every
+// pod that repels its own, and hashing the labels' string each time was most of that; a claim
+// counts its pods of each kind in a slice indexed by it.
 type kindID int
 
 type kindIDs map[string]kindID
@@ -113,12 +126,12 @@ func (k kindIDs) of(p *corev1.Pod) kindID {
 // finer points, such as pod-level resources, is weighed in the second round).
 func (oc *openClaim) spare() claimRoom {
 	used, pods := oc.info.Requested, len(oc.info.Pods)
-	for _, i := range oc.alive {
+	for at, i := range oc.alive {
 		a := oc.pool.types[oc.pool.compatible[i].typ].alloc
 		if a.MilliCPU >= used.MilliCPU && a.Memory >= used.Memory && a.AllowedPodNumber >= pods {
 			return claimRoom{milliCPU: a.MilliCPU - used.MilliCPU, memory: a.Memory - used.Memory,
-				pods: a.AllowedPodNumber - pods, known: true}
+				pods: a.AllowedPodNumber - pods, known: true, at: at}
 		}
 	}
-	return claimRoom{known: true}
+	return claimRoom{known: true, at: -1}
 }

@@ -75,6 +75,15 @@ func (r *rejections) claimRejected(group string, oc *openClaim) bool {
 	return group != "" && r.claims[group][oc]
 }
 
+// claimsRejecting returns the claims that turned group away so far (nil for none), for a pod
+// that asks of every open claim in turn.
+func (r *rejections) claimsRejecting(group string) map[*openClaim]bool {
+	if group == "" {
+		return nil
+	}
+	return r.claims[group]
+}
+
 func (r *rejections) rejectClaim(group string, oc *openClaim) {
 	if group == "" {
 		return

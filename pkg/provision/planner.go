@@ -364,10 +364,9 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			// The claims with room for the pod first, then the others; for a pod that repels its
 			// own kind, the claims without it first (fill.go).
 			for _, pass := range passes {
-				for i, oc := range open {
-					if !rooms.in(i, oc, pass, asks, kind, shy) || memo.claimRejected(asGroup, oc) {
-						continue
-					}
+				rejecting := memo.claimsRejecting(asGroup)
+				for i := range rooms.order(open, pass, asks, kind, shy, rejecting) {
+					oc := open[i]
 					if allowedByPreFilter(pre, oc.name) {
 						if alive, choice := pl.weigh(ctx, oc, as, state, guard, keys); alive != nil {
 							before, n := oc.info.Node(), len(oc.info.GetPods())
