@@ -71,6 +71,23 @@ type poolState struct {
 	// bytes per millicpu of the most efficient; see rateEfficiency.
 	efficient []bool
 	ratio     float64
+	// rank is the pool's place in the plan's order of pools (by weight), and most the most cpu,
+	// memory and pods any of its types holds (largest): both for growing claims (grow.go).
+	rank int
+	most *framework.Resource
+}
+
+// largest returns the most cpu, memory and pods any of the pool's types holds, each on its own.
+func (ps *poolState) largest() *framework.Resource {
+	if ps.most == nil {
+		ps.most = &framework.Resource{}
+		for _, t := range ps.types {
+			ps.most.MilliCPU = max(ps.most.MilliCPU, t.alloc.MilliCPU)
+			ps.most.Memory = max(ps.most.Memory, t.alloc.Memory)
+			ps.most.AllowedPodNumber = max(ps.most.AllowedPodNumber, t.alloc.AllowedPodNumber)
+		}
+	}
+	return ps.most
 }
 
 // ResourceNodes counts nodes in NodePool limits.

@@ -3,6 +3,7 @@ package provision
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"slices"
 
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -88,25 +89,23 @@ func requiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
 	return nil
 }
 
-// holds records that the claim now holds a pod of kind that repels its kind.
+// holds records that the claim now holds a pod of kind that repels its kind. A claim holds few
+// kinds, so they are a short list; a slice indexed by kind grew every claim to the plan's count
+// of kinds, and every replica of a StatefulSet is a kind of its own (its pod-name label).
 func (oc *openClaim) holds(kind kindID) {
-	if int(kind) >= len(oc.kinds) {
-		oc.kinds = append(oc.kinds, make([]int32, int(kind)+1-len(oc.kinds))...)
+	if !oc.holding(kind) {
+		oc.kinds = append(oc.kinds, kind)
 	}
-	oc.kinds[kind]++
 }
 
 // holding reports whether the claim holds a pod of kind.
-func (oc *openClaim) holding(kind kindID) bool {
-	return int(kind) < len(oc.kinds) && oc.kinds[kind] > 0
-}
+func (oc *openClaim) holding(kind kindID) bool { return slices.Contains(oc.kinds, kind) }
 
 // kindOf is what the replicas of one owner share that their own selectors read.
 func kindOf(p *corev1.Pod) string { return p.Namespace + "/" + labels.Set(p.Labels).String() }
 
-// kindID numbers a plan's kinds (kindOf), from 1: every claim is asked about the kind of every
-// pod that repels its own, and hashing the labels' string each time was most of that; a claim
-// counts its pods of each kind in a slice indexed by it.
+// kindID numbers a plan's kinds (kindOf): every claim is asked about the kind of every pod that
+// repels its own, and hashing the labels' string each time was most of that.
 type kindID int
 
 type kindIDs map[string]kindID

@@ -14,7 +14,7 @@ import (
 // plan's price stays near the LP bound, and the generic workload, which packs into a few big
 // claims, keeps its 1.00. At 500 and 2,000 pods the mix was priced at 1.23 and 1.22 × the bound
 // with first fit over the claims in the order they opened; 1.12 and 1.14 with room first (1.32
-// at 500 with the kin order but no room); 1.09 and 1.08 with the cheapest growth too.
+// at 500 with the kin order but no room); 1.07 and 1.08 with the cheapest growth too.
 func TestClaimsWithRoomFillFirst(t *testing.T) {
 	for _, tc := range []struct {
 		name     string

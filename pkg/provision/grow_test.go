@@ -1,7 +1,6 @@
 package provision
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -9,6 +8,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
 
 // TestTheClaimThatGrowsForLeastTakesThePod: two pods that repel each other open a claim each,
@@ -42,28 +43,61 @@ func TestTheClaimThatGrowsForLeastTakesThePod(t *testing.T) {
 	}
 }
 
-// TestCheapestFirstOrdersByCostThenOpening checks the order of the claims weighed for growth
-// against a stable sort, across the scan-then-sort switch, with ties and +Inf among the costs.
-func TestCheapestFirstOrdersByCostThenOpening(t *testing.T) {
+// TestCheapestFirstIsASort checks the scan-then-sort of the claims weighed for growth against a
+// plain sort, across the switch, with ties and unaffordable claims among them.
+func TestCheapestFirstIsASort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for round := range 200 {
-		n := rng.IntN(3 * selectedFirst)
-		queue := make([]growth, n)
+		queue := make([]growth, rng.IntN(3*selectedFirst))
 		for i := range queue {
-			cost := float64(rng.IntN(4)) * 0.3
+			cost := int64(rng.IntN(4)) * 300_000
 			if rng.IntN(6) == 0 {
-				cost = math.Inf(1)
+				cost = unaffordable
 			}
-			queue[i] = growth{cost: cost, i: i}
+			queue[i] = growth{rank: rng.IntN(2), cost: cost, base: int64(rng.IntN(3)) * 300_000, i: i}
 		}
 		want := slices.Clone(queue)
-		slices.SortStableFunc(want, func(a, b growth) int { return cmp.Compare(a.cost, b.cost) })
+		slices.SortFunc(want, growth.compare)
 		var got []growth
 		for g := range cheapestFirst(queue) {
 			got = append(got, g)
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: got %v, want %v", round, got, want)
+		}
+	}
+}
+
+// TestGrowthsOfOnePriceAreEqual: in Karpenter's catalog (0.3·n an hour) every one-size step costs
+// 0.3, but not in float64 (4→5 came out below 1→2), and the order must not turn on that.
+func TestGrowthsOfOnePriceAreEqual(t *testing.T) {
+	catalog := karpenterCatalog()
+	step := func(from int) int64 {
+		return micros(catalog[from].Offerings[0].PricePerHour) - micros(catalog[from-1].Offerings[0].PricePerHour)
+	}
+	for from := 2; from < 10; from++ {
+		if step(from) != step(1) {
+			t.Errorf("growing from size %d costs %d micro-dollars an hour, from size 1 %d", from, step(from), step(1))
+		}
+	}
+}
+
+// TestAHigherPoolsClaimGrowsFirst: a pod that fits no claim's room grows a claim of the NodePool
+// weighted first before one of a pool weighted lower, though the latter grows for less, as a
+// new claim would come from the first pool.
+func TestAHigherPoolsClaimGrowsFirst(t *testing.T) {
+	first, second := newPool("first"), newPool("second")
+	first.InstanceTypes, second.InstanceTypes = karpenterCatalog(), karpenterCatalog()
+	onFirst := newPod("on-first", "2", "512Mi")
+	onSecond := newPod("on-second", "1", "3584Mi", nodeSelector(karpv1.NodePoolLabelKey, "second"))
+	joiner := newPod("joiner", "2", "256Mi")
+	plan := testPlanner(t).Plan(context.Background(), Input{Pending: []*corev1.Pod{joiner, onFirst, onSecond}, Pools: []Pool{first, second}})
+	if len(plan.Unplaceable) > 0 || len(plan.Claims) != 2 {
+		t.Fatalf("want the three pods on two claims, got %s", summary(plan))
+	}
+	for _, c := range plan.Claims {
+		if hasPod(c, joiner) != (c.NodePool.Name == "first") {
+			t.Errorf("claim of %s holds %v; want the joiner on the first pool's claim", c.NodePool.Name, podNames(c.Pods))
 		}
 	}
 }

@@ -50,8 +50,8 @@ type openClaim struct {
 	capacity corev1.ResourceList
 	// groups caches, per key signature, the classes alive falls into.
 	groups map[string][]classGroup
-	// kinds counts the claim's pods that repel their own kind, by kindID (see fill.go).
-	kinds []int32
+	// kinds are the kinds of the claim's pods that repel their own kind (see fill.go).
+	kinds []kindID
 	// refusal is why weigh last refused a pod for the pool's minValues, for explanations.
 	refusal string
 	// cover and coverFit: see cover.go.

@@ -186,6 +186,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	pools := make([]*poolState, 0, len(in.Pools))
 	for _, p := range in.Pools {
 		ps := newPoolState(p)
+		ps.rank = len(pools)
 		ps.rateEfficiency(cpu, mem, maxCPU, maxMem)
 		pools = append(pools, ps)
 	}
