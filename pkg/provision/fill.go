@@ -49,8 +49,11 @@ func passesFor(pod *corev1.Pod, defaultKeys []string) ([]fillPass, bool) {
 // 4,000 claims, reaching each claim's room through the claim was a seventh of the plan's time.
 type claimRooms struct {
 	rooms []claimRoom
-	// growths is order's scratch, kept from pod to pod.
-	growths []growth
+	// growths is order's scratch, kept from pod to pod; by and refusedIn say, for the pod it
+	// orders claims for, whether a domain answers for its claims and which refused it (grow.go).
+	growths   []growth
+	by        byDomain
+	refusedIn map[domain]bool
 }
 
 type claimRoom struct {

@@ -102,6 +102,36 @@ func TestAHigherPoolsClaimGrowsFirst(t *testing.T) {
 	}
 }
 
+// TestAClaimsOwnPodsStillDecide: once a claim refuses a pod, the claims of the same domain are
+// not asked again for it (byDomain), but not when what refused it was the claim's own pods. Two
+// claims in one zone each hold a replica that keeps the other away; the first holds host port
+// 8080 too. A pod asking for port 8080 is refused there and fits the second; skipped with the
+// first, it would open a claim of its own.
+func TestAClaimsOwnPodsStillDecide(t *testing.T) {
+	hostPort := func(port int32) podOpt {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port})
+		}
+	}
+	first := classPod(classHostAnti, newPod("apart-1", "500m", "1Gi", hostPort(8080)))
+	second := classPod(classHostAnti, newPod("apart-2", "500m", "1Gi", hostPort(9090)))
+	for _, p := range []*corev1.Pod{first, second} {
+		p.Labels = map[string]string{benchClassLabel: classHostAnti}
+	}
+	joiner := newPod("joiner", "250m", "512Mi", hostPort(8080))
+	pool := newPool("default", requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-west-2a"))
+	pool.InstanceTypes = karpenterCatalog()
+	plan := testPlanner(t).Plan(context.Background(), Input{Pending: []*corev1.Pod{joiner, first, second}, Pools: []Pool{pool}})
+	if len(plan.Unplaceable) > 0 || len(plan.Claims) != 2 {
+		t.Fatalf("want the three pods on two claims, got %s", summary(plan))
+	}
+	for _, c := range plan.Claims {
+		if hasPod(c, joiner) != hasPod(c, second) {
+			t.Errorf("claim %s holds %v; want the joiner beside %s, whose host port is another", c.Options[0].InstanceType.Name, podNames(c.Pods), second.Name)
+		}
+	}
+}
+
 func hasPod(c *PlannedClaim, pod *corev1.Pod) bool { return slices.Contains(c.Pods, pod) }
 
 func podNames(pods []*corev1.Pod) []string {

@@ -52,8 +52,11 @@ type openClaim struct {
 	groups map[string][]classGroup
 	// kinds are the kinds of the claim's pods that repel their own kind (see fill.go).
 	kinds []kindID
-	// refusal is why weigh last refused a pod for the pool's minValues, for explanations.
-	refusal string
+	// refusal is why weigh last refused a pod for the pool's minValues, for explanations;
+	// placementRefused says whether weigh last refused a pod because the placement half of
+	// Filter failed in every class of the claim's offerings, whatever labels it might choose.
+	refusal          string
+	placementRefused bool
 	// cover and coverFit: see cover.go.
 	cover    map[corev1.ResourceName]*coverPod
 	coverFit map[coverKey]bool
@@ -154,20 +157,26 @@ func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, st
 	if oc.frontier == nil {
 		oc.frontier = oc.frontierOf(oc.alive)
 	}
+	oc.placementRefused = false
 	// Capacity first: it is the cheap question, and a full claim is the common refusal.
 	if !pl.anyCapacity(ctx, oc, ck, oc.alive, oc.frontier) {
 		return nil, nil
 	}
+	everywhere := true
 	for _, choice := range oc.pool.choices(pod, keys, oc.chosen) {
-		if alive := pl.weighWith(ctx, oc, ck, keys, choice); alive != nil {
+		alive, placement := pl.weighWith(ctx, oc, ck, keys, choice)
+		if alive != nil {
 			return alive, choice
 		}
+		everywhere = everywhere && placement
 	}
+	oc.placementRefused = everywhere
 	return nil, nil
 }
 
-// weighWith is weigh for the claim labelled with choice on top of its chosen labels.
-func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys podKeys, choice labelChoice) []int {
+// weighWith is weigh for the claim labelled with choice on top of its chosen labels. placement
+// reports a refusal by the placement half in every class of the claim's offerings.
+func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys podKeys, choice labelChoice) (alive []int, placement bool) {
 	groups, classes := oc.classGroups(keys)
 	failed := map[int32]bool{}
 	for _, g := range groups {
@@ -177,9 +186,9 @@ func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys
 			failed[g.class] = true
 		}
 	}
-	alive := oc.alive
+	alive = oc.alive
 	if len(failed) == len(groups) {
-		return nil
+		return nil, true
 	}
 	if len(failed) > 0 {
 		alive = make([]int, 0, len(oc.alive))
@@ -190,16 +199,16 @@ func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys
 		}
 	}
 	if len(alive) != len(oc.alive) && !pl.anyCapacity(ctx, oc, ck, alive, nil) {
-		return nil
+		return nil, false
 	}
 	alive = pl.settle(ctx, oc, ck, alive, keys.topology)
 	if alive != nil && pl.strictMinValues() {
 		if why := pl.minValuesAfter(ctx, oc, ck, alive); why != "" {
 			oc.refusal = why
-			return nil
+			return nil, false
 		}
 	}
-	return alive
+	return alive, false
 }
 
 // settle narrows alive to one domain of each topology key the pod is counted in: the domain of

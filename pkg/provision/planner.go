@@ -112,8 +112,10 @@ type Planner struct {
 	// question, one per kind of question, so that the questions allocate no node. Filter plugins
 	// do not keep the nodes they are shown.
 	scratch struct{ capacity, placement, cover framework.NodeInfo }
-	// fresh runs PreFilter afresh for every pod instead of keeping states (see preFilters); tests
-	// compare the two, and read reused, how many states the last plan brought up to date.
+	// fresh asks every question afresh: PreFilter for every pod instead of keeping states (see
+	// preFilters and beside), and Filter on every claim, where a domain that refused a pod would
+	// answer for its other claims (see byDomain). Tests compare the two, and read reused, how
+	// many states the last plan brought up to date.
 	fresh  bool
 	reused int
 }
@@ -366,10 +368,17 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			// own kind, the claims without it first (fill.go).
 			for _, pass := range passes {
 				rejecting := memo.claimsRejecting(asGroup)
-				for i := range rooms.order(open, pass, asks, kind, shy, rejecting) {
+				var by byDomain
+				if !pl.fresh {
+					by = byDomainOf(as, keys)
+				}
+				for i := range rooms.order(open, pass, asks, kind, shy, rejecting, by) {
 					oc := open[i]
 					if allowedByPreFilter(pre, oc.name) {
-						if alive, choice := pl.weigh(ctx, oc, as, state, guard, keys); alive != nil {
+						alive, choice := pl.weigh(ctx, oc, as, state, guard, keys)
+						if alive == nil {
+							rooms.refused(oc)
+						} else {
 							before, n := oc.info.Node(), len(oc.info.GetPods())
 							if pl.add(ctx, oc, pod, info, state, alive, choice) {
 								pf.relabelled(oc.info, before, n)

@@ -45,6 +45,9 @@ type podKeys struct {
 	selector []string
 	topology []string
 	all      bool
+	// byNode is set when the pod is counted by hostname (its spread, its terms, the profile's
+	// default spread, or another pod's term that selects it), which topology leaves out.
+	byNode bool
 }
 
 func newRelevance(profileKeys, profileDefault []string, podSets ...[]*corev1.Pod) *relevance {
@@ -146,9 +149,10 @@ func (r *relevance) compute(p *corev1.Pod) podKeys {
 		}
 	}
 	// A claim's hostname is its own name whatever it launches as: never a reason to split.
+	byNode := sel[corev1.LabelHostname] || topo[corev1.LabelHostname]
 	delete(sel, corev1.LabelHostname)
 	delete(topo, corev1.LabelHostname)
-	return podKeys{selector: sortedKeys(sel), topology: sortedKeys(topo), all: all}
+	return podKeys{selector: sortedKeys(sel), topology: sortedKeys(topo), all: all, byNode: byNode}
 }
 
 func sortedKeys(set map[string]bool) []string {
