@@ -63,13 +63,13 @@ func (r *claimRooms) order(open []*openClaim, pass fillPass, asks simulation.Req
 		defer func() { r.growths = queue[:0] }()
 		r.by = by
 		clear(r.refusedIn)
-		refused := func(oc *openClaim) bool { return len(r.refusedIn) > 0 && r.refusedIn[r.domainOf(oc)] }
+		skip := func(oc *openClaim) bool { return len(r.refusedIn) > 0 && r.refusedIn[r.domainOf(oc)] }
 		for i, oc := range open {
 			if !r.in(i, oc, pass, asks, kind, shy) || rejecting[oc] {
 				continue
 			}
 			if pass.roomy {
-				if !refused(oc) && !yield(i) {
+				if !skip(oc) && !yield(i) {
 					return
 				}
 				continue
@@ -78,7 +78,7 @@ func (r *claimRooms) order(open []*openClaim, pass fillPass, asks simulation.Req
 			queue = append(queue, growth{rank: oc.pool.rank, cost: cost, base: base, i: i})
 		}
 		for g := range cheapestFirst(queue) {
-			if !refused(open[g.i]) && !yield(g.i) {
+			if !skip(open[g.i]) && !yield(g.i) {
 				return
 			}
 		}
@@ -166,11 +166,13 @@ func (oc *openClaim) growth(room claimRoom, asks simulation.Requests) (cost, bas
 // taints, or the pod's requests (the capacity half, asked apart). What lets a claim's own pods
 // or name decide, and makes a pod asked on every claim: host ports (NodePorts reads the ports of
 // the claim's pods); volumes other than those a pod carries with it (the volume plugins read the
-// volumes of the claim's pods); resource claims and extended resources (DynamicResources); and
-// being counted by hostname (every claim is a domain of its own). So once a claim refuses
-// the pod in every class of its offerings, the claims whose labels agree with it on those keys
-// are not asked in that pass. A claim whose offerings do not agree on a key has no label for it
-// and neither counts nor is skipped.
+// volumes of the claim's pods); resource claims and extended resources (DynamicResources);
+// being counted by hostname (every claim is a domain of its own); and naming a node (NodeName,
+// node affinity by metadata.name). So once a claim refuses the pod in every class of its
+// offerings, the claims whose labels agree with it on those keys are not asked in that pass. A
+// claim whose offerings do not agree on a key has no label for it and neither counts nor is
+// skipped. (The profile's own node affinity, addedAffinity, by metadata.name is not looked for:
+// it would have to name claims that do not exist yet.)
 
 // byDomain says whether a pod is answered alike on the claims of one domain, and the keys that
 // make its domain.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
@@ -129,6 +130,46 @@ func TestAClaimsOwnPodsStillDecide(t *testing.T) {
 		if hasPod(c, joiner) != hasPod(c, second) {
 			t.Errorf("claim %s holds %v; want the joiner beside %s, whose host port is another", c.Options[0].InstanceType.Name, podNames(c.Pods), second.Name)
 		}
+	}
+}
+
+// TestWhoIsAnsweredByDomain lists the pods whose refusal by one claim may stand for its domain's
+// other claims, and those that are asked on every claim.
+func TestWhoIsAnsweredByDomain(t *testing.T) {
+	byName := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+		Weight: 1, Preference: corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}},
+	}}}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"plain", newPod("plain", "1", "1Gi"), true},
+		{"zone spread", classPod(classZoneSpread, newPod("zs", "1", "1Gi")), true},
+		{"zone affinity", classPod(classZoneAffinity, newPod("za", "1", "1Gi")), true},
+		{"hostname spread", classPod(classHostSpread, newPod("hs", "1", "1Gi")), false},
+		{"hostname anti-affinity", classPod(classHostAnti, newPod("ha", "1", "1Gi")), false},
+		{"host port", newPod("hp", "1", "1Gi", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+		}), false},
+		{"node name", newPod("nn", "1", "1Gi", func(p *corev1.Pod) { p.Spec.NodeName = "n1" }), false},
+		{"node affinity by name", newPod("na", "1", "1Gi", func(p *corev1.Pod) { p.Spec.Affinity = byName }), false},
+		{"config volume", newPod("cv", "1", "1Gi", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}}
+		}), true},
+		{"inline EBS volume", newPod("ev", "1", "1Gi", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "e", VolumeSource: corev1.VolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}}}}
+		}), false},
+		{"extended resource", newPod("gpu", "1", "1Gi", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+		}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rel := newRelevance(nil, nil, []*corev1.Pod{tc.pod})
+			if got := byDomainOf(tc.pod, rel.keys(tc.pod)).ok; got != tc.want {
+				t.Errorf("answered by domain: %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -162,8 +162,9 @@ func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, st
 	if !pl.anyCapacity(ctx, oc, ck, oc.alive, oc.frontier) {
 		return nil, nil
 	}
-	everywhere := true
-	for _, choice := range oc.pool.choices(pod, keys, oc.chosen) {
+	choices := oc.pool.choices(pod, keys, oc.chosen)
+	everywhere := len(choices) > 0
+	for _, choice := range choices {
 		alive, placement := pl.weighWith(ctx, oc, ck, keys, choice)
 		if alive != nil {
 			return alive, choice

@@ -46,7 +46,8 @@ type podKeys struct {
 	topology []string
 	all      bool
 	// byNode is set when the pod is counted by hostname (its spread, its terms, the profile's
-	// default spread, or another pod's term that selects it), which topology leaves out.
+	// default spread, or another pod's term that selects it), which topology leaves out, or
+	// names its node (spec.nodeName, node affinity by metadata.name).
 	byNode bool
 }
 
@@ -149,10 +150,27 @@ func (r *relevance) compute(p *corev1.Pod) podKeys {
 		}
 	}
 	// A claim's hostname is its own name whatever it launches as: never a reason to split.
-	byNode := sel[corev1.LabelHostname] || topo[corev1.LabelHostname]
+	byNode := sel[corev1.LabelHostname] || topo[corev1.LabelHostname] || p.Spec.NodeName != "" || namesNodes(p)
 	delete(sel, corev1.LabelHostname)
 	delete(topo, corev1.LabelHostname)
 	return podKeys{selector: sortedKeys(sel), topology: sortedKeys(topo), all: all, byNode: byNode}
+}
+
+// namesNodes reports whether the pod's node affinity, required or preferred (a shape of the pod
+// may require what it prefers), picks nodes by field (metadata.name) rather than by label.
+func namesNodes(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil {
+		return false
+	}
+	var terms []corev1.NodeSelectorTerm
+	if r := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+		terms = r.NodeSelectorTerms
+	}
+	for _, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, pt.Preference)
+	}
+	return slices.ContainsFunc(terms, func(t corev1.NodeSelectorTerm) bool { return len(t.MatchFields) > 0 })
 }
 
 func sortedKeys(set map[string]bool) []string {
