@@ -29,8 +29,8 @@ import (
 //     not decide between steps of the same price (in Karpenter's catalog, 0.3·n an hour, growing
 //     from size 4 to 5 came out cheaper than from 1 to 2);
 //   - the price the claim has now, cheapest first: of two claims that grow alike, the smaller
-//     (on Karpenter's mix 1.069 and 1.081 × the bound at 500 and 2,000 pods, against 1.084 and
-//     1.106 the other way round);
+//     (on Karpenter's mix 1.069 and 1.081 × the bound at 500 and 2,000 pods; 1.081 and 1.096
+//     dearer first, 1.084 and 1.106 with the opening order alone);
 //   - the order the claims opened.
 
 // growth is claim i's place in the order.
