@@ -71,10 +71,6 @@ func (r *rejections) rejectNode(group, node string, generation int64) {
 	r.nodes[group][node] = generation
 }
 
-func (r *rejections) claimRejected(group string, oc *openClaim) bool {
-	return group != "" && r.claims[group][oc]
-}
-
 // claimsRejecting returns the claims that turned group away so far (nil for none), for a pod
 // that asks of every open claim in turn.
 func (r *rejections) claimsRejecting(group string) map[*openClaim]bool {

@@ -163,14 +163,12 @@ func namesNodes(p *corev1.Pod) bool {
 	if a == nil || a.NodeAffinity == nil {
 		return false
 	}
-	var terms []corev1.NodeSelectorTerm
-	if r := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
-		terms = r.NodeSelectorTerms
+	if r := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; r != nil &&
+		slices.ContainsFunc(r.NodeSelectorTerms, func(t corev1.NodeSelectorTerm) bool { return len(t.MatchFields) > 0 }) {
+		return true
 	}
-	for _, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-		terms = append(terms, pt.Preference)
-	}
-	return slices.ContainsFunc(terms, func(t corev1.NodeSelectorTerm) bool { return len(t.MatchFields) > 0 })
+	return slices.ContainsFunc(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		func(t corev1.PreferredSchedulingTerm) bool { return len(t.Preference.MatchFields) > 0 })
 }
 
 func sortedKeys(set map[string]bool) []string {
