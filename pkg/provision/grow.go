@@ -5,7 +5,6 @@ import (
 	"iter"
 	"math"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -219,21 +218,18 @@ type domain struct {
 	values string
 }
 
-// domainOf returns oc's domain, the zero domain when oc lacks a label of the keys.
+// domainOf returns oc's domain, the zero domain when oc lacks a label of the keys (it may yet
+// settle on any value). The values are written as offering classes are (classKey).
 func (r *claimRooms) domainOf(oc *openClaim) domain {
 	labels := oc.info.Node().Labels
-	var b strings.Builder
 	for _, keys := range r.by.keys {
 		for _, key := range keys {
-			v, ok := labels[key]
-			if !ok {
+			if _, ok := labels[key]; !ok {
 				return domain{}
 			}
-			b.WriteString(v)
-			b.WriteByte(0)
 		}
 	}
-	return domain{pool: oc.pool, values: b.String()}
+	return domain{pool: oc.pool, values: classKey(labels, r.by.keys...)}
 }
 
 // refused records that oc, asked in the pass order is running, refused the pod in every class

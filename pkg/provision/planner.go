@@ -366,12 +366,12 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			}
 			// The claims with room for the pod first, then the others; for a pod that repels its
 			// own kind, the claims without it first (fill.go).
+			var by byDomain
+			if !pl.fresh {
+				by = byDomainOf(as, keys)
+			}
 			for _, pass := range passes {
 				rejecting := memo.claimsRejecting(asGroup)
-				var by byDomain
-				if !pl.fresh {
-					by = byDomainOf(as, keys)
-				}
 				for i := range rooms.order(open, pass, asks, kind, shy, rejecting, by) {
 					oc := open[i]
 					if allowedByPreFilter(pre, oc.name) {
