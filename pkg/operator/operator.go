@@ -243,6 +243,9 @@ func (o *Operator) podChanged(obj any) {
 // Enqueue implements tailor.Capacity.
 func (o *Operator) Enqueue(pod *corev1.Pod) { o.provisioner.Enqueue(pod) }
 
+// Rejected implements tailor.Capacity.
+func (o *Operator) Rejected(pod *corev1.Pod, had func(string) bool) { o.provisioner.Rejected(pod, had) }
+
 // NominatedNode implements tailor.Capacity.
 func (o *Operator) NominatedNode(pod *corev1.Pod) (string, bool) {
 	return o.provisioner.NominatedNode(pod)

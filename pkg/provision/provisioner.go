@@ -298,7 +298,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			// The scheduler preempted pods on an existing node for it, and will place it there.
 			continue
 		}
-		if p.backedOff(pod, claimsByName, nodesByName, &tripped) {
+		if p.backedOff(pod, claimsByName, &tripped) {
 			continue
 		}
 		if enqueued[pod.UID] || p.IsProvisionable(pod) {

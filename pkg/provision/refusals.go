@@ -20,10 +20,14 @@ import (
 // in 90 s for three pods before its cause was found (preferences.go). Whatever the next such
 // cause is, it must cost a few nodes and say so, not a fleet.
 //
-// So a node launched for a pod that has initialized, with the pod still pending when the pod is
-// about to be planned again, is a refusal: the scheduler has had the node and not placed the pod
-// there. A node that is leaving (its claim deleted, the node cordoned or tainted for disruption)
-// is not: the pod is planned again for a reason of its own. After refusalLimit refusals, plans
+// So a node launched for a pod refuses it when the scheduler, with that node up (its claim
+// initialized) and in the snapshot of a cycle, finds no place for the pod (PostFilter, see
+// Rejected): the scheduler has had the node and not placed the pod there. A pod merely still
+// pending beside its node is not refused: after a burst the scheduler takes seconds to come back
+// to every pod, and counting those as refusals backed pods off for a minute in the burst
+// benchmark while they needed one more node. A node that is leaving (its claim deleted, the node
+// cordoned or tainted for disruption) is no refusal either: the pod is planned again for a reason
+// of its own. After refusalLimit refusals, plans
 // leave the pod out for refusalBackoff, doubling on each trip up to maxRefusalBackoff, and the pod
 // gets a FailedProvisioning Event that names the nodes and what the scheduler's Filter plugins
 // answer on the last. The scheduler keeps trying the pod meanwhile, on every node there is; only
@@ -83,10 +87,43 @@ func leaving(node *corev1.Node) bool {
 	return false
 }
 
-// backedOff reports whether plans leave the pending pod out for now. It first counts the nodes
-// launched for the pod that have initialized since the last look as refusals (see above), and
-// starts a backoff when they reach refusalLimit: the pod then joins tripped, to be told why.
-func (p *Provisioner) backedOff(pod *corev1.Pod, claims map[string]*karpv1.NodeClaim, nodes map[string]*corev1.Node, tripped *[]*corev1.Pod) bool {
+// Rejected counts, for a pod the scheduler found no node for, the nodes launched for it that are
+// up and were in the cycle (had) as refusals (see above). It runs in PostFilter, on the
+// scheduling goroutine: it reads the informers' caches and nothing else.
+func (p *Provisioner) Rejected(pod *corev1.Pod, had func(node string) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.refusals[pod.UID]
+	if r == nil || len(r.launched) == 0 {
+		return
+	}
+	kept := r.launched[:0]
+	for _, name := range r.launched {
+		c, err := p.opts.ClaimLister.Get(name)
+		if err != nil {
+			if _, ok := p.created[name]; ok {
+				kept = append(kept, name) // created, and not in the informer's cache yet
+			}
+			continue
+		}
+		switch {
+		case c.DeletionTimestamp != nil:
+			// Going: not the scheduler's refusal.
+		case c.Status.NodeName == "" || !c.IsTrue(karpv1.ConditionTypeInitialized) || !had(c.Status.NodeName):
+			kept = append(kept, name)
+		default:
+			if node, err := p.opts.Nodes.Get(c.Status.NodeName); err == nil && !leaving(node) {
+				r.refusedOn = append(r.refusedOn, c.Status.NodeName)
+			}
+		}
+	}
+	r.launched = kept
+}
+
+// backedOff reports whether plans leave the pending pod out for now. It forgets the claims
+// launched for the pod that are gone, and starts a backoff once the pod's refusals reach
+// refusalLimit: the pod then joins tripped, to be told why.
+func (p *Provisioner) backedOff(pod *corev1.Pod, claims map[string]*karpv1.NodeClaim, tripped *[]*corev1.Pod) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.refusals[pod.UID]
@@ -99,14 +136,8 @@ func (p *Provisioner) backedOff(pod *corev1.Pod, claims map[string]*karpv1.NodeC
 	}
 	kept := r.launched[:0]
 	for _, name := range r.launched {
-		c := claims[name]
-		switch {
-		case c == nil || c.DeletionTimestamp != nil:
-			// Gone or going: not the scheduler's refusal.
-		case c.Status.NodeName == "" || !c.IsTrue(karpv1.ConditionTypeInitialized):
+		if c := claims[name]; c != nil && c.DeletionTimestamp == nil {
 			kept = append(kept, name)
-		case !leaving(nodes[c.Status.NodeName]):
-			r.refusedOn = append(r.refusedOn, c.Status.NodeName)
 		}
 	}
 	r.launched = kept

@@ -11,30 +11,39 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // A pod the scheduler does not place on the nodes launched for it is left out of plans once
-// refusalLimit of them have come up, before a plan launches another, for a backoff that doubles,
-// and is told why once per backoff. A node that is leaving is no refusal; a pod that binds is
-// forgotten.
+// refusalLimit of them have refused it, before a plan launches another, for a backoff that
+// doubles, and is told why once per backoff. A node refuses a pod when a scheduling cycle that had
+// the node up finds no place for the pod; a pod merely still pending beside its node, which the
+// scheduler has not come back to, is not refused. A node that is leaving is no refusal; a pod that
+// binds is forgotten.
 func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 	testPlanner(t)
 	ctx := context.Background()
 	start := time.Now()
 	clk := clocktesting.NewFakeClock(start)
 	nodes := zoneNodes()[:3]
-	nodesByName := map[string]*corev1.Node{}
+	nodeIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
 	for _, n := range nodes {
-		nodesByName[n.Name] = n
+		if err := nodeIndex.Add(n); err != nil {
+			t.Fatal(err)
+		}
 	}
+	claimIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
 	pod := newPod("refused", "500m", "512Mi", nodeSelector("example.com/team", "payments"))
 	recorder := events.NewFakeRecorder(10)
-	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder})
+	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder,
+		ClaimLister: karplisters.NewNodeClaimLister(claimIndex), Nodes: corelisters.NewNodeLister(nodeIndex)})
 	p.checker = sim
 	claims := map[string]*karpv1.NodeClaim{}
 	// launch creates a claim for the pod on node i, which then initializes.
@@ -47,25 +56,39 @@ func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 		c.Status.NodeName = nodes[i].Name
 		c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", clk.Now())
 		claims[name] = c
+		if err := claimIndex.Add(c); err != nil {
+			t.Fatal(err)
+		}
 		return c
 	}
+	// rejected is a scheduling cycle that finds no place for the pod, with every node or none.
+	rejected := func(had bool) { p.Rejected(pod, func(string) bool { return had }) }
 	// planned reports whether the next plan takes the pod, and which pods it must tell.
 	planned := func() (bool, []*corev1.Pod) {
 		var tripped []*corev1.Pod
-		return !p.backedOff(pod, claims, nodesByName, &tripped), tripped
+		return !p.backedOff(pod, claims, &tripped), tripped
 	}
 	backoffs := testutil.ToFloat64(metrics.PodsRefusedBackoff)
 	// A node whose claim is being deleted says nothing of the scheduler.
 	now := metav1.NewTime(start)
 	launch(0).DeletionTimestamp = &now
+	rejected(true)
 	if ok, _ := planned(); !ok {
 		t.Fatal("backed off for a node that was leaving")
 	}
+	// Up, with the pod still pending beside them: refusals only once a cycle has had them.
 	launch(1)
-	if ok, _ := planned(); !ok {
-		t.Fatalf("backed off after one refused node; the limit is %d", refusalLimit)
-	}
 	launch(2)
+	for range 3 {
+		if ok, _ := planned(); !ok {
+			t.Fatal("backed off for nodes the scheduler has not tried the pod on")
+		}
+	}
+	rejected(false)
+	if ok, _ := planned(); !ok {
+		t.Fatal("backed off for nodes that were not in the cycle")
+	}
+	rejected(true)
 	ok, tripped := planned()
 	if ok || len(tripped) != 1 {
 		t.Fatalf("planned again after %d refused nodes", refusalLimit)
@@ -100,7 +123,12 @@ func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 	// Two more refusals: the next backoff is twice as long.
 	claims = map[string]*karpv1.NodeClaim{}
 	launch(1)
+	rejected(true)
+	if ok, _ := planned(); !ok {
+		t.Fatalf("backed off after one refused node; the limit is %d", refusalLimit)
+	}
 	launch(2)
+	rejected(true)
 	if ok, _ := planned(); ok {
 		t.Fatal("not backed off again")
 	}

@@ -26,6 +26,9 @@ const Name = "Tailor"
 type Capacity interface {
 	// Enqueue hands a pod that fits no existing node to the provisioner.
 	Enqueue(pod *corev1.Pod)
+	// Rejected says that a scheduling cycle found no node for pod; had reports whether a node
+	// was in that cycle's snapshot, and so was one the scheduler refused the pod.
+	Rejected(pod *corev1.Pod, had func(node string) bool)
 	// NominatedNode returns the name of the node being launched for pod, once it is known.
 	NominatedNode(pod *corev1.Pod) (string, bool)
 	// PlannedNode returns the node a plan put pod on, while the pod is on its way there.
@@ -49,6 +52,9 @@ type Host interface {
 // Plugin implements PreFilter, Filter, PostFilter, PreScore, Score, Reserve and Unreserve.
 type Plugin struct {
 	capacity Capacity
+	// snapshot is the scheduler's view of the nodes for the cycle running; nil in tests that
+	// build a Plugin by hand.
+	snapshot fwk.SharedLister
 }
 
 var (
@@ -79,7 +85,7 @@ func NewFactory(host Host) frameworkruntime.PluginFactory {
 		if err := host.Attach(h, args); err != nil {
 			return nil, err
 		}
-		return &Plugin{capacity: host}, nil
+		return &Plugin{capacity: host, snapshot: h.SnapshotSharedLister()}, nil
 	}
 }
 
@@ -157,12 +163,23 @@ func (p *Plugin) heldNodeChanged(_ klog.Logger, pod *corev1.Pod, _, newObj any) 
 // the node status codes: whether the pod failed as Unschedulable or UnschedulableAndUnresolvable
 // on existing nodes, new capacity may still hold it, and the provisioner decides.
 func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	p.capacity.Rejected(pod, p.inCycle)
 	if node, ok := p.capacity.NominatedNode(pod); ok {
 		// Capacity is on its way: keep its room for this pod and wait for the node.
 		return framework.NewPostFilterResultWithNominatedNode(node), fwk.NewStatus(fwk.Success)
 	}
 	p.capacity.Enqueue(pod)
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for Tailor to provision capacity")
+}
+
+// inCycle reports whether node is in the snapshot of the cycle running. In PostFilter every such
+// node has been refused the pod: the scheduler looks at them all before it finds none fits.
+func (p *Plugin) inCycle(node string) bool {
+	if p.snapshot == nil {
+		return false
+	}
+	_, err := p.snapshot.NodeInfos().Get(node)
+	return err == nil
 }
 
 // plannedKey is where PreScore leaves the planned node for Score in the cycle state.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
@@ -19,6 +20,7 @@ type plans struct {
 }
 
 func (c *plans) Enqueue(*corev1.Pod)                      {}
+func (c *plans) Rejected(*corev1.Pod, func(string) bool)  {}
 func (c *plans) NominatedNode(*corev1.Pod) (string, bool) { return "", false }
 func (c *plans) Reserve(*corev1.Pod, string) bool         { return true }
 func (c *plans) Unreserve(*corev1.Pod, string)            {}
@@ -142,5 +144,34 @@ func TestAHeldPodIsWokenByItsOwnNode(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("hint for %s on an event of %s = %v, %v; want %v", tc.pod.Name, tc.node.Name, got, err, tc.want)
 		}
+	}
+}
+
+// rejections is a Capacity that records, for each rejected pod, which of the nodes asked about
+// the cycle had.
+type rejections struct {
+	plans
+	asked []string
+	had   map[string]bool
+}
+
+func (c *rejections) Rejected(_ *corev1.Pod, had func(string) bool) {
+	for _, n := range c.asked {
+		c.had[n] = had(n)
+	}
+}
+
+// PostFilter tells the provisioner the pod was rejected, and which nodes the cycle had: a node
+// launched for the pod that is up refused it only if the scheduler looked at it.
+func TestPostFilterSaysWhichNodesTheCycleHad(t *testing.T) {
+	capacity := &rejections{asked: []string{"up", "not-yet"}, had: map[string]bool{}}
+	snapshot := cache.NewSnapshot(nil, []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "up"}}})
+	p := &Plugin{capacity: capacity, snapshot: snapshot}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "uid-p"}}
+	if _, status := p.PostFilter(context.Background(), framework.NewCycleState(), pod, framework.NewDefaultNodeToStatus()); status.IsSuccess() {
+		t.Fatal("PostFilter succeeded for a pod with no capacity on its way")
+	}
+	if !capacity.had["up"] || capacity.had["not-yet"] {
+		t.Errorf("the cycle had %v, want only the node in its snapshot", capacity.had)
 	}
 }
