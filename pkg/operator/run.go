@@ -40,8 +40,8 @@ func WithWebhook(o webhook.Options) RunOption {
 	return func(c *runConfig) { c.webhook = o }
 }
 
-// Run is kube-scheduler's Setup (setup.go: with the scheduler's Event writes capped) and Run,
-// with the Tailor plugin registered. With leader election on, the scheduler schedules only while
+// Run is Setup (kube-scheduler's app.Setup with the scheduler's Event writes capped) and
+// kube-scheduler's app.Run, with the Tailor plugin registered. With leader election on, the scheduler schedules only while
 // this replica holds the Lease, so a standby runs none of Tailor's controllers: they start when
 // the scheduler asks for its first pod. One
 // replica to a process (production) elects through kube-scheduler's app.Run, whose standby
@@ -60,7 +60,7 @@ func Run(ctx context.Context, opts *options.Options, newCloud NewCloudFunc, clk 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	op := New(newCloud, clk)
-	cc, sched, err := setup(ctx, opts, app.WithPlugin(tailor.Name, tailor.NewFactory(op)))
+	cc, sched, err := Setup(ctx, opts, app.WithPlugin(tailor.Name, tailor.NewFactory(op)))
 	if err != nil {
 		return err
 	}

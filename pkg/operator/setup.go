@@ -18,11 +18,12 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
-// eventWritesInFlight bounds the scheduler's Event writes in flight at once (see setup).
+// eventWritesInFlight bounds the scheduler's Event writes in flight at once (see Setup).
 const eventWritesInFlight = 16
 
-// setup is kube-scheduler's app.Setup with one change: the scheduler's Events are written at
-// most eventWritesInFlight at a time.
+// Setup is kube-scheduler's app.Setup with one change: the scheduler's Events are written at
+// most eventWritesInFlight at a time. Run uses it; a benchmark that compares kube-scheduler's own
+// profile with Tailor's uses it for both, so that only the profile differs.
 //
 // The events library writes each Event in a goroutine of its own, held back only by the
 // client's QPS limiter. When a burst of pods fails to schedule, and again when they are
@@ -32,7 +33,7 @@ const eventWritesInFlight = 16
 // clients share that transport, so a NodeClaim create waited behind hundreds of handshakes, and
 // the API server spent its CPU on them. With the cap, Events wait their turn on the one
 // connection instead.
-func setup(ctx context.Context, opts *options.Options, registryOptions ...app.Option) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
+func Setup(ctx context.Context, opts *options.Options, registryOptions ...app.Option) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
 	cfg, err := latest.Default()
 	if err != nil {
 		return nil, nil, err

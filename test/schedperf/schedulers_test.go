@@ -59,8 +59,9 @@ func (s scheduler) writeConfig(dir, kubeconfig string) (string, error) {
 	return path, os.WriteFile(path, data, 0o600)
 }
 
-// startInProcess runs s in this process until the returned stop is called: kube-scheduler's own
-// app.Setup and app.Run for vanilla, operator.Run (the same, with the Tailor plugin and Tailor's
+// startInProcess runs s in this process until the returned stop is called: operator.Setup
+// (kube-scheduler's app.Setup with Tailor's cap on Event writes, so that only the profile
+// differs) and app.Run for vanilla, operator.Run (the same, with the Tailor plugin and Tailor's
 // provisioner and controllers) for tailor. It returns once Tailor has started (vanilla: at once),
 // and when.
 func (s scheduler) startInProcess(ctx context.Context, b *testing.B, c *cluster) (stop func(), startedAt time.Time) {
@@ -83,7 +84,7 @@ func (s scheduler) startInProcess(ctx context.Context, b *testing.B, c *cluster)
 			done <- operator.Run(ctx, opts, newCloud, clock.RealClock{}, operator.WithStarted(func() { close(started) }))
 		}()
 	} else {
-		cc, sched, err := app.Setup(ctx, opts)
+		cc, sched, err := operator.Setup(ctx, opts)
 		if err != nil {
 			cancel()
 			b.Fatalf("setting up kube-scheduler: %v", err)
