@@ -30,9 +30,9 @@ func (l *inFlightLimit) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, req.Context().Err()
 	}
 	resp, err := l.next.RoundTrip(req)
-	if err != nil {
+	if err != nil || resp.Body == nil {
 		<-l.slots
-		return nil, err
+		return resp, err
 	}
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: func() { <-l.slots }}
 	return resp, nil

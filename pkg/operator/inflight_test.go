@@ -55,3 +55,30 @@ func TestLimitInFlightHoldsASlotUntilTheBodyCloses(t *testing.T) {
 		t.Errorf("with the second's body open: got %v, want the slot still taken after the first's two Closes", err)
 	}
 }
+
+// failing is a transport whose every request fails before a response.
+type failing struct{}
+
+func (failing) RoundTrip(*http.Request) (*http.Response, error) { return nil, errors.New("refused") }
+
+// A request that fails gives its slot back at once.
+func TestLimitInFlightFreesTheSlotOfAFailedRequest(t *testing.T) {
+	client := &http.Client{Transport: limitInFlight(1)(failing{})}
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := client.Do(mustRequest(t, ctx))
+		cancel()
+		if err == nil || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("request %d: got %v, want the transport's error at once", i, err)
+		}
+	}
+}
+
+func mustRequest(t *testing.T, ctx context.Context) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://example.invalid/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}

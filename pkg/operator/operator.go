@@ -244,7 +244,9 @@ func (o *Operator) podChanged(obj any) {
 func (o *Operator) Enqueue(pod *corev1.Pod) { o.provisioner.Enqueue(pod) }
 
 // Rejected implements tailor.Capacity.
-func (o *Operator) Rejected(pod *corev1.Pod, had func(string) bool) { o.provisioner.Rejected(pod, had) }
+func (o *Operator) Rejected(pod *corev1.Pod, refusedOn func(string) *corev1.Node) {
+	o.provisioner.Rejected(pod, refusedOn)
+}
 
 // NominatedNode implements tailor.Capacity.
 func (o *Operator) NominatedNode(pod *corev1.Pod) (string, bool) {

@@ -50,10 +50,15 @@ func Setup(ctx context.Context, opts *options.Options, registryOptions ...app.Op
 		return nil, nil, err
 	}
 	cc := c.Complete()
+	// Nothing has started the broadcasters yet; on failure nothing will.
+	fail := func(err error) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
+		cc.EventBroadcaster.Shutdown()
+		return nil, nil, err
+	}
 	registry := runtime.Registry{}
 	for _, add := range registryOptions {
 		if err := add(registry); err != nil {
-			return nil, nil, err
+			return fail(err)
 		}
 	}
 	var profiles []config.KubeSchedulerProfile
@@ -72,10 +77,10 @@ func Setup(ctx context.Context, opts *options.Options, registryOptions ...app.Op
 		scheduler.WithBuildFrameworkCapturer(func(p config.KubeSchedulerProfile) { profiles = append(profiles, p) }),
 	)
 	if err != nil {
-		return nil, nil, err
+		return fail(err)
 	}
 	if err := options.LogOrWriteConfig(klog.FromContext(ctx), opts.WriteConfigTo, &cc.ComponentConfig, profiles); err != nil {
-		return nil, nil, err
+		return fail(err)
 	}
 	return &cc, sched, nil
 }

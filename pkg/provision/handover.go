@@ -97,8 +97,8 @@ func (p *Provisioner) Initialized(claim, node string) {
 	})
 }
 
-// activatePending moves the pending pods that match (called with p.mu held) into the
-// scheduler's active queue.
+// activatePending moves the pending pods that match into the scheduler's active queue. match is
+// called with p.mu held; activatePending takes it itself, so its caller must not hold it.
 func (p *Provisioner) activatePending(match func(*corev1.Pod) bool) {
 	if p.opts.Activate == nil {
 		return

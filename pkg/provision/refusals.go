@@ -20,14 +20,16 @@ import (
 // in 90 s for three pods before its cause was found (preferences.go). Whatever the next such
 // cause is, it must cost a few nodes and say so, not a fleet.
 //
-// So a node launched for a pod refuses it when the scheduler, with that node up (its claim
-// initialized) and in the snapshot of a cycle, finds no place for the pod (PostFilter, see
-// Rejected): the scheduler has had the node and not placed the pod there. A pod merely still
-// pending beside its node is not refused: after a burst the scheduler takes seconds to come back
-// to every pod, and counting those as refusals backed pods off for a minute in the burst
-// benchmark while they needed one more node. A node that is leaving (its claim deleted, the node
-// cordoned or tainted for disruption) is no refusal either: the pod is planned again for a reason
-// of its own. After refusalLimit refusals, plans
+// So a node launched for a pod refuses it when a scheduling cycle had that node up (labelled
+// initialized, in the cycle's snapshot) and found no place for the pod there (PostFilter, see
+// Rejected): the scheduler has had the node and not placed the pod there. The refusal is counted
+// when the scheduler next tries the pod, which the node coming up or the pod being woken brings
+// about; a pod merely still pending beside its node is not refused: after a burst the scheduler
+// takes seconds to come back to every pod, and counting those as refusals backed pods off for a
+// minute in the burst benchmark while they needed one more node. A node that is leaving (its
+// claim deleted, the node cordoned or tainted for disruption) is no refusal either: the pod is
+// planned again for a reason of its own, and neither is a node Tailor's own Filter turned the pod
+// away from to hold it for another. After refusalLimit refusals, plans
 // leave the pod out for refusalBackoff, doubling on each trip up to maxRefusalBackoff, and the pod
 // gets a FailedProvisioning Event that names the nodes and what the scheduler's Filter plugins
 // answer on the last. The scheduler keeps trying the pod meanwhile, on every node there is; only
@@ -42,7 +44,7 @@ const (
 type refusals struct {
 	// launched are the NodeClaims created for the pod and not yet found refused or gone.
 	launched []string
-	// refusedOn are the nodes of launched claims found initialized with the pod still pending.
+	// refusedOn are the nodes of launched claims that refused the pod (see Rejected).
 	refusedOn []string
 	// trips counts the backoffs so far; until ends the current one.
 	trips int
@@ -87,10 +89,11 @@ func leaving(node *corev1.Node) bool {
 	return false
 }
 
-// Rejected counts, for a pod the scheduler found no node for, the nodes launched for it that are
-// up and were in the cycle (had) as refusals (see above). It runs in PostFilter, on the
-// scheduling goroutine: it reads the informers' caches and nothing else.
-func (p *Provisioner) Rejected(pod *corev1.Pod, had func(node string) bool) {
+// Rejected counts, for a pod the scheduler found no node for, the nodes launched for it that
+// the cycle refused it on while they were up (refusedOn returns them as the cycle saw them), as
+// refusals (see above). It runs in PostFilter, on the scheduling goroutine: it reads the
+// informers' caches and nothing else.
+func (p *Provisioner) Rejected(pod *corev1.Pod, refusedOn func(node string) *corev1.Node) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.refusals[pod.UID]
@@ -106,15 +109,18 @@ func (p *Provisioner) Rejected(pod *corev1.Pod, had func(node string) bool) {
 			}
 			continue
 		}
+		if c.DeletionTimestamp != nil {
+			continue // going: not the scheduler's refusal
+		}
+		var node *corev1.Node
+		if c.Status.NodeName != "" {
+			node = refusedOn(c.Status.NodeName)
+		}
 		switch {
-		case c.DeletionTimestamp != nil:
-			// Going: not the scheduler's refusal.
-		case c.Status.NodeName == "" || !c.IsTrue(karpv1.ConditionTypeInitialized) || !had(c.Status.NodeName):
+		case node == nil || node.Labels[karpv1.NodeInitializedLabelKey] != "true":
 			kept = append(kept, name)
-		default:
-			if node, err := p.opts.Nodes.Get(c.Status.NodeName); err == nil && !leaving(node) {
-				r.refusedOn = append(r.refusedOn, c.Status.NodeName)
-			}
+		case !leaving(node):
+			r.refusedOn = append(r.refusedOn, node.Name)
 		}
 	}
 	r.launched = kept

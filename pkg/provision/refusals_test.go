@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,24 @@ func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 		}
 		return c
 	}
-	// rejected is a scheduling cycle that finds no place for the pod, with every node or none.
-	rejected := func(had bool) { p.Rejected(pod, func(string) bool { return had }) }
+	// snapshot is the nodes as the next cycle sees them: up (labelled initialized) unless noted.
+	snapshot := map[string]*corev1.Node{}
+	for _, n := range nodes {
+		up := n.DeepCopy()
+		up.Labels[karpv1.NodeInitializedLabelKey] = "true"
+		snapshot[n.Name] = up
+	}
+	// rejected is a scheduling cycle that finds no place for the pod, and is refused it on the
+	// named nodes of the snapshot.
+	rejected := func(refused ...string) {
+		p.Rejected(pod, func(name string) *corev1.Node {
+			if slices.Contains(refused, name) {
+				return snapshot[name]
+			}
+			return nil
+		})
+	}
+	all := []string{nodes[0].Name, nodes[1].Name, nodes[2].Name}
 	// planned reports whether the next plan takes the pod, and which pods it must tell.
 	planned := func() (bool, []*corev1.Pod) {
 		var tripped []*corev1.Pod
@@ -72,7 +89,7 @@ func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 	// A node whose claim is being deleted says nothing of the scheduler.
 	now := metav1.NewTime(start)
 	launch(0).DeletionTimestamp = &now
-	rejected(true)
+	rejected(all...)
 	if ok, _ := planned(); !ok {
 		t.Fatal("backed off for a node that was leaving")
 	}
@@ -84,11 +101,40 @@ func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 			t.Fatal("backed off for nodes the scheduler has not tried the pod on")
 		}
 	}
-	rejected(false)
+	rejected()
 	if ok, _ := planned(); !ok {
-		t.Fatal("backed off for nodes that were not in the cycle")
+		t.Fatal("backed off for nodes that did not refuse the pod in the cycle")
 	}
-	rejected(true)
+	// Node 1 not up yet as the cycle saw it, node 2 cordoned: neither refused the pod.
+	delete(snapshot[nodes[1].Name].Labels, karpv1.NodeInitializedLabelKey)
+	snapshot[nodes[2].Name].Spec.Unschedulable = true
+	rejected(all...)
+	p.mu.Lock()
+	counted := slices.Clone(p.refusals[pod.UID].refusedOn)
+	p.mu.Unlock()
+	if len(counted) != 0 {
+		t.Fatalf("refusals %v counted on a node not up and a node leaving", counted)
+	}
+	// A claim created a moment ago, not in the informer's cache yet, stays the pod's.
+	p.mu.Lock()
+	p.created["claim-just-created"] = createdClaim{}
+	p.noteLaunched("claim-just-created", []*corev1.Pod{pod})
+	p.mu.Unlock()
+	snapshot[nodes[1].Name].Labels[karpv1.NodeInitializedLabelKey] = "true"
+	rejected(all...)
+	p.mu.Lock()
+	launched := slices.Clone(p.refusals[pod.UID].launched)
+	p.mu.Unlock()
+	if !slices.Contains(launched, "claim-just-created") || slices.Contains(launched, "claim-"+nodes[2].Name) {
+		t.Fatalf("launched claims kept %v, want the one just created and not the cordoned node's", launched)
+	}
+	if ok, _ := planned(); !ok {
+		t.Fatalf("backed off after one refused node; the limit is %d", refusalLimit)
+	}
+	// Node 2 back, and a claim launched on it again: the second refusal.
+	snapshot[nodes[2].Name].Spec.Unschedulable = false
+	launch(2)
+	rejected(all...)
 	ok, tripped := planned()
 	if ok || len(tripped) != 1 {
 		t.Fatalf("planned again after %d refused nodes", refusalLimit)
@@ -123,12 +169,12 @@ func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 	// Two more refusals: the next backoff is twice as long.
 	claims = map[string]*karpv1.NodeClaim{}
 	launch(1)
-	rejected(true)
+	rejected(all...)
 	if ok, _ := planned(); !ok {
 		t.Fatalf("backed off after one refused node; the limit is %d", refusalLimit)
 	}
 	launch(2)
-	rejected(true)
+	rejected(all...)
 	if ok, _ := planned(); ok {
 		t.Fatal("not backed off again")
 	}

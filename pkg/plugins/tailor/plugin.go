@@ -26,9 +26,10 @@ const Name = "Tailor"
 type Capacity interface {
 	// Enqueue hands a pod that fits no existing node to the provisioner.
 	Enqueue(pod *corev1.Pod)
-	// Rejected says that a scheduling cycle found no node for pod; had reports whether a node
-	// was in that cycle's snapshot, and so was one the scheduler refused the pod.
-	Rejected(pod *corev1.Pod, had func(node string) bool)
+	// Rejected says that a scheduling cycle found no node for pod. refusedOn returns a node as
+	// the cycle saw it when the cycle had the node and a plugin other than Tailor's turned the
+	// pod away there, and nil otherwise.
+	Rejected(pod *corev1.Pod, refusedOn func(node string) *corev1.Node)
 	// NominatedNode returns the name of the node being launched for pod, once it is known.
 	NominatedNode(pod *corev1.Pod) (string, bool)
 	// PlannedNode returns the node a plan put pod on, while the pod is on its way there.
@@ -162,8 +163,8 @@ func (p *Plugin) heldNodeChanged(_ klog.Logger, pod *corev1.Pod, _, newObj any) 
 // PostFilter runs after DefaultPreemption found no victims. It looks at the pod alone, not at
 // the node status codes: whether the pod failed as Unschedulable or UnschedulableAndUnresolvable
 // on existing nodes, new capacity may still hold it, and the provisioner decides.
-func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	p.capacity.Rejected(pod, p.inCycle)
+func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	p.capacity.Rejected(pod, p.refusedOn(statuses))
 	if node, ok := p.capacity.NominatedNode(pod); ok {
 		// Capacity is on its way: keep its room for this pod and wait for the node.
 		return framework.NewPostFilterResultWithNominatedNode(node), fwk.NewStatus(fwk.Success)
@@ -172,14 +173,24 @@ func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod
 	return nil, fwk.NewStatus(fwk.Unschedulable, "waiting for Tailor to provision capacity")
 }
 
-// inCycle reports whether node is in the snapshot of the cycle running. In PostFilter every such
-// node has been refused the pod: the scheduler looks at them all before it finds none fits.
-func (p *Plugin) inCycle(node string) bool {
-	if p.snapshot == nil {
-		return false
+// refusedOn returns, for PostFilter, the nodes of the cycle's snapshot, as the cycle saw them,
+// on which a plugin other than Tailor's turned the pod away: that includes a PreFilter that
+// turned it away everywhere, and excludes Tailor's own Filter, which only holds the pod for
+// another node and says nothing of this one.
+func (p *Plugin) refusedOn(statuses fwk.NodeToStatusReader) func(string) *corev1.Node {
+	return func(name string) *corev1.Node {
+		if p.snapshot == nil || statuses == nil {
+			return nil
+		}
+		ni, err := p.snapshot.NodeInfos().Get(name)
+		if err != nil || ni.Node() == nil {
+			return nil
+		}
+		if s := statuses.Get(name); s == nil || s.IsSuccess() || s.Plugin() == Name {
+			return nil
+		}
+		return ni.Node()
 	}
-	_, err := p.snapshot.NodeInfos().Get(node)
-	return err == nil
 }
 
 // plannedKey is where PreScore leaves the planned node for Score in the cycle state.

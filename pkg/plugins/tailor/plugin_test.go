@@ -19,12 +19,12 @@ type plans struct {
 	lookups int
 }
 
-func (c *plans) Enqueue(*corev1.Pod)                      {}
-func (c *plans) Rejected(*corev1.Pod, func(string) bool)  {}
-func (c *plans) NominatedNode(*corev1.Pod) (string, bool) { return "", false }
-func (c *plans) Reserve(*corev1.Pod, string) bool         { return true }
-func (c *plans) Unreserve(*corev1.Pod, string)            {}
-func (c *plans) HeldFor(*corev1.Pod) (string, bool)       { return "", false }
+func (c *plans) Enqueue(*corev1.Pod)                             {}
+func (c *plans) Rejected(*corev1.Pod, func(string) *corev1.Node) {}
+func (c *plans) NominatedNode(*corev1.Pod) (string, bool)        { return "", false }
+func (c *plans) Reserve(*corev1.Pod, string) bool                { return true }
+func (c *plans) Unreserve(*corev1.Pod, string)                   {}
+func (c *plans) HeldFor(*corev1.Pod) (string, bool)              { return "", false }
 func (c *plans) PlannedNode(pod *corev1.Pod) (string, bool) {
 	c.lookups++
 	n, ok := c.planned[pod.UID]
@@ -148,30 +148,41 @@ func TestAHeldPodIsWokenByItsOwnNode(t *testing.T) {
 }
 
 // rejections is a Capacity that records, for each rejected pod, which of the nodes asked about
-// the cycle had.
+// the cycle refused it on.
 type rejections struct {
 	plans
-	asked []string
-	had   map[string]bool
+	asked   []string
+	refused map[string]bool
 }
 
-func (c *rejections) Rejected(_ *corev1.Pod, had func(string) bool) {
+func (c *rejections) Rejected(_ *corev1.Pod, refusedOn func(string) *corev1.Node) {
 	for _, n := range c.asked {
-		c.had[n] = had(n)
+		node := refusedOn(n)
+		c.refused[n] = node != nil && node.Name == n
 	}
 }
 
-// PostFilter tells the provisioner the pod was rejected, and which nodes the cycle had: a node
-// launched for the pod that is up refused it only if the scheduler looked at it.
-func TestPostFilterSaysWhichNodesTheCycleHad(t *testing.T) {
-	capacity := &rejections{asked: []string{"up", "not-yet"}, had: map[string]bool{}}
-	snapshot := cache.NewSnapshot(nil, []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "up"}}})
-	p := &Plugin{capacity: capacity, snapshot: snapshot}
+// PostFilter tells the provisioner the pod was rejected, and on which nodes: those the cycle had
+// and a plugin other than Tailor's turned the pod away from. Tailor's own Filter, holding the pod
+// for another node, refuses it nothing; a node not in the snapshot was not asked.
+func TestPostFilterSaysWhichNodesRefusedThePod(t *testing.T) {
+	capacity := &rejections{asked: []string{"full", "held-away", "absent", "not-yet"}, refused: map[string]bool{}}
+	var nodes []*corev1.Node
+	for _, n := range []string{"full", "held-away", "absent"} {
+		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	p := &Plugin{capacity: capacity, snapshot: cache.NewSnapshot(nil, nodes)}
+	statuses := framework.NewDefaultNodeToStatus()
+	statuses.Set("full", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin("NodeResourcesFit"))
+	statuses.Set("held-away", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitsMessage).WithPlugin(Name))
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "uid-p"}}
-	if _, status := p.PostFilter(context.Background(), framework.NewCycleState(), pod, framework.NewDefaultNodeToStatus()); status.IsSuccess() {
+	if _, status := p.PostFilter(context.Background(), framework.NewCycleState(), pod, statuses); status.IsSuccess() {
 		t.Fatal("PostFilter succeeded for a pod with no capacity on its way")
 	}
-	if !capacity.had["up"] || capacity.had["not-yet"] {
-		t.Errorf("the cycle had %v, want only the node in its snapshot", capacity.had)
+	want := map[string]bool{"full": true, "held-away": false, "absent": true, "not-yet": false}
+	for n, w := range want {
+		if capacity.refused[n] != w {
+			t.Errorf("refused on %s: %v, want %v", n, capacity.refused[n], w)
+		}
 	}
 }
