@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
@@ -44,18 +43,14 @@ func TestCatalogAgreesWithFake(t *testing.T) {
 				}
 			}
 		}
-		// Every resource but memory agrees, extended resources (GPUs, Neuron, EFA) included.
-		resources := sets.KeySet(g.Capacity).Union(sets.KeySet(w.Capacity)).Delete(corev1.ResourceMemory)
+		// Every resource agrees, extended resources (GPUs, Neuron, EFA) included, and memory
+		// with the Graviton kernels' 64 MiB off arm64 types on both sides: when the fake kept it,
+		// `tailor plan` packed nodes the AWS cloud cannot (harness seed 2518).
+		resources := sets.KeySet(g.Capacity).Union(sets.KeySet(w.Capacity))
 		for _, r := range sets.List(resources) {
 			if a, b := g.Allocatable()[r], w.Allocatable()[r]; a.Cmp(b) != 0 {
 				t.Errorf("%s: allocatable %s = %s, fake says %s", w.Name, r, a.String(), b.String())
 			}
-		}
-		// The fake does not model the 64 MiB Graviton kernels reserve; otherwise memory agrees.
-		wm, gm := w.Allocatable()[corev1.ResourceMemory], g.Allocatable()[corev1.ResourceMemory]
-		diff := wm.Value() - gm.Value()
-		if arm := w.Labels[corev1.LabelArchStable] == "arm64"; (!arm && diff != 0) || (arm && (diff <= 0 || diff > 64<<20)) {
-			t.Errorf("%s: allocatable memory differs from the fake's by %d bytes", w.Name, diff)
 		}
 		if len(g.Offerings) != len(w.Offerings) {
 			t.Errorf("%s: %d offerings, fake has %d", w.Name, len(g.Offerings), len(w.Offerings))

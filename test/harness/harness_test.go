@@ -27,6 +27,11 @@ var FixedSeeds = []uint64{1, 2, 3, 5}
 // over two zones stayed Pending beside an empty zone (pkg/provision/domains.go). It passes
 // since, but is left out: its 55 s would take the fixed run (about 155 s) past 3 minutes.
 // TestEmptyDomainsYieldToTheScheduler keeps it fixed; replay it with HARNESS_SEEDS=1413, .
+//
+// Seed 2518 (AWS): the fleet cost 1.44 x the offline plan, which the simulated catalog made
+// with Graviton nodes 64 MiB roomier than the AWS cloud's. Left out for time like 1413;
+// TestTheOfflinePlanLaunchesWhatTheAWSCloudWould keeps it fixed in a second; replay it with
+// HARNESS_SEEDS=2518, .
 var RegressionSeeds = []uint64{4}
 
 // SeedsEnv and FirstSeedEnv select other seeds: HARNESS_SEEDS=N runs N seeds from
