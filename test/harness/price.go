@@ -45,6 +45,11 @@ func FleetPrice(ctx context.Context, cp cloud.CloudProvider, r *Reading) float64
 
 // PlanPrice is what `tailor plan -f dir` prices the scenario's manifests at.
 func PlanPrice(ctx context.Context, dir string) (*plan.Result, error) {
+	return planOver(ctx, dir, fake.Catalog(), "fake")
+}
+
+// planOver plans the scenario's manifests in dir over catalog, as `tailor plan` does.
+func planOver(ctx context.Context, dir string, catalog []*cloud.InstanceType, name string) (*plan.Result, error) {
 	files, err := sandbox.ManifestFiles([]string{dir})
 	if err != nil {
 		return nil, err
@@ -55,5 +60,5 @@ func PlanPrice(ctx context.Context, dir string) (*plan.Result, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	return plan.Run(ctx, m, plan.Options{SchedulerName: "tailor", Catalog: fake.Catalog(), CatalogName: "fake"})
+	return plan.Run(ctx, m, plan.Options{SchedulerName: "tailor", Catalog: catalog, CatalogName: name})
 }

@@ -11,7 +11,6 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/plan"
-	"github.com/tailor-sh/tailor/pkg/sandbox"
 	"github.com/tailor-sh/tailor/test/workload"
 )
 
@@ -60,15 +59,7 @@ func planOnAWS(ctx context.Context, t *testing.T, s *workload.Scenario, dir stri
 	if err != nil {
 		return nil, err
 	}
-	files, err := sandbox.ManifestFiles([]string{dir})
-	if err != nil {
-		return nil, err
-	}
-	m, err := plan.Load(files)
-	if err != nil {
-		return nil, err
-	}
-	return plan.Run(ctx, m, plan.Options{SchedulerName: "tailor", Catalog: catalog, CatalogName: "aws"})
+	return planOver(ctx, dir, catalog, "aws")
 }
 
 // launched lists a plan's NodeClaims as pool/type/capacity type, sorted. Zones are left out: the
