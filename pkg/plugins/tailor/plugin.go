@@ -160,9 +160,11 @@ func (p *Plugin) heldNodeChanged(_ klog.Logger, pod *corev1.Pod, _, newObj any) 
 	return fwk.QueueSkip, nil
 }
 
-// PostFilter runs after DefaultPreemption found no victims. It looks at the pod alone, not at
-// the node status codes: whether the pod failed as Unschedulable or UnschedulableAndUnresolvable
-// on existing nodes, new capacity may still hold it, and the provisioner decides.
+// PostFilter runs after DefaultPreemption found no victims. Whether the pod is handed over does
+// not depend on the node status codes: whether the pod failed as Unschedulable or
+// UnschedulableAndUnresolvable on existing nodes, new capacity may still hold it, and the
+// provisioner decides. The statuses only tell the provisioner which nodes launched for the pod
+// refused it (Rejected).
 func (p *Plugin) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	p.capacity.Rejected(pod, p.refusedOn(statuses))
 	if node, ok := p.capacity.NominatedNode(pod); ok {
