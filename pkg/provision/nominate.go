@@ -72,17 +72,21 @@ func (p *Provisioner) namedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 // plannedClaim returns the NodeClaim planned for pod, named or not, unless it is going away.
 func (p *Provisioner) plannedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	claimName, ok := p.planned[pod.UID]
-	p.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
-	claim, err := p.opts.ClaimLister.Get(claimName)
+	return p.liveClaim(claimName)
+}
+
+// liveClaim returns the NodeClaim named name from the informer's cache, or as this process
+// created it a moment ago when the cache has not caught up, unless it is going away. Call it
+// with p.mu held.
+func (p *Provisioner) liveClaim(name string) (*karpv1.NodeClaim, bool) {
+	claim, err := p.opts.ClaimLister.Get(name)
 	if apierrors.IsNotFound(err) {
-		// Created by this process a moment ago, and not yet in the informer's cache.
-		p.mu.Lock()
-		created, ok := p.created[claimName]
-		p.mu.Unlock()
+		created, ok := p.created[name]
 		if !ok {
 			return nil, false
 		}

@@ -102,15 +102,9 @@ func (p *Provisioner) Rejected(pod *corev1.Pod, refusedOn func(node string) *cor
 	}
 	kept := r.launched[:0]
 	for _, name := range r.launched {
-		c, err := p.opts.ClaimLister.Get(name)
-		if err != nil {
-			if _, ok := p.created[name]; ok {
-				kept = append(kept, name) // created, and not in the informer's cache yet
-			}
-			continue
-		}
-		if c.DeletionTimestamp != nil {
-			continue // going: not the scheduler's refusal
+		c, ok := p.liveClaim(name)
+		if !ok {
+			continue // gone or going: not the scheduler's refusal
 		}
 		var node *corev1.Node
 		if c.Status.NodeName != "" {

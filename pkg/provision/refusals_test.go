@@ -117,7 +117,7 @@ func TestAPodRefusedOnItsNodesStopsGettingNew(t *testing.T) {
 	}
 	// A claim created a moment ago, not in the informer's cache yet, stays the pod's.
 	p.mu.Lock()
-	p.created["claim-just-created"] = createdClaim{}
+	p.created["claim-just-created"] = createdClaim{claim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-just-created"}}, at: clk.Now()}
 	p.noteLaunched("claim-just-created", []*corev1.Pod{pod})
 	p.mu.Unlock()
 	snapshot[nodes[1].Name].Labels[karpv1.NodeInitializedLabelKey] = "true"
