@@ -175,8 +175,8 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	// Unschedulable pods of this scheduler also reach the provisioner through the informer: with
 	// zero nodes the scheduler never calls PostFilter.
 	if _, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.podChanged(obj) },
-		UpdateFunc: func(_, obj any) { o.podChanged(obj) },
+		AddFunc:    func(obj any) { o.podChanged(nil, obj) },
+		UpdateFunc: o.podChanged,
 	}); err != nil {
 		return err
 	}
@@ -234,9 +234,10 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	return err
 }
 
-func (o *Operator) podChanged(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok && o.provisioner.IsProvisionable(pod) {
-		o.provisioner.Trigger()
+func (o *Operator) podChanged(oldObj, obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		old, _ := oldObj.(*corev1.Pod)
+		o.provisioner.PodChanged(old, pod)
 	}
 }
 

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ func TestBatcherClosesOnIdleAndMax(t *testing.T) {
 		name string
 		// triggers are the offsets, from the first trigger, at which more pods arrive.
 		triggers []time.Duration
+		// nudges are the offsets at which something other than a pod asks for a plan.
+		nudges []time.Duration
 		// closeAt is when the batch must be closed, counted from the first trigger.
 		closeAt time.Duration
 	}{
@@ -20,12 +23,17 @@ func TestBatcherClosesOnIdleAndMax(t *testing.T) {
 		{name: "a pod inside the idle window extends it", triggers: []time.Duration{20 * time.Millisecond}, closeAt: 50 * time.Millisecond},
 		{name: "a steady stream is cut at the max window",
 			triggers: []time.Duration{20, 40, 60, 80, 100, 120}, closeAt: 100 * time.Millisecond},
+		// A burst's status writes come on after its last pod: they must not hold its batch open.
+		{name: "nudges inside the idle window do not extend it",
+			triggers: []time.Duration{20}, nudges: []time.Duration{30, 40, 50, 60, 70}, closeAt: 50 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for i := range tc.triggers {
-				if tc.triggers[i] < time.Millisecond {
-					tc.triggers[i] *= time.Millisecond
+			for _, offsets := range [][]time.Duration{tc.triggers, tc.nudges} {
+				for i := range offsets {
+					if offsets[i] < time.Millisecond {
+						offsets[i] *= time.Millisecond
+					}
 				}
 			}
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
@@ -42,6 +50,9 @@ func TestBatcherClosesOnIdleAndMax(t *testing.T) {
 				if next < len(tc.triggers) && tc.triggers[next] == step {
 					b.Trigger()
 					next++
+				}
+				if slices.Contains(tc.nudges, step) {
+					b.Nudge()
 				}
 				select {
 				case ok := <-done:
@@ -60,6 +71,39 @@ func TestBatcherClosesOnIdleAndMax(t *testing.T) {
 	}
 }
 
+func TestANudgeOpensABatchButNeverAnother(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := NewBatcher(clk, 30*time.Millisecond, time.Second)
+	b.Nudge()
+	done := make(chan bool, 1)
+	go func() { done <- b.Wait(context.Background()) }()
+	waitForWaiters(t, clk)
+	// Nudges while the batch is open are absorbed by it: their plan is the one at its close.
+	b.Nudge()
+	taken(t, b)
+	b.Nudge()
+	taken(t, b)
+	clk.Step(10 * time.Millisecond)
+	b.Nudge()
+	taken(t, b)
+	clk.Step(20 * time.Millisecond)
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("Wait returned false without cancellation")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a batch opened by a nudge never closed after the idle window")
+	}
+	select {
+	case <-b.nudge:
+		t.Fatal("a nudge taken while the batch was open is left to open another")
+	case <-b.trigger:
+		t.Fatal("a nudge left a trigger behind")
+	default:
+	}
+}
+
 func TestBatcherStopsWithContext(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := NewBatcher(clk, time.Second, time.Minute)
@@ -67,6 +111,19 @@ func TestBatcherStopsWithContext(t *testing.T) {
 	cancel()
 	if b.Wait(ctx) {
 		t.Fatal("Wait returned true on a cancelled context with no trigger")
+	}
+}
+
+// taken waits for the open batch to take the last nudge: a nudge and the idle window's end, ready
+// at once, would leave the order to select.
+func taken(t *testing.T, b *Batcher) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for len(b.nudge) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the open batch never took a nudge")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

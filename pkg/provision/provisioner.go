@@ -185,17 +185,6 @@ func New(opts Options) *Provisioner {
 	}
 }
 
-// Enqueue hands over a pod that fits no node.
-func (p *Provisioner) Enqueue(pod *corev1.Pod) {
-	p.mu.Lock()
-	p.enqueued[pod.UID] = true
-	p.mu.Unlock()
-	p.batcher.Trigger()
-}
-
-// Trigger asks for a plan without naming a pod, e.g. when capacity went away.
-func (p *Provisioner) Trigger() { p.batcher.Trigger() }
-
 // IsProvisionable reports whether pod may need capacity: one of ours, unbound, not being deleted
 // and not held back by scheduling gates. Once any pending pod is known to need capacity (the
 // scheduler handed it over, or marked it Unschedulable), every provisionable pod is planned with
@@ -224,9 +213,9 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simula
 	// Pods that were pending before this process started get no PostFilter call until their
 	// backoff ends; look at them at once. Later, look again now and then: pods that could not be
 	// placed may fit once an offering is available again or a limit frees up, and no event says so.
-	p.batcher.Trigger()
+	p.batcher.Nudge()
 	go p.watchStranded(ctx)
-	go controller.Every(ctx, p.opts.Clock, ResyncInterval, p.batcher.Trigger)
+	go controller.Every(ctx, p.opts.Clock, ResyncInterval, p.batcher.Nudge)
 	for p.batcher.Wait(ctx) {
 		waiters := p.takeWaiters()
 		err := p.reconcile(ctx, planner)
@@ -236,7 +225,7 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simula
 			go func() {
 				select {
 				case <-p.opts.Clock.After(time.Second):
-					p.batcher.Trigger()
+					p.batcher.Nudge()
 				case <-ctx.Done():
 				}
 			}()

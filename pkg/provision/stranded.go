@@ -260,5 +260,5 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 	if p.opts.Activate != nil {
 		p.opts.Activate(activate)
 	}
-	p.batcher.Trigger()
+	p.batcher.Nudge()
 }

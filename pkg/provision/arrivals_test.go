@@ -1,0 +1,58 @@
+package provision
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// TestOnlyArrivingPodsHoldABatchOpen checks how each change to a pod reaches the batcher: a pod
+// that has just become provisionable extends the batch, any other change to one only opens a
+// batch, and a pod that is not Tailor's to plan asks for nothing.
+func TestOnlyArrivingPodsHoldABatchOpen(t *testing.T) {
+	gated := func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}} }
+	unschedulable := func(p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	}
+	nominated := func(p *corev1.Pod) { p.Status.NominatedNodeName = "node-a" }
+	bound := func(p *corev1.Pod) { p.Spec.NodeName = "node-a" }
+	otherScheduler := func(p *corev1.Pod) { p.Spec.SchedulerName = "default-scheduler" }
+	cases := []struct {
+		name     string
+		old, pod *corev1.Pod
+		enqueue  bool // handed over by PostFilter rather than seen by the informer
+		want     string
+	}{
+		{name: "a pod created", pod: newPod("a", "1", "1Gi"), want: "trigger"},
+		{name: "a pod's last scheduling gate removed", old: newPod("a", "1", "1Gi", gated), pod: newPod("a", "1", "1Gi"), want: "trigger"},
+		{name: "a pod marked unschedulable", old: newPod("a", "1", "1Gi"), pod: newPod("a", "1", "1Gi", unschedulable), want: "nudge"},
+		{name: "a pod nominated", old: newPod("a", "1", "1Gi", unschedulable), pod: newPod("a", "1", "1Gi", unschedulable, nominated), want: "nudge"},
+		{name: "a pod handed over by the scheduler", pod: newPod("a", "1", "1Gi"), enqueue: true, want: "nudge"},
+		{name: "a gated pod created", pod: newPod("a", "1", "1Gi", gated), want: ""},
+		{name: "a pod bound", old: newPod("a", "1", "1Gi"), pod: newPod("a", "1", "1Gi", bound), want: ""},
+		{name: "another scheduler's pod created", pod: newPod("a", "1", "1Gi", otherScheduler), want: ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(Options{SchedulerName: "tailor", Clock: clocktesting.NewFakeClock(time.Unix(0, 0)), BatchIdle: time.Millisecond, BatchMax: time.Second})
+			if tc.enqueue {
+				p.Enqueue(tc.pod)
+			} else {
+				p.PodChanged(tc.old, tc.pod)
+			}
+			got := ""
+			select {
+			case <-p.batcher.trigger:
+				got = "trigger"
+			case <-p.batcher.nudge:
+				got = "nudge"
+			default:
+			}
+			if got != tc.want {
+				t.Fatalf("the batcher got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
