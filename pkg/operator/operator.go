@@ -34,6 +34,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/nodepool/readiness"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -261,6 +262,11 @@ func (o *Operator) PlannedNode(pod *corev1.Pod) (string, bool) {
 
 // HeldFor implements tailor.Capacity.
 func (o *Operator) HeldFor(pod *corev1.Pod) (string, bool) { return o.provisioner.HeldFor(pod) }
+
+// KeptRoom implements tailor.Capacity.
+func (o *Operator) KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept {
+	return o.provisioner.KeptRoom(pod)
+}
 
 // Reserve implements tailor.Capacity.
 func (o *Operator) Reserve(pod *corev1.Pod, node string) bool {

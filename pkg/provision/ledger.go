@@ -127,6 +127,11 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.enqueued, uid)
 		}
 	}
+	for uid := range p.keptBy {
+		if !unbound[uid] {
+			delete(p.keptBy, uid)
+		}
+	}
 	for uid, d := range p.destined {
 		if !unbound[uid] || now.After(d.until) {
 			delete(p.destined, uid)

@@ -135,6 +135,8 @@ type Provisioner struct {
 	woken map[types.UID]string
 	// holdLapsed are the launching claims whose hold on their pods has lapsed (see lapsedHolds).
 	holdLapsed map[string]bool
+	// keptBy are what the pending pods of the plans take on a node (see KeptRoom).
+	keptBy map[types.UID]keptPod
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
@@ -182,6 +184,7 @@ func New(opts Options) *Provisioner {
 		refusals:     map[types.UID]*refusals{},
 		woken:        map[types.UID]string{},
 		holdLapsed:   map[string]bool{},
+		keptBy:       map[types.UID]keptPod{},
 	}
 }
 
@@ -330,6 +333,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	metrics.PodsPerPlan.Observe(float64(len(pending)))
 
 	p.mu.Lock()
+	p.noteKept(pending)
 	for claim, ps := range plan.InFlight {
 		for _, pod := range ps {
 			p.planned[pod.UID] = claim

@@ -3,6 +3,7 @@ package scheduling
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -48,4 +49,12 @@ func Exceeds(used, limits corev1.ResourceList) (corev1.ResourceName, bool) {
 		}
 	}
 	return "", false
+}
+
+// Kept is the room a pending pod keeps on the node a plan sent it to, until it binds: what the
+// scheduler's NodeResourcesFit counts of it.
+type Kept struct {
+	UID      types.UID
+	MilliCPU int64
+	Memory   int64
 }

@@ -17,6 +17,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // Name is the plugin's name in the scheduler configuration.
@@ -36,6 +38,9 @@ type Capacity interface {
 	PlannedNode(pod *corev1.Pod) (string, bool)
 	// HeldFor returns the only node pod may bind to while it waits for the node launched for it.
 	HeldFor(pod *corev1.Pod) (string, bool)
+	// KeptRoom returns, by node, the room kept there for pods other than pod on their way to it
+	// that pod may not take, or nil when there is none.
+	KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept
 	// Reserve records that the scheduler has assumed pod onto nodeName. It returns false when
 	// nodeName is being removed and must take no more pods.
 	Reserve(pod *corev1.Pod, nodeName string) bool
@@ -107,32 +112,44 @@ func (h heldNode) Clone() fwk.StateData { return h }
 const waitsMessage = "the pod waits for the node Tailor launched for it"
 
 // PreFilter holds a pod to the node a plan launched for it, while that node is on its way (see
-// the provisioner's HeldFor), and skips Filter for every other pod. Filter, not a PreFilterResult,
-// does the holding: a result naming a node that does not exist yet would make the scheduler
-// report the pod as fitting no node for an unnamed reason.
+// the provisioner's HeldFor). Any other pod is kept off the room kept for pods on their way to a
+// node (KeptRoom); when there is none, the common case, Filter is skipped. Filter, not a
+// PreFilterResult, does the holding: a result naming a node that does not exist yet would make
+// the scheduler report the pod as fitting no node for an unnamed reason.
 func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	node, ok := p.capacity.HeldFor(pod)
-	if !ok {
-		return nil, fwk.NewStatus(fwk.Skip)
+	if node, ok := p.capacity.HeldFor(pod); ok {
+		state.Write(heldKey, heldNode(node))
+		return nil, nil
 	}
-	state.Write(heldKey, heldNode(node))
-	return nil, nil
+	if kept := p.capacity.KeptRoom(pod); len(kept) > 0 {
+		state.Write(keptKey, newKeptRoom(pod, kept))
+		return nil, nil
+	}
+	return nil, fwk.NewStatus(fwk.Skip)
 }
 
-// PreFilterExtensions returns nil: the hold does not depend on the other pods of a node.
+// PreFilterExtensions returns nil: neither the hold nor the kept room depends on the other pods of
+// a node (Filter reads those from the node it is given).
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter refuses a held pod every node but the one it waits for. The refusal is unresolvable:
-// preempting pods elsewhere would not make the pod take that node.
+// preempting pods elsewhere would not make the pod take that node. It refuses any other pod a
+// node whose room it would take from pods on their way there, as NodeResourcesFit refuses it a
+// node that nominated pods fill: resolvable, since preempting pods there may make room.
 func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
-	data, err := state.Read(heldKey)
-	if err != nil {
+	if node.Node() == nil {
 		return nil
 	}
-	if n := node.Node(); n != nil && n.Name == string(data.(heldNode)) {
-		return nil
+	if data, err := state.Read(heldKey); err == nil {
+		if node.Node().Name == string(data.(heldNode)) {
+			return nil
+		}
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitsMessage)
 	}
-	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitsMessage)
+	if data, err := state.Read(keptKey); err == nil && data.(*keptRoom).refuses(node) {
+		return fwk.NewStatus(fwk.Unschedulable, keptMessage)
+	}
+	return nil
 }
 
 // EventsToRegister says which events may let a pod the plugin refused be scheduled: a node

@@ -11,13 +11,19 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // plans is a Capacity that knows only plans, and counts how often they are looked up.
 type plans struct {
 	planned map[types.UID]string
 	lookups int
+	// kept is the room kept on nodes, for every pod alike.
+	kept map[string][]scheduling.Kept
 }
+
+func (c *plans) KeptRoom(*corev1.Pod) map[string][]scheduling.Kept { return c.kept }
 
 func (c *plans) Enqueue(*corev1.Pod)                             {}
 func (c *plans) Rejected(*corev1.Pod, func(string) *corev1.Node) {}

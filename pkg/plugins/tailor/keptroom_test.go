@@ -1,0 +1,88 @@
+package tailor
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+func podAsking(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+	}}
+}
+
+// sizedNode is a node of 4 cpus, 16 GiB and pods pods, carrying on.
+func sizedNode(name string, pods int, on ...*corev1.Pod) fwk.NodeInfo {
+	ni := framework.NewNodeInfo(on...)
+	ni.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+		corev1.ResourcePods: *resource.NewQuantity(int64(pods), resource.DecimalSI)}}})
+	return ni
+}
+
+func keptFor(pods ...*corev1.Pod) []scheduling.Kept {
+	var out []scheduling.Kept
+	for _, p := range pods {
+		r := scheduling.PodRequests(p)
+		out = append(out, scheduling.Kept{UID: p.UID, MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()})
+	}
+	return out
+}
+
+// TestFilterKeepsTheRoomOfPodsOnTheirWay checks that a pod is refused the room a plan keeps on a
+// node for other pods, and only that room.
+func TestFilterKeepsTheRoomOfPodsOnTheirWay(t *testing.T) {
+	onTheirWay := []*corev1.Pod{podAsking("w1", "1500m"), podAsking("w2", "1500m")}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		node fwk.NodeInfo
+		kept map[string][]scheduling.Kept
+		want fwk.Code
+	}{
+		{name: "the free room is kept: refused", pod: podAsking("p", "2"), node: sizedNode("a", 110),
+			kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay...)}, want: fwk.Unschedulable},
+		{name: "room beside the kept room: taken", pod: podAsking("p", "1"), node: sizedNode("a", 110),
+			kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay...)}, want: fwk.Success},
+		{name: "room is kept on another node only", pod: podAsking("p", "2"), node: sizedNode("b", 110),
+			kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay...)}, want: fwk.Success},
+		// The scheduler's first Filter pass adds the nominated pods to the node: those are not
+		// counted again.
+		{name: "kept pods the node carries as nominated count once", pod: podAsking("p", "1"), node: sizedNode("a", 110, onTheirWay...),
+			kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay...)}, want: fwk.Success},
+		{name: "the pods a node may run are kept too", pod: podAsking("p", "100m"), node: sizedNode("a", 2),
+			kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay...)}, want: fwk.Unschedulable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plugin{capacity: &plans{kept: tc.kept}}
+			state := framework.NewCycleState()
+			if _, st := p.PreFilter(context.Background(), state, tc.pod, nil); !st.IsSuccess() {
+				t.Fatalf("PreFilter: %v, want success: there is kept room to weigh", st)
+			}
+			st := p.Filter(context.Background(), state, tc.pod, tc.node)
+			if st.Code() != tc.want {
+				t.Fatalf("Filter: %v, want %v", st, tc.want)
+			}
+			if st.Code() == fwk.Unschedulable && st.Message() != keptMessage {
+				t.Errorf("Filter says %q, want %q", st.Message(), keptMessage)
+			}
+		})
+	}
+}
+
+func TestPreFilterSkipsWhenNoRoomIsKept(t *testing.T) {
+	p := &Plugin{capacity: &plans{}}
+	if _, st := p.PreFilter(context.Background(), framework.NewCycleState(), podAsking("p", "1"), nil); !st.IsSkip() {
+		t.Fatalf("PreFilter: %v, want Skip: nothing held, no room kept", st)
+	}
+}

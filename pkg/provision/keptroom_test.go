@@ -1,0 +1,98 @@
+package provision
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+// TestRoomIsKeptForPodsOnTheirWay checks which pods' room KeptRoom keeps on which node: pods
+// planned onto a claim once its node is named, and pods still on their way to a node that came up
+// for them, until their window ends; nothing on the node a pod is on its way to itself, nor the
+// room of pods of lower priority.
+func TestRoomIsKeptForPodsOnTheirWay(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	claimIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	claim := func(name, node string) {
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		c.Status.NodeName = node
+		if err := claimIndex.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("launching", "node-launching")
+	claim("unnamed", "")
+	p := New(Options{SchedulerName: "tailor", Clock: clk, ClaimLister: karplisters.NewNodeClaimLister(claimIndex)})
+	urgent := func(pod *corev1.Pod) { pod.Spec.Priority = ptr.To[int32](1000) }
+	onLaunching, onUnnamed := newPod("on-launching", "1", "1Gi"), newPod("on-unnamed", "1", "1Gi")
+	onUp, alsoOnUp, lapsed := newPod("on-up", "2", "2Gi"), newPod("also-on-up", "1", "1Gi"), newPod("lapsed", "1", "1Gi")
+	stranger, vip := newPod("stranger", "1", "1Gi"), newPod("vip", "1", "1Gi", urgent)
+
+	if got := p.KeptRoom(stranger); got != nil {
+		t.Fatalf("KeptRoom with no plan = %v, want nil", got)
+	}
+	p.mu.Lock()
+	p.noteKept([]*corev1.Pod{onLaunching, onUnnamed, onUp, alsoOnUp, lapsed})
+	p.planned[onLaunching.UID] = "launching"
+	p.planned[onUnnamed.UID] = "unnamed"
+	p.destined[onUp.UID] = destination{node: "node-up", until: clk.Now().Add(NominationWindow)}
+	p.destined[alsoOnUp.UID] = destination{node: "node-up", until: clk.Now().Add(NominationWindow)}
+	p.destined[lapsed.UID] = destination{node: "node-up", until: clk.Now().Add(-time.Second)}
+	p.mu.Unlock()
+
+	want := func(pods ...*corev1.Pod) []scheduling.Kept {
+		var out []scheduling.Kept
+		for _, pod := range pods {
+			r := scheduling.PodRequests(pod)
+			out = append(out, scheduling.Kept{UID: pod.UID, MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want map[string][]scheduling.Kept
+	}{
+		{name: "a pod with no plan", pod: stranger, want: map[string][]scheduling.Kept{"node-launching": want(onLaunching), "node-up": want(onUp, alsoOnUp)}},
+		{name: "a pod on its way is kept from other nodes' room only", pod: onUp, want: map[string][]scheduling.Kept{"node-launching": want(onLaunching)}},
+		{name: "a pod of higher priority", pod: vip, want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := p.KeptRoom(tc.pod)
+			if len(got) != len(tc.want) {
+				t.Fatalf("KeptRoom = %v, want %v", got, tc.want)
+			}
+			for node, kept := range tc.want {
+				if !sameKept(got[node], kept) {
+					t.Fatalf("KeptRoom on %s = %v, want %v", node, got[node], kept)
+				}
+			}
+		})
+	}
+}
+
+// sameKept compares two lists of kept room in any order.
+func sameKept(a, b []scheduling.Kept) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[scheduling.Kept]int{}
+	for _, k := range a {
+		seen[k]++
+	}
+	for _, k := range b {
+		if seen[k]--; seen[k] < 0 {
+			return false
+		}
+	}
+	return true
+}
