@@ -1,6 +1,8 @@
 package provision
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -8,16 +10,32 @@ import (
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
+// keptFresh is how long KeptRoom reuses the room it last found kept on each node. Every
+// scheduling cycle asks; a burst's thousand pods on their way would make each ask walk them all.
+// A pod that binds in the meantime is on the node the scheduler hands Filter, which does not count
+// it twice; a pod planned in the meantime has its room kept a moment later.
+const keptFresh = 100 * time.Millisecond
+
 // keptPod is what a pending pod a plan has placed takes on a node, for KeptRoom.
 type keptPod struct {
 	priority int32
 	room     scheduling.Kept
 }
 
-// noteKept records what each pod of a plan would take on a node. Call it with p.mu held.
+// keptIndex is the room kept on each node as KeptRoom last found it, and when.
+type keptIndex struct {
+	at     time.Time
+	byNode map[string][]scheduling.Kept
+	// lowest is, by node, the lowest priority of the pods kept there: a pod of that priority or
+	// lower is kept from all of them, and their list is handed over as it is.
+	lowest   map[string]int32
+	priority map[types.UID]int32
+}
+
+// noteKept records what each unbound pod of a plan would take on a node. Call it with p.mu held.
 func (p *Provisioner) noteKept(pods []*corev1.Pod) {
 	for _, pod := range pods {
-		if _, ok := p.keptBy[pod.UID]; ok {
+		if _, ok := p.keptBy[pod.UID]; ok || pod.Spec.NodeName != "" {
 			continue
 		}
 		r := scheduling.PodRequests(pod)
@@ -49,23 +67,58 @@ func (p *Provisioner) KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept {
 		return nil
 	}
 	now := p.opts.Clock.Now()
-	nodeOf := map[string]string{} // claim -> its node's name, "" while unnamed or going away
-	var out map[string][]scheduling.Kept
+	if p.kept == nil || now.Sub(p.kept.at) > keptFresh || now.Before(p.kept.at) {
+		p.kept = p.indexKept(now)
+	}
 	own := ""
-	keep := func(uid types.UID, node string) {
-		if uid == pod.UID {
-			own = node
-			return
+	if claimName, ok := p.planned[pod.UID]; ok {
+		if claim, ok := p.liveClaim(claimName); ok {
+			own = claim.Status.NodeName
 		}
-		k, ok := p.keptBy[uid]
-		if !ok || node == "" || k.priority < priority {
-			return
+	} else if d, ok := p.destined[pod.UID]; ok && !now.After(d.until) {
+		own = d.node
+	}
+	var out map[string][]scheduling.Kept
+	for node, kept := range p.kept.byNode {
+		if node == own {
+			continue
+		}
+		if p.kept.lowest[node] < priority {
+			var higher []scheduling.Kept
+			for _, k := range kept {
+				if p.kept.priority[k.UID] >= priority {
+					higher = append(higher, k)
+				}
+			}
+			kept = higher
+		}
+		if len(kept) == 0 {
+			continue
 		}
 		if out == nil {
 			out = map[string][]scheduling.Kept{}
 		}
-		out[node] = append(out[node], k.room)
+		out[node] = kept
 	}
+	return out
+}
+
+// indexKept finds the room kept on each node: for the pods planned onto a claim whose node is
+// named, and for those on their way to a node that came up for them. Call it with p.mu held.
+func (p *Provisioner) indexKept(now time.Time) *keptIndex {
+	idx := &keptIndex{at: now, byNode: map[string][]scheduling.Kept{}, lowest: map[string]int32{}, priority: map[types.UID]int32{}}
+	keep := func(uid types.UID, node string) {
+		k, ok := p.keptBy[uid]
+		if !ok || node == "" {
+			return
+		}
+		if low, seen := idx.lowest[node]; !seen || k.priority < low {
+			idx.lowest[node] = k.priority
+		}
+		idx.byNode[node] = append(idx.byNode[node], k.room)
+		idx.priority[uid] = k.priority
+	}
+	nodeOf := map[string]string{} // claim -> its node's name, "" while unnamed or going away
 	for uid, claimName := range p.planned {
 		node, seen := nodeOf[claimName]
 		if !seen {
@@ -81,9 +134,5 @@ func (p *Provisioner) KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept {
 			keep(uid, d.node)
 		}
 	}
-	delete(out, own)
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+	return idx
 }

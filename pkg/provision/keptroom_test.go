@@ -96,3 +96,29 @@ func sameKept(a, b []scheduling.Kept) bool {
 	}
 	return true
 }
+
+// TestKeptRoomIsForgottenOnceItsPodBinds checks that a bound pod keeps no room: it is not noted,
+// and a pod noted while pending is forgotten by the plan after it binds.
+func TestKeptRoomIsForgottenOnceItsPodBinds(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := New(Options{SchedulerName: "tailor", Clock: clk, ClaimLister: karplisters.NewNodeClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil))})
+	pending, bound := newPod("pending", "1", "1Gi"), newPod("bound", "1", "1Gi")
+	bound.Spec.NodeName = "node-a"
+	p.mu.Lock()
+	p.noteKept([]*corev1.Pod{pending, bound})
+	_, boundNoted := p.keptBy[bound.UID]
+	_, pendingNoted := p.keptBy[pending.UID]
+	p.mu.Unlock()
+	if boundNoted || !pendingNoted {
+		t.Fatalf("noted bound=%v pending=%v, want only the pending pod", boundNoted, pendingNoted)
+	}
+	nowBound := pending.DeepCopy()
+	nowBound.Spec.NodeName = "node-a"
+	p.forgetStale(nil, []*corev1.Pod{nowBound}, nil, p.listed())
+	p.mu.Lock()
+	_, still := p.keptBy[pending.UID]
+	p.mu.Unlock()
+	if still {
+		t.Fatal("a pod that bound still has room kept for it")
+	}
+}

@@ -135,8 +135,10 @@ type Provisioner struct {
 	woken map[types.UID]string
 	// holdLapsed are the launching claims whose hold on their pods has lapsed (see lapsedHolds).
 	holdLapsed map[string]bool
-	// keptBy are what the pending pods of the plans take on a node (see KeptRoom).
+	// keptBy are what the pending pods of the plans take on a node, and kept the room they keep
+	// as KeptRoom last found it.
 	keptBy map[types.UID]keptPod
+	kept   *keptIndex
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
@@ -348,6 +350,10 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 	}
 	for uid, node := range plan.FitsExistingOn {
+		if d, ok := p.destined[uid]; ok && d.node != node {
+			// Its node has no room for it any more: the room kept there goes to others.
+			delete(p.destined, uid)
+		}
 		p.awaitedNodes[node] = p.opts.Clock.Now().Add(NominationWindow)
 		if pod := byUID[uid]; pod != nil {
 			p.headFor(pod, node)

@@ -62,6 +62,10 @@ func TestFilterKeepsTheRoomOfPodsOnTheirWay(t *testing.T) {
 			kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay...)}, want: fwk.Success},
 		{name: "the pods a node may run are kept too", pod: podAsking("p", "100m"), node: sizedNode("a", 2),
 			kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay...)}, want: fwk.Unschedulable},
+		// As NodeResourcesFit, a resource the pod does not request is not checked: only its slot.
+		{name: "a pod that requests nothing needs a slot only", pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "uid-b"}},
+			node: sizedNode("a", 110), kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay[0], onTheirWay[1], podAsking("w3", "2"))},
+			want: fwk.Success},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Plugin{capacity: &plans{kept: tc.kept}}

@@ -121,6 +121,10 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.
 		state.Write(heldKey, heldNode(node))
 		return nil, nil
 	}
+	// A DaemonSet's pod goes to its one node or nowhere, and the plan counted it there.
+	if scheduling.IsDaemonSetPod(pod) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	if kept := p.capacity.KeptRoom(pod); len(kept) > 0 {
 		state.Write(keptKey, newKeptRoom(pod, kept))
 		return nil, nil
