@@ -44,9 +44,9 @@ func (p *Provisioner) noteKept(pods []*corev1.Pod) {
 	}
 }
 
-// KeptRoom returns, by node, the room kept there for the pending pods on their way to it (their
-// PlannedNode), of pod's priority or higher: the nominations a plan makes, before they are
-// written. It returns nil when there is none, the common case. The node pod is on its way to
+// KeptRoom returns, by node, the room kept there for the pending pods a plan put on it (keptOn),
+// of pod's priority or higher: the nominations a plan makes, before they are written, and the
+// places it found on existing nodes. It returns nil when there is none, the common case. The node pod is on its way to
 // itself is left out: the room there is its and its fellows', and they bind in whatever order the
 // scheduler takes them. Were each kept from the others' room, a node that came up a little
 // smaller than the plan's template would take none of them, where the scheduler alone binds all
@@ -63,21 +63,14 @@ func (p *Provisioner) KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept {
 	priority := corev1helpers.PodPriority(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.planned) == 0 && len(p.destined) == 0 {
+	if len(p.keptBy) == 0 {
 		return nil
 	}
 	now := p.opts.Clock.Now()
 	if p.kept == nil || now.Sub(p.kept.at) > keptFresh || now.Before(p.kept.at) {
 		p.kept = p.indexKept(now)
 	}
-	own := ""
-	if claimName, ok := p.planned[pod.UID]; ok {
-		if claim, ok := p.liveClaim(claimName); ok {
-			own = claim.Status.NodeName
-		}
-	} else if d, ok := p.destined[pod.UID]; ok && !now.After(d.until) {
-		own = d.node
-	}
+	own := p.keptOn(pod.UID, now)
 	var out map[string][]scheduling.Kept
 	for node, kept := range p.kept.byNode {
 		if node == own {
@@ -103,36 +96,45 @@ func (p *Provisioner) KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept {
 	return out
 }
 
-// indexKept finds the room kept on each node: for the pods planned onto a claim whose node is
-// named, and for those on their way to a node that came up for them. Call it with p.mu held.
+// keptOn returns the node room is kept on for the pod uid: the node of the claim it is planned
+// onto, once named; else the node that came up for it, within its window; else the existing node
+// the last plan that placed it put it on, for NominationWindow from then. Call it with p.mu held.
+func (p *Provisioner) keptOn(uid types.UID, now time.Time) string {
+	if claimName, ok := p.planned[uid]; ok {
+		if claim, ok := p.liveClaim(claimName); ok {
+			return claim.Status.NodeName
+		}
+		return ""
+	}
+	if d, ok := p.destined[uid]; ok {
+		if now.After(d.until) {
+			return ""
+		}
+		return d.node
+	}
+	if h, ok := p.headed[uid]; ok && now.Sub(h.since) <= NominationWindow {
+		return h.node
+	}
+	return ""
+}
+
+// indexKept finds the room kept on each node for the pods of the plans (keptOn). The pods a plan
+// left to existing nodes are among them: in a burst those nodes are the ones just launched, and
+// when the scheduler's scoring spread them over the room kept for each other, the last of them
+// found none and had a node launched for it alone, up to 1.9 s after the burst's last pod. Call it
+// with p.mu held.
 func (p *Provisioner) indexKept(now time.Time) *keptIndex {
 	idx := &keptIndex{at: now, byNode: map[string][]scheduling.Kept{}, lowest: map[string]int32{}, priority: map[types.UID]int32{}}
-	keep := func(uid types.UID, node string) {
-		k, ok := p.keptBy[uid]
-		if !ok || node == "" {
-			return
+	for uid, k := range p.keptBy {
+		node := p.keptOn(uid, now)
+		if node == "" {
+			continue
 		}
 		if low, seen := idx.lowest[node]; !seen || k.priority < low {
 			idx.lowest[node] = k.priority
 		}
 		idx.byNode[node] = append(idx.byNode[node], k.room)
 		idx.priority[uid] = k.priority
-	}
-	nodeOf := map[string]string{} // claim -> its node's name, "" while unnamed or going away
-	for uid, claimName := range p.planned {
-		node, seen := nodeOf[claimName]
-		if !seen {
-			if claim, ok := p.liveClaim(claimName); ok {
-				node = claim.Status.NodeName
-			}
-			nodeOf[claimName] = node
-		}
-		keep(uid, node)
-	}
-	for uid, d := range p.destined {
-		if _, planned := p.planned[uid]; !planned && !now.After(d.until) {
-			keep(uid, d.node)
-		}
 	}
 	return idx
 }

@@ -16,9 +16,9 @@ import (
 )
 
 // TestRoomIsKeptForPodsOnTheirWay checks which pods' room KeptRoom keeps on which node: pods
-// planned onto a claim once its node is named, and pods still on their way to a node that came up
-// for them, until their window ends; nothing on the node a pod is on its way to itself, nor the
-// room of pods of lower priority.
+// planned onto a claim once its node is named, pods still on their way to a node that came up
+// for them, and pods a plan put on an existing node, each until its window ends; nothing on the
+// node a pod is on its way to itself, nor the room of pods of lower priority.
 func TestRoomIsKeptForPodsOnTheirWay(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	claimIndex := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
@@ -36,12 +36,15 @@ func TestRoomIsKeptForPodsOnTheirWay(t *testing.T) {
 	onLaunching, onUnnamed := newPod("on-launching", "1", "1Gi"), newPod("on-unnamed", "1", "1Gi")
 	onUp, alsoOnUp, lapsed := newPod("on-up", "2", "2Gi"), newPod("also-on-up", "1", "1Gi"), newPod("lapsed", "1", "1Gi")
 	stranger, vip := newPod("stranger", "1", "1Gi"), newPod("vip", "1", "1Gi", urgent)
+	onExisting, longAgo := newPod("on-existing", "1", "1Gi"), newPod("long-ago", "1", "1Gi")
 
 	if got := p.KeptRoom(stranger); got != nil {
 		t.Fatalf("KeptRoom with no plan = %v, want nil", got)
 	}
 	p.mu.Lock()
-	p.noteKept([]*corev1.Pod{onLaunching, onUnnamed, onUp, alsoOnUp, lapsed})
+	p.noteKept([]*corev1.Pod{onLaunching, onUnnamed, onUp, alsoOnUp, lapsed, onExisting, longAgo})
+	p.headFor(onExisting, "node-existing")
+	p.headed[longAgo.UID] = heading{node: "node-existing", since: clk.Now().Add(-NominationWindow - time.Second)}
 	p.planned[onLaunching.UID] = "launching"
 	p.planned[onUnnamed.UID] = "unnamed"
 	p.destined[onUp.UID] = destination{node: "node-up", until: clk.Now().Add(NominationWindow)}
@@ -62,8 +65,12 @@ func TestRoomIsKeptForPodsOnTheirWay(t *testing.T) {
 		pod  *corev1.Pod
 		want map[string][]scheduling.Kept
 	}{
-		{name: "a pod with no plan", pod: stranger, want: map[string][]scheduling.Kept{"node-launching": want(onLaunching), "node-up": want(onUp, alsoOnUp)}},
-		{name: "a pod on its way is kept from other nodes' room only", pod: onUp, want: map[string][]scheduling.Kept{"node-launching": want(onLaunching)}},
+		{name: "a pod with no plan", pod: stranger, want: map[string][]scheduling.Kept{"node-launching": want(onLaunching),
+			"node-up": want(onUp, alsoOnUp), "node-existing": want(onExisting)}},
+		{name: "a pod on its way is kept from other nodes' room only", pod: onUp, want: map[string][]scheduling.Kept{"node-launching": want(onLaunching),
+			"node-existing": want(onExisting)}},
+		{name: "a pod put on an existing node is kept from other nodes' room only", pod: onExisting, want: map[string][]scheduling.Kept{
+			"node-launching": want(onLaunching), "node-up": want(onUp, alsoOnUp)}},
 		{name: "a pod of higher priority", pod: vip, want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
