@@ -257,18 +257,35 @@ func sharedLabels(types []*cloud.InstanceType) map[string]string {
 	return out
 }
 
+// smallestOption is the allocatable and capacity a launching claim is sure to have, whichever of
+// allowed it launches as: the least of each resource. It was the type with the fewest cpus, but
+// types of the same cpus differ in memory (c7g.4xlarge has half of m7g.4xlarge's): a burst's
+// claim that stood in as the larger took pods that its launch, as the cheaper, had no memory for,
+// and the last of them had a node launched for it alone 1.7 s after the burst's last pod.
 func smallestOption(claim *karpv1.NodeClaim, allowed []*cloud.InstanceType) (corev1.ResourceList, corev1.ResourceList) {
-	var best *cloud.InstanceType
-	for _, it := range allowed {
-		if best == nil || cpuOf(it.Allocatable()).Cmp(*cpuOf(best.Allocatable())) < 0 {
-			best = it
-		}
-	}
-	if best == nil {
+	if len(allowed) == 0 {
 		// Nothing is known about its size: count only what was planned onto it.
 		return claim.Spec.Resources.Requests, claim.Spec.Resources.Requests
 	}
-	return best.Allocatable(), best.Capacity
+	allocatable, capacity := allowed[0].Allocatable(), allowed[0].Capacity.DeepCopy()
+	for _, it := range allowed[1:] {
+		least(allocatable, it.Allocatable())
+		least(capacity, it.Capacity)
+	}
+	return allocatable, capacity
+}
+
+// least lowers each resource of into to what of has, and drops those of lacks.
+func least(into, of corev1.ResourceList) {
+	for name, q := range into {
+		has, ok := of[name]
+		switch {
+		case !ok:
+			delete(into, name)
+		case has.Cmp(q) < 0:
+			into[name] = has.DeepCopy()
+		}
+	}
 }
 
 // Unbound is the pod as it will be once evicted and made again: on no node, nominated nowhere.
@@ -322,9 +339,4 @@ func largestOption(claim *karpv1.NodeClaim, its []*cloud.InstanceType) corev1.Re
 		}
 	}
 	return out
-}
-
-func cpuOf(list corev1.ResourceList) *resource.Quantity {
-	q := list[corev1.ResourceCPU]
-	return &q
 }

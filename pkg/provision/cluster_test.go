@@ -211,3 +211,34 @@ func TestUnsettledClaimTakesNoPodThatReadsTheOpenKey(t *testing.T) {
 	}
 	verifyPlan(t, sim, in, plan)
 }
+
+// TestStandInHasTheLeastOfEachResource checks that a launching claim stands in as the least of
+// each resource among the types it may launch as: two types of the same cpus, listed the larger
+// first, must not stand in as the larger's memory, which the claim may never have.
+func TestStandInHasTheLeastOfEachResource(t *testing.T) {
+	byName := map[string]*cloud.InstanceType{}
+	for _, it := range fake.Catalog() {
+		byName[it.Name] = it
+	}
+	large, small := byName["m7g.4xlarge"], byName["c7g.4xlarge"]
+	if large == nil || small == nil {
+		t.Fatal("the fake catalog lacks m7g.4xlarge or c7g.4xlarge")
+	}
+	la, sa := large.Allocatable(), small.Allocatable()
+	if la.Cpu().Cmp(*sa.Cpu()) != 0 || la.Memory().Cmp(*sa.Memory()) <= 0 {
+		t.Fatal("want two types of the same cpus, the first with more memory")
+	}
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "launching"}, Spec: karpv1.NodeClaimSpec{
+		Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{large.Name, small.Name}}}}}
+	n := standIn(claim, []*cloud.InstanceType{large, small})
+	if got, want := n.Status.Allocatable.Memory(), sa.Memory(); got.Cmp(*want) != 0 {
+		t.Errorf("stand-in allocatable memory %s, want %s, the least of its types", got, want)
+	}
+	if got, want := n.Status.Allocatable.Cpu(), sa.Cpu(); got.Cmp(*want) != 0 {
+		t.Errorf("stand-in allocatable cpu %s, want %s", got, want)
+	}
+	if got, want := n.Status.Capacity.Memory(), small.Capacity.Memory(); got.Cmp(*want) != 0 {
+		t.Errorf("stand-in capacity memory %s, want %s", got, want)
+	}
+}
