@@ -38,8 +38,8 @@ type Capacity interface {
 	PlannedNode(pod *corev1.Pod) (string, bool)
 	// HeldFor returns the only node pod may bind to while it waits for the node launched for it.
 	HeldFor(pod *corev1.Pod) (string, bool)
-	// KeptRoom returns, by node, the room kept there for pods other than pod on their way to it
-	// that pod may not take, or nil when there is none.
+	// KeptRoom returns, by node, the room plans keep there for other pending pods that pod may
+	// not take, or nil when there is none.
 	KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept
 	// Reserve records that the scheduler has assumed pod onto nodeName. It returns false when
 	// nodeName is being removed and must take no more pods.
@@ -141,16 +141,13 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // node whose room it would take from pods on their way there, as NodeResourcesFit refuses it a
 // node that nominated pods fill: resolvable, since preempting pods there may make room.
 func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
-	if node.Node() == nil {
-		return nil
-	}
 	if data, err := state.Read(heldKey); err == nil {
-		if node.Node().Name == string(data.(heldNode)) {
+		if n := node.Node(); n != nil && n.Name == string(data.(heldNode)) {
 			return nil
 		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitsMessage)
 	}
-	if data, err := state.Read(keptKey); err == nil && data.(*keptRoom).refuses(node) {
+	if data, err := state.Read(keptKey); err == nil && node.Node() != nil && data.(*keptRoom).refuses(node) {
 		return fwk.NewStatus(fwk.Unschedulable, keptMessage)
 	}
 	return nil
