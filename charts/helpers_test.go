@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// required are the values every install must set (README: Install).
+// required are the values every install must set (docs/getting-started/install.md).
 const required = `
 settings:
   clusterName: prod-east

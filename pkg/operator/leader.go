@@ -55,8 +55,8 @@ var ErrLostLease = errors.New("lost the leader election Lease")
 // deferred clean-ups (the webhook's port) must run, so the election is held here and app.Run is
 // called as if leader election were off. The standby is cold: neither the scheduler's informers
 // nor Tailor's run until it leads, so nothing of the old leader's memory is shared or guessed at;
-// everything Tailor keeps is rebuilt from the API server on the way up (see the README's
-// "Failover" section).
+// everything Tailor keeps is rebuilt from the API server on the way up (see
+// docs/design/resilience.md).
 func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e election, schedule func(context.Context) error) error {
 	if utilfeature.DefaultFeatureGate.Enabled(kubefeatures.CoordinatedLeaderElection) {
 		return fmt.Errorf("feature gate %s is not supported by tailor-scheduler; turn it off or set leaderElection.leaderElect: false", kubefeatures.CoordinatedLeaderElection)

@@ -10,7 +10,7 @@ import (
 )
 
 // View is how a snapshot is drawn: the styles' renderer (its colour profile; the golden test and
-// the README use plain ASCII), and which window of the node list fits the screen.
+// the docs use plain ASCII), and which window of the node list fits the screen.
 type View struct {
 	Renderer *lipgloss.Renderer
 	// Offset is the first node row shown; MaxNodes how many (0: all).

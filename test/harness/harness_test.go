@@ -15,7 +15,7 @@ import (
 // seed takes 20-60 s, most of it waiting for consolidation after the scale-down.
 var FixedSeeds = []uint64{1, 2, 3, 5}
 
-// RegressionSeeds are seeds that found Tailor bugs (see the README's harness section); they run
+// RegressionSeeds are seeds that found Tailor bugs (see docs/design/workload-harness.md); they run
 // with the fixed set, so the bug they found stays fixed.
 //
 // Seed 4 (AWS): a 6-replica Deployment (3 cpu, 1Gi, priority -10 without preemption) with zone
