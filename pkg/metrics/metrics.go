@@ -17,6 +17,12 @@ var (
 		Namespace: namespace, Subsystem: "nodeclaims", Name: "created_total",
 		Help: "NodeClaims created, by NodePool and reason.",
 	}, []string{"nodepool", "reason"})
+	// NodeClaimsGivenBack counts NodeClaims the provisioner deleted because every pod they were
+	// launched for went elsewhere: reason unlaunched (before the instance) or unused (after).
+	NodeClaimsGivenBack = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "nodeclaims", Name: "given_back_total",
+		Help: "NodeClaims deleted because the pods they were launched for went elsewhere, by NodePool and reason (unlaunched, unused).",
+	}, []string{"nodepool", "reason"})
 	// NodeClaimsLaunched counts instances the cloud launched.
 	NodeClaimsLaunched = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "nodeclaims", Name: "launched_total",
@@ -129,7 +135,7 @@ func Register() {
 // Collectors are every metric Register adds. A Vec has no series until a label set is observed,
 // so a check that a dashboard's queries are served reads their names and labels from here.
 func Collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{NodeClaimsCreated, NodeClaimsLaunched, NodeClaimsRegistered,
+	return append([]prometheus.Collector{NodeClaimsCreated, NodeClaimsGivenBack, NodeClaimsLaunched, NodeClaimsRegistered,
 		NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
 		TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
 		PodsStranded, PodsStrandedTotal, PodsWoken, PodsRefusedBackoff, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices}, disruptionCollectors()...)

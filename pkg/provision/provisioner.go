@@ -60,6 +60,9 @@ type Options struct {
 	// StrandedAfter is how long a pod may stay pending beside the node a plan put it on, once
 	// that node is up (see checkStranded); 0 means DefaultStrandedAfter.
 	StrandedAfter time.Duration
+	// GiveBackAfter is how long a NodeClaim this process launched may go unneeded before it is
+	// deleted (see unneededClaims); 0 means DefaultGiveBackAfter, negative never.
+	GiveBackAfter time.Duration
 	// Activate moves pods back to the scheduler's active queue (the framework handle's
 	// Activate); may be nil.
 	Activate func(pods map[string]*corev1.Pod)
@@ -128,6 +131,10 @@ type Provisioner struct {
 	launchedHere map[string]time.Time
 	landed       map[string]bool
 	unused       map[string]bool
+	// wantedAt is when a pending pod was last on its way to a claim launched here, and givenBack
+	// the claims deleted because none was for GiveBackAfter (see giveback.go).
+	wantedAt  map[string]time.Time
+	givenBack map[string]bool
 	// refusals are, by pending pod, the nodes launched for it and those the scheduler refused
 	// it on (see refusals.go).
 	refusals map[types.UID]*refusals
@@ -183,6 +190,8 @@ func New(opts Options) *Provisioner {
 		launchedHere: map[string]time.Time{},
 		landed:       map[string]bool{},
 		unused:       map[string]bool{},
+		wantedAt:     map[string]time.Time{},
+		givenBack:    map[string]bool{},
 		refusals:     map[types.UID]*refusals{},
 		woken:        map[types.UID]string{},
 		holdLapsed:   map[string]bool{},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/controller"
 	"github.com/tailor-sh/tailor/pkg/metrics"
@@ -144,15 +145,17 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 		p.stranded[s.pod.UID] = true
 	}
 	metrics.PodsStranded.Set(float64(len(p.stranded)))
+	unneeded := p.unneededClaims(claims, byUID, busy, now)
 	unused := p.unusedNodes(claims, upSince, busy, now)
 	lapsed := p.lapsedHolds(claims, now)
 	p.mu.Unlock()
+	p.giveBackClaims(ctx, unneeded)
 	p.wake(ctx, wake)
 	for _, claim := range lapsed {
 		p.Released(claim)
 	}
 	for _, c := range unused {
-		p.opts.Recorder.Eventf(c, nil, corev1.EventTypeWarning, "Unused", "Provisioning",
+		p.opts.Recorder.Eventf(apis.ForEvents(c), nil, corev1.EventTypeWarning, "Unused", "Provisioning",
 			"Node %s initialized %s ago and no pod has landed on it", c.Status.NodeName, now.Sub(upSince[c.Status.NodeName]).Round(time.Second))
 		klog.FromContext(ctx).Info("Launched node unused", "nodeClaim", c.Name, "node", c.Status.NodeName)
 	}
@@ -191,7 +194,8 @@ func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string
 		live[c.Name] = true
 		node := c.Status.NodeName
 		init, up := upSince[node]
-		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || p.landed[node] {
+		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || p.landed[node] ||
+			c.DeletionTimestamp != nil || p.givenBack[c.Name] {
 			continue
 		}
 		count++
@@ -205,6 +209,7 @@ func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string
 		if !live[name] && p.opts.Clock.Since(p.launchedHere[name]) > createdTTL {
 			delete(p.launchedHere, name)
 			delete(p.unused, name)
+			delete(p.givenBack, name)
 		}
 	}
 	metrics.NodesUnused.Set(float64(count))

@@ -1,0 +1,147 @@
+package provision
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-sh/tailor/pkg/apis"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
+)
+
+// DefaultGiveBackAfter is Options.GiveBackAfter when unset: how long a NodeClaim this process
+// launched may go without a pending pod planned onto it, and without a pod landing on its node,
+// before it is deleted. It spans two passes of the stranded watch and several batches, so a pod
+// that a plan is about to put there, or that the scheduler is binding there, keeps it.
+const DefaultGiveBackAfter = 5 * time.Second
+
+// Reasons a NodeClaim is given back, the label of tailor_nodeclaims_given_back_total.
+const (
+	// givenBackUnlaunched: its instance was not launched yet, so it costs nothing.
+	givenBackUnlaunched = "unlaunched"
+	// givenBackUnused: its instance was launched, and no pod landed on it.
+	givenBackUnused = "unused"
+)
+
+// giveBack is a NodeClaim to delete because nothing needs it any more, and why.
+type giveBack struct {
+	claim  *karpv1.NodeClaim
+	reason string
+	idle   time.Duration
+}
+
+func (p *Provisioner) giveBackAfter() time.Duration {
+	if p.opts.GiveBackAfter != 0 {
+		return p.opts.GiveBackAfter
+	}
+	return DefaultGiveBackAfter
+}
+
+// unneededClaims returns the NodeClaims this process launched for pods that every one of those
+// pods has since left: each bound elsewhere, was deleted, or was planned onto other capacity, no
+// pending pod is planned onto the claim or headed for its node, and no pod has landed on its node,
+// for giveBackAfter. Such a claim was launched for nothing; waiting for consolidation to notice
+// (consolidateAfter, then a disruption pass) would bill it for minutes. Claims this process did not
+// create (another leader's, Karpenter's) are consolidation's. Call it with p.mu held.
+func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types.UID]*corev1.Pod, busy map[string]bool, now time.Time) []giveBack {
+	if p.giveBackAfter() < 0 {
+		return nil
+	}
+	wanted := p.claimsWanted(byUID)
+	var out []giveBack
+	for _, c := range claims {
+		launched, ours := p.launchedHere[c.Name]
+		if !ours || c.DeletionTimestamp != nil || p.givenBack[c.Name] {
+			continue
+		}
+		node := c.Status.NodeName
+		if wanted[c.Name] || (node != "" && (wanted[node] || busy[node] || p.landed[node])) {
+			p.wantedAt[c.Name] = now
+			continue
+		}
+		last := launched
+		if w, ok := p.wantedAt[c.Name]; ok && w.After(last) {
+			last = w
+		}
+		if idle := now.Sub(last); idle >= p.giveBackAfter() {
+			reason := givenBackUnused
+			if c.Status.ProviderID == "" {
+				reason = givenBackUnlaunched
+			}
+			out = append(out, giveBack{claim: c, reason: reason, idle: idle})
+		}
+	}
+	for name := range p.wantedAt {
+		if _, ok := p.launchedHere[name]; !ok {
+			delete(p.wantedAt, name)
+		}
+	}
+	return out
+}
+
+// claimsWanted is the set of NodeClaims and nodes that a pending pod is on its way to: planned
+// onto (until the claim initializes), headed for, reserved on, or destined to. Call it with p.mu
+// held.
+func (p *Provisioner) claimsWanted(byUID map[types.UID]*corev1.Pod) map[string]bool {
+	pending := func(uid types.UID) bool {
+		pod := byUID[uid]
+		return pod != nil && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil
+	}
+	wanted := map[string]bool{}
+	for uid, claim := range p.planned {
+		if pending(uid) {
+			wanted[claim] = true
+		}
+	}
+	for uid, h := range p.headed {
+		if pending(uid) {
+			wanted[h.node] = true
+		}
+	}
+	for uid, d := range p.destined {
+		if pending(uid) {
+			wanted[d.node] = true
+		}
+	}
+	for uid, node := range p.assumed {
+		if pending(uid) {
+			wanted[node] = true
+		}
+	}
+	return wanted
+}
+
+// giveBackClaims deletes the NodeClaims nothing needs; the lifecycle's finalizer terminates their
+// instances. Each gets an Unneeded Event and is counted once; a claim already gone is not an
+// error, and one that could not be deleted is tried again on the next pass.
+func (p *Provisioner) giveBackClaims(ctx context.Context, found []giveBack) {
+	if p.opts.NodeClaims == nil {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	for _, g := range found {
+		err := p.opts.NodeClaims.Delete(ctx, g.claim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &g.claim.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			logger.Error(err, "Could not give back a NodeClaim nothing needs", "nodeClaim", g.claim.Name)
+			continue
+		}
+		p.mu.Lock()
+		p.givenBack[g.claim.Name] = true
+		p.mu.Unlock()
+		metrics.NodeClaimsGivenBack.WithLabelValues(g.claim.Labels[karpv1.NodePoolLabelKey], g.reason).Inc()
+		what := "before its instance was launched"
+		if g.reason == givenBackUnused {
+			what = "after its instance was launched, with no pod landed on its node"
+		}
+		p.opts.Recorder.Eventf(apis.ForEvents(g.claim), nil, corev1.EventTypeNormal, "Unneeded", "Provisioning",
+			"Deleting NodeClaim %s %s: the pods it was launched for went elsewhere and no pending pod has needed it for %s",
+			g.claim.Name, what, g.idle.Round(time.Second))
+		logger.Info("Gave back a NodeClaim nothing needs", "nodeClaim", g.claim.Name, "reason", g.reason, "idle", g.idle.Round(time.Second))
+	}
+}

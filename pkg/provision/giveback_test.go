@@ -1,0 +1,122 @@
+package provision
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
+)
+
+// deletions is a NodeClaim client that records deletes; nothing else of it may be called.
+type deletions struct {
+	karpclient.NodeClaimInterface
+	names []string
+}
+
+func (d *deletions) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
+	d.names = append(d.names, name)
+	return nil
+}
+
+// A NodeClaim launched for pods that all went elsewhere is deleted once no pending pod has been on
+// its way to it for GiveBackAfter, before or after its instance launched; one a pod landed on, one
+// a pending pod is still planned onto, and one another process launched are kept.
+func TestUnneededClaimsAreGivenBack(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+	claimStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	nodeStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	claim := func(name, providerID, node string) *karpv1.NodeClaim {
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
+			Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}}}
+		c.Status.ProviderID, c.Status.NodeName = providerID, node
+		if node != "" {
+			c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
+			_ = nodeStore.Add(readyNode(node, "2", "4Gi"))
+		}
+		_ = claimStore.Add(c)
+		return c
+	}
+	claim("unlaunched", "", "")             // its pod will bind elsewhere
+	claim("empty", "aws:///i-1", "n-empty") // launched, nothing ever came
+	claim("busy", "aws:///i-2", "n-busy")   // a pod runs there
+	claim("waited", "", "")                 // its pod is still pending
+	claim("foreign", "aws:///i-3", "n-foreign")
+	left := newPod("left", "500m", "512Mi")
+	waiting := newPod("waiting", "500m", "512Mi")
+	running := newPod("running", "500m", "512Mi")
+	running.Spec.NodeName = "n-busy"
+	for _, p := range []*corev1.Pod{left, waiting, running} {
+		_ = podStore.Add(p)
+	}
+	client := &deletions{}
+	recorder := events.NewFakeRecorder(20)
+	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(), NodeClaims: client, Clock: clk, Recorder: recorder,
+		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
+	p.mu.Lock()
+	for _, name := range []string{"unlaunched", "empty", "busy", "waited"} {
+		p.launchedHere[name] = start
+	}
+	p.planned[left.UID], p.planned[waiting.UID] = "unlaunched", "waited"
+	p.mu.Unlock()
+	before := testutil.ToFloat64(metrics.NodeClaimsGivenBack.WithLabelValues("default", givenBackUnused)) +
+		testutil.ToFloat64(metrics.NodeClaimsGivenBack.WithLabelValues("default", givenBackUnlaunched))
+
+	clk.Step(DefaultGiveBackAfter - time.Second)
+	p.checkStranded(ctx)
+	if len(client.names) != 0 {
+		t.Fatalf("gave back %v before GiveBackAfter", client.names)
+	}
+	clk.Step(2 * time.Second)
+	left.Spec.NodeName = "elsewhere" // its pod bound to another node
+	_ = podStore.Update(left)
+	p.checkStranded(ctx)
+	if !slices.Equal(client.names, []string{"empty"}) {
+		t.Fatalf("gave back %v; want only the launched claim nothing ever came to", client.names)
+	}
+	// The last pass that saw a pod on its way to "unlaunched" was at 4 s.
+	clk.Step(2 * time.Second)
+	p.checkStranded(ctx)
+	if len(client.names) != 1 {
+		t.Fatalf("gave back %v within GiveBackAfter of a pass that saw a pod on its way to it", client.names)
+	}
+	clk.Step(time.Second)
+	p.checkStranded(ctx)
+	p.checkStranded(ctx)
+	if !slices.Equal(client.names, []string{"empty", "unlaunched"}) {
+		t.Fatalf("gave back %v; want empty, then unlaunched, each once", client.names)
+	}
+	after := testutil.ToFloat64(metrics.NodeClaimsGivenBack.WithLabelValues("default", givenBackUnused)) +
+		testutil.ToFloat64(metrics.NodeClaimsGivenBack.WithLabelValues("default", givenBackUnlaunched))
+	if after-before != 2 {
+		t.Errorf("tailor_nodeclaims_given_back_total rose by %v, want 2", after-before)
+	}
+	var said []string
+	for len(recorder.Events) > 0 {
+		said = append(said, <-recorder.Events)
+	}
+	joined := strings.Join(said, "\n")
+	for _, want := range []string{"Unneeded", "before its instance was launched", "after its instance was launched"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("events %q do not say %q", joined, want)
+		}
+	}
+}
