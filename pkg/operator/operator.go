@@ -31,6 +31,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/lifecycle/gc"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/termination"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/nodepool/counter"
 	"github.com/tailor-sh/tailor/pkg/nodepool/readiness"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/provision"
@@ -58,6 +59,7 @@ type Operator struct {
 	termination *termination.Controller
 	gc          *gc.Collector
 	readiness   *readiness.Controller
+	counter     *counter.Controller
 	signals     signals
 	voluntary   voluntary
 	// wg counts Start and the controllers it runs, so Run returns only once they have all
@@ -145,6 +147,11 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	}
 	o.readiness, err = readiness.New(readiness.Options{NodePools: clients.KarpenterV1().NodePools(), PoolLister: poolLister, PoolInform: o.poolInform,
 		Cloud: o.cloud, Clock: o.clock})
+	if err != nil {
+		return err
+	}
+	o.counter, err = counter.New(counter.Options{NodePools: clients.KarpenterV1().NodePools(), PoolLister: poolLister, PoolInform: o.poolInform,
+		ClaimLister: claimLister, ClaimInform: o.claimInform, Clock: o.clock})
 	if err != nil {
 		return err
 	}
@@ -323,6 +330,7 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	o.wg.Go(func() { o.termination.Run(ctx, int(*o.args.TerminationWorkers)) })
 	o.wg.Go(func() { o.gc.Run(ctx) })
 	o.wg.Go(func() { o.readiness.Run(ctx) })
+	o.wg.Go(func() { o.counter.Run(ctx) })
 	planner := provision.NewPlanner(sim)
 	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
 	o.wg.Go(func() { o.provisioner.Run(ctx, planner, checker) })

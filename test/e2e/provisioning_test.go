@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/nodepool/counter"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -69,6 +70,26 @@ func TestDeploymentScalesUpFromZeroNodes(t *testing.T) {
 			}
 		}
 	}
+	// kubectl get nodepools reads the Nodes, CPU and Memory columns from status.resources.
+	want := counter.Count(ptrs(claims))
+	e.waitFor("NodePool default's status.resources to count its NodeClaims", 30*time.Second, func() (bool, string) {
+		np, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, "default", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := np.Status.Resources
+		nodes, cpu := got[counter.ResourceNodes], got[corev1.ResourceCPU]
+		return nodes.Cmp(want[counter.ResourceNodes]) == 0 && cpu.Cmp(want[corev1.ResourceCPU]) == 0 && !got.Memory().IsZero(),
+			fmt.Sprintf("status.resources %v, want %v", got, want)
+	})
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 // A pod that no NodePool can hold stays Pending, and gets an Event per NodePool that says why.
