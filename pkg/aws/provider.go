@@ -126,11 +126,16 @@ func (p *Provider) Resolver() *resolve.Resolver { return p.resolver }
 // readyNodeClass reads the referenced EC2NodeClass and resolves it, failing with the reason when
 // instances cannot be launched from it.
 func (p *Provider) readyNodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (*awsv1.EC2NodeClass, *resolve.Resolution, error) {
+	// A pool that names no EC2NodeClass cannot launch here; it is not ready, and says which field
+	// is wrong, while every other pool plans on. A plain error would stop every plan.
 	if ref == nil || ref.Name == "" {
-		return nil, nil, fmt.Errorf("no nodeClassRef: the AWS provider needs an EC2NodeClass")
+		return nil, nil, &cloud.NodeClassNotReadyError{Kind: "EC2NodeClass", Reason: "NodeClassInvalid",
+			Message: "spec.template.spec.nodeClassRef is empty: the AWS provider launches from an EC2NodeClass"}
 	}
-	if ref.Kind != "" && ref.Kind != "EC2NodeClass" {
-		return nil, nil, fmt.Errorf("nodeClassRef %s/%s is not an EC2NodeClass", ref.Kind, ref.Name)
+	if (ref.Kind != "" && ref.Kind != "EC2NodeClass") || (ref.Group != "" && ref.Group != awsv1.Group) {
+		return nil, nil, &cloud.NodeClassNotReadyError{Kind: ref.Kind, Name: ref.Name, Reason: "NodeClassInvalid",
+			Message: fmt.Sprintf("spec.template.spec.nodeClassRef is group %q kind %q: the AWS provider launches only from kind EC2NodeClass of group %s",
+				ref.Group, ref.Kind, awsv1.Group)}
 	}
 	nc, err := p.opts.NodeClasses(ctx, ref.Name)
 	if apierrors.IsNotFound(err) {
