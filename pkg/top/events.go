@@ -38,9 +38,15 @@ func podReasons(events []*eventsv1.Event) map[string]reason {
 	return out
 }
 
-// decisionReasons are the Events Tailor writes on a NodeClaim when it removes it: the disruption
-// loop's decisions (and those it had to undo), and the forceful path's (interruption, expiry).
-var decisionReasons = map[string]bool{"Disrupting": true, "DisruptionFailed": true, "Disrupted": true}
+// decisionReasons are the Events Tailor writes on a NodeClaim when it removes it outside the
+// Disrupt action: the disruption loop's decisions it had to undo, and capacity given back because
+// no pod needed it.
+var decisionReasons = map[string]bool{"Disrupting": true, "DisruptionFailed": true, "Disrupted": true, "Unneeded": true}
+
+// disruptAction is the action of every Event Tailor writes on a NodeClaim it removes: the
+// disruption loop's and the forceful path's (SpotInterruption, Expired, Unhealthy, ...), whose
+// reasons name the cause.
+const disruptAction = "Disrupt"
 
 // sameDecision is how far apart the Events of one decision may be: they are written one claim
 // after the other as the claims are deleted.
@@ -54,7 +60,7 @@ var savesPattern = regexp.MustCompile(`(saves|costs) \$([0-9]+(?:\.[0-9]+)?)/h`)
 func decisions(events []*eventsv1.Event, max int) []Decision {
 	var evs []*eventsv1.Event
 	for _, ev := range events {
-		if decisionReasons[ev.Reason] && ev.Regarding.Kind == "NodeClaim" {
+		if (decisionReasons[ev.Reason] || ev.Action == disruptAction) && ev.Regarding.Kind == "NodeClaim" {
 			evs = append(evs, ev)
 		}
 	}
