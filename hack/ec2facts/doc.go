@@ -36,7 +36,7 @@ func parseDoc(b []byte) map[string]docType {
 		case cur != nil && line == "#### Resources":
 			table = cur.Resources
 		case table != nil && strings.HasPrefix(line, "|") && !strings.HasPrefix(line, "| Label") && !strings.HasPrefix(line, "| Resource") && line != "|--|--|":
-			cells := strings.Split(strings.Trim(line, "|"), "|")
+			cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|"), "|")
 			if len(cells) == 2 {
 				table[cells[0]] = cells[1]
 			}
