@@ -41,3 +41,23 @@ func TestRecordedAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestFlexKeys: every type says whether it is flex under Karpenter's key; flex types keep the
+// key Tailor used before, so NodePools that select on it still match.
+func TestFlexKeys(t *testing.T) {
+	for _, info := range ec2factstest.Recorded() {
+		l := typeLabels(info)
+		flex := l[awsv1.LabelInstanceCapabilityFlex]
+		old, hasOld := l[awsv1.LabelInstanceCapacityFlex]
+		switch info.InstanceType {
+		case "m7i-flex.large":
+			if flex != "true" || old != "true" {
+				t.Errorf("%s: %s=%q, %s=%q; want both true", info.InstanceType, awsv1.LabelInstanceCapabilityFlex, flex, awsv1.LabelInstanceCapacityFlex, old)
+			}
+		default:
+			if flex != "false" || hasOld {
+				t.Errorf("%s: %s=%q, %s=%q (set %v); want false and unset", info.InstanceType, awsv1.LabelInstanceCapabilityFlex, flex, awsv1.LabelInstanceCapacityFlex, old, hasOld)
+			}
+		}
+	}
+}
