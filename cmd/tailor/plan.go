@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/plan"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
@@ -28,7 +30,9 @@ func newPlanCommand() *cobra.Command {
 and DaemonSets (and, optionally, existing Nodes with the Pods bound to them, Namespaces,
 StorageClasses and PersistentVolumeClaims) from files or folders, expands workloads into the pods
 their controllers would create, and runs Tailor's planner with kube-scheduler's default Filter
-plugins over the simulated catalog. It prints the NodeClaims it would launch, the pods no NodePool
+plugins over EC2's instance types and on-demand prices in --region, from the snapshot of EC2's
+published facts built into Tailor (its date is printed; spot prices follow a documented rule,
+see docs/catalog.md). It prints the NodeClaims it would launch, the pods no NodePool
 can hold and why, the total price per hour, and a lower bound on the price of any fleet that holds
 the same pods. Nothing is created anywhere.`,
 		Args: cobra.NoArgs,
@@ -38,7 +42,7 @@ the same pods. Nothing is created anywhere.`,
 	fs.StringArrayVarP(&f.files, "filename", "f", nil, "manifest file or folder to read (repeatable)")
 	fs.StringVarP(&f.output, "output", "o", "", "output format: json (default: a table for people)")
 	fs.StringVar(&f.account.cluster, "cluster-name", "", "warn where an EC2NodeClass names another cluster (karpenter.sh/discovery tags, KarpenterNodeRole-NAME) than this one")
-	fs.StringVar(&f.account.region, "region", fake.Region, "the region whose zones the simulated catalog is offered in")
+	fs.StringVar(&f.account.region, "region", fake.Region, "the region whose instance types, prices and zones to plan over")
 	fs.StringVar(&f.schedulerName, "scheduler-name", "tailor", "plan the unbound pods with this schedulerName")
 	return cmd
 }
@@ -50,9 +54,17 @@ func runPlan(ctx context.Context, out io.Writer, f *planFlags) error {
 	if len(f.files) == 0 {
 		return fmt.Errorf("no manifests: pass -f with a file or folder")
 	}
-	catalog, err := fake.CatalogIn(f.account.region)
+	zones, err := fake.RegionZones(f.account.region)
 	if err != nil {
 		return fmt.Errorf("--region: %w", err)
+	}
+	catalog, err := tailoraws.FactsCatalog(f.account.region, fake.ZoneNames(zones))
+	if err != nil {
+		return err
+	}
+	catalogName := "EC2, " + f.account.region + ", snapshot of " + ec2facts.Date()
+	if !ec2facts.Modelled(f.account.region) {
+		catalogName += "; " + f.account.region + " is not in the snapshot, so " + ec2facts.FallbackRegion + "'s types and prices stand in"
 	}
 	files, err := sandbox.ManifestFiles(f.files)
 	if err != nil {
@@ -69,7 +81,7 @@ func runPlan(ctx context.Context, out io.Writer, f *planFlags) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res, err := plan.Run(ctx, m, plan.Options{SchedulerName: f.schedulerName, Catalog: catalog,
-		CatalogName: "fake, " + f.account.region + " (" + fake.Simulated + ")", ClusterName: f.account.cluster})
+		CatalogName: catalogName, ClusterName: f.account.cluster})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
 	"github.com/tailor-sh/tailor/pkg/plan"
 )
 
@@ -49,8 +50,46 @@ func TestPlanExamplesJSON(t *testing.T) {
 	if res.PricePerHour <= 0 || res.LowerBoundPerHour <= 0 || res.LowerBoundPerHour > res.PricePerHour {
 		t.Errorf("price $%g/h, lower bound $%g/h", res.PricePerHour, res.LowerBoundPerHour)
 	}
-	if !strings.Contains(res.Catalog, "SIMULATED") {
-		t.Errorf("catalog %q does not say it is simulated", res.Catalog)
+	// The plan is over EC2's published types, and says of which day.
+	if !strings.Contains(res.Catalog, ec2facts.Load().Source.CommitDate) {
+		t.Errorf("catalog %q does not give the snapshot's date %s", res.Catalog, ec2facts.Load().Source.CommitDate)
+	}
+}
+
+// TestPlanRegions: each modelled region plans over its own prices; a region the snapshot does
+// not model is planned over the fallback region's and says so.
+func TestPlanRegions(t *testing.T) {
+	// The example NodePool names us-west-2's zones; the same pool without them.
+	pool, err := os.ReadFile("../../examples/nodepool.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	zones := "operator: In\n          values: [\"us-west-2a\", \"us-west-2b\", \"us-west-2c\"]"
+	if !strings.Contains(string(pool), zones) {
+		t.Fatalf("examples/nodepool.yaml no longer lists us-west-2's zones as %q", zones)
+	}
+	anyZone := strings.Replace(string(pool), zones, "operator: Exists", 1)
+	if err := os.WriteFile(filepath.Join(dir, "nodepool.yaml"), []byte(anyZone), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prices := map[string]float64{}
+	for _, region := range []string{"us-east-1", "eu-west-1", "ap-south-1"} {
+		out, err := execute(t, "-f", dir, "-f", "../../examples/inflate.yaml", "-o", "json", "--region", region)
+		if err != nil {
+			t.Fatalf("--region %s: %v\n%s", region, err, out)
+		}
+		var res plan.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("output is not JSON: %v\n%s", err, out)
+		}
+		prices[region] = res.PricePerHour
+		if modelled := !strings.Contains(res.Catalog, "not in the snapshot"); modelled != ec2facts.Modelled(region) {
+			t.Errorf("--region %s: catalog %q", region, res.Catalog)
+		}
+	}
+	if prices["eu-west-1"] <= prices["us-east-1"] {
+		t.Errorf("eu-west-1 plans at $%g/h, us-east-1 at $%g/h: Ireland should cost more", prices["eu-west-1"], prices["us-east-1"])
 	}
 }
 

@@ -45,7 +45,9 @@ func TestAllocatable(t *testing.T) {
 			wantPods: 110, wantCPU: "7910m", wantMemoryMi: 15155 - (11*110 + 255) - 100},
 		{name: "windows honours podsPerCore", family: awsv1.AMIFamilyWindows2025, kubelet: kubeletConfig{podsPerCore: i32(4)},
 			wantPods: 32, wantCPU: "7910m", wantMemoryMi: 15155 - (11*32 + 255) - 100},
-		{name: "reserved ENIs", family: awsv1.AMIFamilyAL2023, reservedENIs: 1, wantPods: 44, wantCPU: "7910m", wantMemoryMi: 15155 - (11*44 + 255) - 100},
+		// Reserved ENIs lower max-pods, not kube-reserved memory: Karpenter reserves for the
+		// pods of every ENI (ENILimitedPods with no reserved ENIs).
+		{name: "reserved ENIs", family: awsv1.AMIFamilyAL2023, reservedENIs: 1, wantPods: 44, wantCPU: "7910m", wantMemoryMi: 15155 - (11*58 + 255) - 100},
 		{name: "user reservations and eviction", family: awsv1.AMIFamilyAL2023, kubelet: kubeletConfig{
 			kubeReserved: map[string]string{"cpu": "200m"}, systemReserved: map[string]string{"memory": "200Mi", "cpu": "100m"},
 			evictionHard: map[string]string{"memory.available": "512Mi"}},

@@ -27,16 +27,18 @@ func TestResolve(t *testing.T) {
 		// wantMessage, when set, is part of the Ready condition's message.
 		wantMessage string
 	}{
-		{name: "discovery tags", change: func(*awsv1.EC2NodeClass) {}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
+		// al2023@latest resolves to the standard images of both architectures and the NVIDIA
+		// images of both (g5g is an arm64 GPU type).
+		{name: "discovery tags", change: func(*awsv1.EC2NodeClass) {}, wantReady: true, wantAMIs: 4, wantSubnets: 3},
 		{name: "subnet by id", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: "subnet-00000000000000002"}}
-		}, wantReady: true, wantAMIs: 3, wantSubnets: 1},
+		}, wantReady: true, wantAMIs: 4, wantSubnets: 1},
 		{name: "no subnet matches", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"nope": "*"}}}
 		}, wantReason: "SubnetsNotFound"},
 		{name: "security group by name", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Name: "tailor-node"}}
-		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
+		}, wantReady: true, wantAMIs: 4, wantSubnets: 3},
 		{name: "no security group matches", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{ID: "sg-nope"}}
 		}, wantReason: "SecurityGroupsNotFound"},
@@ -90,7 +92,7 @@ func TestResolve(t *testing.T) {
 		}, wantReason: "AMINotFound"},
 		{name: "role gets a managed instance profile", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.InstanceProfile, nc.Spec.Role = nil, emulator.NodeRoleName(cluster)
-		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
+		}, wantReady: true, wantAMIs: 4, wantSubnets: 3},
 		{name: "role that does not exist", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.InstanceProfile, nc.Spec.Role = nil, "KarpenterNodeRole-elsewhere"
 		}, wantReason: "RoleNotFound"},
@@ -101,7 +103,7 @@ func TestResolve(t *testing.T) {
 		// and spot capacity meanwhile (reservations_test.go covers what the terms select).
 		{name: "capacity reservation that does not exist", change: func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-1"}}
-		}, wantReady: true, wantAMIs: 3, wantSubnets: 3},
+		}, wantReady: true, wantAMIs: 4, wantSubnets: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, emulator.Options{MaxPageSize: 1})
@@ -189,6 +191,13 @@ func TestPricingFallback(t *testing.T) {
 	spot := offering(t, e.provider, cloud.OfferingKey{InstanceType: "m5.large", Zone: fake.ZoneA, CapacityType: karpv1.CapacityTypeSpot})
 	if od.PricePerHour != 0.096 || spot.PricePerHour != 0.096 || !od.Available || !spot.Available {
 		t.Errorf("fallback prices: on-demand %+v, spot %+v; want both 0.096 and available", od, spot)
+	}
+	// Every type of the snapshot has a built-in price, metal and odd sizes included.
+	for name, want := range map[string]float64{"c5.9xlarge": 1.53, "m5.metal": 4.608, "p4d.24xlarge": 21.95764} {
+		o := offering(t, e.provider, cloud.OfferingKey{InstanceType: name, Zone: fake.ZoneA, CapacityType: karpv1.CapacityTypeOnDemand})
+		if o.PricePerHour != want || !o.Available {
+			t.Errorf("%s: fallback %+v, want %v and available", name, o, want)
+		}
 	}
 	// Once the APIs answer (after the retry delay), their prices replace the fallback.
 	e.emu.ClearThrottle()

@@ -52,7 +52,7 @@ type osPrices struct {
 
 func newPrices(ec2c *ec2.Client, pc *pricingapi.Client, region string, clk clock.Clock) *prices {
 	od := map[string]float64{}
-	for name, price := range fallbackOnDemandPrices() {
+	for name, price := range fallbackOnDemandPrices(region) {
 		od[name] = price
 	}
 	return &prices{ec2: ec2c, pricing: pc, region: region, clock: clk,

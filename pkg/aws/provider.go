@@ -22,6 +22,7 @@ import (
 	pricingapi "github.com/aws/aws-sdk-go-v2/service/pricing"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -52,6 +53,8 @@ type Provider struct {
 
 	mu          sync.Mutex
 	resolutions map[string]cachedResolution
+	// warned holds the NodePools (name/generation) already warned of a deprecated key.
+	warned sync.Map
 
 	controllersOnce sync.Once
 	controllers     []cloud.Runnable
@@ -109,11 +112,29 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *karpv1.NodePool) ([]
 	if err != nil {
 		return nil, fmt.Errorf("nodepool %q: %w", pool.Name, err)
 	}
+	p.warnDeprecatedKeys(ctx, pool)
 	out := make([]*cloud.InstanceType, 0, len(types))
 	for _, t := range types {
 		out = append(out, t.it)
 	}
 	return out, nil
+}
+
+// warnDeprecatedKeys logs, once per NodePool and generation, that it selects on the flex key
+// Tailor used before Karpenter v1.7 renamed it: it still matches, but manifests written for
+// Karpenter use the new key, which every type carries ("true" or "false").
+func (p *Provider) warnDeprecatedKeys(ctx context.Context, pool *karpv1.NodePool) {
+	for _, r := range pool.Spec.Template.Spec.Requirements {
+		if r.Key != awsv1.LabelInstanceCapacityFlex {
+			continue
+		}
+		key := fmt.Sprintf("%s/%d", pool.Name, pool.Generation)
+		if _, seen := p.warned.LoadOrStore(key, true); !seen {
+			klog.FromContext(ctx).Info("Warning: NodePool selects on a deprecated label key; use the new one",
+				"nodePool", pool.Name, "key", awsv1.LabelInstanceCapacityFlex, "use", awsv1.LabelInstanceCapabilityFlex)
+		}
+		return
+	}
 }
 
 // MarkOfferingUnavailable makes the planner avoid the offering for UnavailableOfferingsTTL, e.g.

@@ -51,7 +51,7 @@ func (e *env) newProvider(t *testing.T, clusterName string) *tailoraws.Provider 
 	t.Helper()
 	p, err := tailoraws.New(context.Background(), tailoraws.Options{
 		ClusterName: clusterName, ClusterEndpoint: "https://api.tailor.internal", ClusterCABundle: "Q0E=", ClusterDNS: []string{"10.100.0.10"},
-		Endpoint: e.emu.URL(), Clock: e.clock, RetryMaxAttempts: 3, RetryMaxBackoff: 100 * time.Millisecond,
+		Endpoint: e.emu.URL(), Region: e.emu.Region(), Clock: e.clock, RetryMaxAttempts: 3, RetryMaxBackoff: 100 * time.Millisecond,
 		NodeClasses: func(_ context.Context, name string) (*awsv1.EC2NodeClass, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
@@ -124,6 +125,15 @@ func karpenterCatalog() []*cloud.InstanceType {
 	return out
 }
 
+// ec2Catalog is us-west-2 from the snapshot of EC2's published facts, as `tailor plan` sees it.
+func ec2Catalog() []*cloud.InstanceType {
+	types, err := tailoraws.FactsCatalog(fake.Region, fake.Zones())
+	if err != nil {
+		panic(err)
+	}
+	return types
+}
+
 // BenchmarkPlan plans pending pods on an empty cluster with one NodePool without requirements or
 // limits over a whole catalog, as Karpenter's scheduling benchmark does (Scheduler.Solve, no
 // existing nodes). Besides speed it reports how good the plan is: NodeClaims, their price (each
@@ -139,6 +149,7 @@ func BenchmarkPlan(b *testing.B) {
 	}{
 		{"karpenter", karpenterCatalog, []int{100, 500, 2000, 5000, 10000, 20000}}, // 400 types, 1,200 offerings
 		{"fake", fake.Catalog, []int{100, 500, 2000, 5000}},                        // 407 types, 2,442 offerings
+		{"ec2", ec2Catalog, []int{100, 500, 2000}},                                 // us-west-2 of the EC2 snapshot: 1,345 types, 8,070 offerings
 	}
 	mixes := []struct {
 		name    string

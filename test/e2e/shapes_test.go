@@ -254,6 +254,11 @@ var shapeCases = []shapeCase{
 	{name: "max-node-lifetime", pods: 2, ready: true, check: checkMaxNodeLifetime},
 }
 
+// shapeWait bounds each wait of TestKarpenterShapes. The emulator serves EC2's catalog (1,345
+// types in us-east-1, three times the simulated one), so a batch of the twenty NodePools takes
+// Tailor's planner longer; on a loaded machine the later cases waited over a minute.
+const shapeWait = 3 * time.Minute
+
 // TestKarpenterShapes applies every case of testdata/karpenter-shapes at once to one cluster on
 // the AWS provider and the emulator, set up as the account of cluster prod-east in us-east-1 that
 // the manifests were written for, and checks, case by case, that the pods run where their
@@ -281,7 +286,7 @@ func TestKarpenterShapes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var s *shapeState
 			streak, lastRunning := 0, -1
-			waitShape(t, e, c.name+" to settle", time.Minute, func() (bool, string) {
+			waitShape(t, e, c.name+" to settle", shapeWait, func() (bool, string) {
 				var err error
 				if s, err = e.readShape(c.name); err != nil {
 					return false, err.Error()
@@ -324,7 +329,7 @@ func checkMaxNodeLifetime(t *testing.T, e *awsEnv, s *shapeState) {
 		}
 	}
 	e.clock.Step(169 * time.Hour)
-	waitShape(t, e, "the expired nodes to be replaced", time.Minute, func() (bool, string) {
+	waitShape(t, e, "the expired nodes to be replaced", shapeWait, func() (bool, string) {
 		now, err := e.readShape(s.name)
 		if err != nil {
 			return false, err.Error()

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/plan"
@@ -43,8 +45,17 @@ func FleetPrice(ctx context.Context, cp cloud.CloudProvider, r *Reading) float64
 	return total
 }
 
-// PlanPrice is what `tailor plan -f dir` prices the scenario's manifests at.
-func PlanPrice(ctx context.Context, dir string) (*plan.Result, error) {
+// PlanPrice is what `tailor plan -f dir` prices the scenario's manifests at, over the catalog of
+// the seed's cloud: the fake cloud's simulated one, or, for the AWS cloud, EC2's types in the
+// emulator's region (`tailor plan --region`), which the emulator serves.
+func PlanPrice(ctx context.Context, dir string, which Cloud) (*plan.Result, error) {
+	if which == AWS {
+		catalog, err := tailoraws.FactsCatalog(emulator.Region, fake.Zones())
+		if err != nil {
+			return nil, err
+		}
+		return planOver(ctx, dir, catalog, "ec2 "+emulator.Region)
+	}
 	return planOver(ctx, dir, fake.Catalog(), "fake")
 }
 

@@ -15,11 +15,11 @@ import (
 )
 
 // TestTheOfflinePlanLaunchesWhatTheAWSCloudWould: harness seed 2518 (AWS). The price check holds
-// the fleet against `tailor plan` over the simulated catalog, so that catalog must plan as the
-// AWS cloud's does, or the check measures the two catalogs and not the sandbox's batches. The
-// fake left out the 64 MiB Graviton kernels reserve: its r6g.large held seven 2 GiB pods and a
-// DaemonSet pod with 17 MiB to spare, the AWS cloud's does not, and the plan there (the very
-// plan the sandbox carried out, in one batch) took an r6g.xlarge for them: 1.44 x "the plan".
+// the fleet against `tailor plan` over EC2's catalog in the emulator's region, so that catalog
+// must plan as the AWS cloud's does, or the check measures the two catalogs and not the
+// sandbox's batches. (Once, the simulated catalog left out the 64 MiB Graviton kernels reserve:
+// its r6g.large held seven 2 GiB pods and a DaemonSet pod with 17 MiB to spare, the AWS cloud's
+// did not: 1.44 x "the plan".)
 func TestTheOfflinePlanLaunchesWhatTheAWSCloudWould(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -28,7 +28,7 @@ func TestTheOfflinePlanLaunchesWhatTheAWSCloudWould(t *testing.T) {
 	if err := s.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	offline, err := PlanPrice(ctx, dir)
+	offline, err := PlanPrice(ctx, dir, AWS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestTheOfflinePlanLaunchesWhatTheAWSCloudWould(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := launched(onAWS), launched(offline); !slices.Equal(got, want) {
-		t.Fatalf("over the AWS cloud's catalog the plan launches %v ($%.4f/h); over the simulated one %v ($%.4f/h)",
+		t.Fatalf("over the AWS cloud's catalog the plan launches %v ($%.4f/h); over EC2's facts as tailor plan reads them %v ($%.4f/h)",
 			got, onAWS.PricePerHour, want, offline.PricePerHour)
 	}
 }

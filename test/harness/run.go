@@ -71,7 +71,7 @@ func RunSeed(t *testing.T, seed uint64) {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	findings = append(findings, Check(ctx, r, f)...)
-	findings = append(findings, comparePrice(ctx, t, cluster, r, dir)...)
+	findings = append(findings, comparePrice(ctx, t, cluster, r, dir, which)...)
 
 	// The scale-down half.
 	wasPending, pendingBefore := map[string]bool{}, map[string]int{}
@@ -123,8 +123,8 @@ func RunSeed(t *testing.T, seed uint64) {
 }
 
 // comparePrice checks the live fleet against `tailor plan` of the same manifests.
-func comparePrice(ctx context.Context, t *testing.T, cluster *sandbox.Cluster, r *Reading, dir string) []Finding {
-	planned, err := PlanPrice(ctx, dir)
+func comparePrice(ctx context.Context, t *testing.T, cluster *sandbox.Cluster, r *Reading, dir string, which Cloud) []Finding {
+	planned, err := PlanPrice(ctx, dir, which)
 	if err != nil {
 		t.Fatalf("planning the scenario offline: %v", err)
 	}

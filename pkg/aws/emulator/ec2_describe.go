@@ -38,11 +38,20 @@ func (e *Emulator) serveEC2(w http.ResponseWriter, reqID, action string, q query
 
 // pageOf applies MaxResults, NextToken and the emulator's page cap.
 func pageOf[T any](e *Emulator, q query, items []T, def int) ([]T, string, error) {
+	return pageCapped(q, items, def, e.opts.MaxPageSize)
+}
+
+// catalogPageOf pages a listing of the catalog (see Options.MaxPageSize).
+func catalogPageOf[T any](e *Emulator, q query, items []T, def int) ([]T, string, error) {
+	return pageCapped(q, items, def, e.catalogPageCap())
+}
+
+func pageCapped[T any](q query, items []T, def, limit int) ([]T, string, error) {
 	maxResults, err := q.int("MaxResults", def)
 	if err != nil {
 		return nil, "", err
 	}
-	return page(items, maxResults, q.get("NextToken"), e.opts.MaxPageSize)
+	return page(items, maxResults, q.get("NextToken"), limit)
 }
 
 type describeInstanceTypesOutput struct {
@@ -86,7 +95,7 @@ func (e *Emulator) describeInstanceTypes(q query) (ec2Response, error) {
 		return nil, err
 	}
 	out := &describeInstanceTypesOutput{}
-	out.InstanceTypes, out.NextToken, err = pageOf(e, q, items, 100)
+	out.InstanceTypes, out.NextToken, err = catalogPageOf(e, q, items, 100)
 	return out, err
 }
 
@@ -140,7 +149,7 @@ func (e *Emulator) describeInstanceTypeOfferings(q query) (ec2Response, error) {
 		return nil, err
 	}
 	out := &describeInstanceTypeOfferingsOutput{}
-	out.Offerings, out.NextToken, err = pageOf(e, q, items, 1000)
+	out.Offerings, out.NextToken, err = catalogPageOf(e, q, items, 1000)
 	return out, err
 }
 
@@ -203,7 +212,7 @@ func (e *Emulator) describeSpotPriceHistory(q query) (ec2Response, error) {
 		return nil, err
 	}
 	out := &describeSpotPriceHistoryOutput{}
-	out.Prices, out.NextToken, err = pageOf(e, q, items, 1000)
+	out.Prices, out.NextToken, err = catalogPageOf(e, q, items, 1000)
 	return out, err
 }
 

@@ -3,11 +3,12 @@
 // over HTTP, so their serializers, pagination, error decoding and retryers run exactly as against
 // AWS.
 //
-// Everything in it is SIMULATED: one region (us-west-2 unless Options.Region says otherwise), its
-// zones (fake.RegionZones), and the instance types and
-// prices of the fake cloud (pkg/cloud/fake), re-expressed as EC2 would describe them so that the
-// fake and the AWS provider agree on what each type offers. Faults (capacity shortage per
-// offering, throttling, latency) are injected through methods, never by chance.
+// It emulates one region (us-west-2 unless Options.Region says otherwise) with SIMULATED zones
+// (fake.RegionZones) and accounts, subnets and images. Its instance types and on-demand prices are
+// EC2's own, from the dated snapshot in pkg/aws/ec2facts, and its spot prices follow that
+// package's documented rule; the fake cloud (pkg/cloud/fake) keeps its own simulated catalog for
+// unit tests. Faults (capacity shortage per offering, throttling, latency) are injected through
+// methods, never by chance.
 package emulator
 
 import (
@@ -49,6 +50,8 @@ type Options struct {
 	// KubernetesVersion names the SSM parameters of the seeded EKS AMIs.
 	KubernetesVersion string
 	// MaxPageSize caps the page size of every paginated call, so tests can force pagination.
+	// Listings of the catalog (instance types, offerings, spot prices, price list products),
+	// which run to thousands of items, are capped at no fewer than minCatalogPage.
 	MaxPageSize int
 	// OnLaunch plays the booting instance: it is called, on its own goroutine and BootDelay after
 	// launch, with what the instance's kubelet would register. Not called for instances that were
@@ -70,6 +73,7 @@ type Emulator struct {
 	calls    map[string]int
 	faults   faults
 	catalog  []*instanceTypeInfo
+	byName   map[string]*instanceTypeInfo
 	world    world
 	queues   map[string]*queue
 	requests int
@@ -92,7 +96,6 @@ func Start(opts Options) *Emulator {
 		// A caller's mistake: the sandbox checks a user's region before it starts an emulator.
 		panic(fmt.Sprintf("emulator.Start: %v", err))
 	}
-	types, _ := fake.CatalogIn(opts.Region) // the same region, already checked
 	e := &Emulator{
 		opts:    opts,
 		clock:   opts.Clock,
@@ -100,14 +103,33 @@ func Start(opts Options) *Emulator {
 		faults:  newFaults(),
 		region:  opts.Region,
 		zones:   zones,
-		catalog: buildCatalog(types, zones[0].Name),
+		catalog: buildCatalog(opts.Region, zones),
 		queues:  map[string]*queue{},
+	}
+	e.byName = make(map[string]*instanceTypeInfo, len(e.catalog))
+	for _, it := range e.catalog {
+		e.byName[it.InstanceType] = it
 	}
 	e.world = seedWorld(opts.ClusterName, opts.KubernetesVersion, zones, e.clock.Now())
 	// httptest binds the loopback interface only, which is all the emulator may listen on.
 	e.server = httptest.NewServer(e)
 	return e
 }
+
+// minCatalogPage is the smallest page MaxPageSize makes of a catalog listing: smaller pages
+// would take thousands of round trips to read EC2's catalog, and test nothing more.
+const minCatalogPage = 100
+
+// catalogPageCap is MaxPageSize as it applies to catalog listings.
+func (e *Emulator) catalogPageCap() int {
+	if e.opts.MaxPageSize > 0 && e.opts.MaxPageSize < minCatalogPage {
+		return minCatalogPage
+	}
+	return e.opts.MaxPageSize
+}
+
+// Region is the region emulated.
+func (e *Emulator) Region() string { return e.region }
 
 // URL is the endpoint to give every SDK client (BaseEndpoint).
 func (e *Emulator) URL() string { return e.server.URL }

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/smithy-go"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
 	"github.com/tailor-sh/tailor/pkg/aws/sdkhttp"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
@@ -67,10 +68,10 @@ func errorCode(err error) string {
 
 // TestCatalogPagination reads the catalog through the SDK's paginators with pages forced small.
 func TestCatalogPagination(t *testing.T) {
-	_, cfg := start(t, emulator.Options{MaxPageSize: 7})
+	_, cfg := start(t, emulator.Options{MaxPageSize: 100})
 	client := ec2.NewFromConfig(cfg)
 	ctx := context.Background()
-	types := len(fake.Catalog())
+	types := len(ec2facts.TypesIn(emulator.Region))
 
 	var infos []ec2types.InstanceTypeInfo
 	pages := 0
@@ -269,7 +270,7 @@ func TestThrottlingIsRetried(t *testing.T) {
 }
 
 func TestSSMAndPricing(t *testing.T) {
-	e, cfg := start(t, emulator.Options{MaxPageSize: 10})
+	e, cfg := start(t, emulator.Options{MaxPageSize: 100})
 	ctx := context.Background()
 	param := "/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id"
 	out, err := ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(param)})
@@ -291,8 +292,8 @@ func TestSSMAndPricing(t *testing.T) {
 		}
 		products = append(products, page.PriceList...)
 	}
-	if len(products) != 2*len(fake.Catalog()) {
-		t.Errorf("got %d products, want one per instance type and operating system (2×%d)", len(products), len(fake.Catalog()))
+	if len(products) != 2*len(ec2facts.TypesIn(emulator.Region)) {
+		t.Errorf("got %d products, want one per instance type and operating system (2×%d)", len(products), len(ec2facts.TypesIn(emulator.Region)))
 	}
 	// Each operating system is asked for on its own, as Tailor asks: Windows costs its Linux
 	// price plus the licence.

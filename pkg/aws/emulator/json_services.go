@@ -67,7 +67,13 @@ func (e *Emulator) pricing(action string, body []byte) (any, error) {
 	if in.ServiceCode != "AmazonEC2" {
 		return nil, &apiError{Code: "InvalidParameterException", Message: "the AWS emulator prices only AmazonEC2"}
 	}
-	var products []string
+	// Products are matched first and rendered a page at a time: the catalog has thousands.
+	type product struct {
+		it    *instanceTypeInfo
+		os    string
+		attrs map[string]string
+	}
+	var matching []product
 	for _, os := range []string{"Linux", "Windows"} {
 		for _, it := range e.catalog {
 			attrs := map[string]string{
@@ -81,21 +87,24 @@ func (e *Emulator) pricing(action string, body []byte) (any, error) {
 			if it.BareMetal {
 				attrs["productFamily"], attrs["tenancy"] = "Compute Instance (bare metal)", "Dedicated"
 			}
-			if !productMatches(attrs, in) {
-				continue
+			if productMatches(attrs, in) {
+				matching = append(matching, product{it: it, os: os, attrs: attrs})
 			}
-			price, _ := priceFor(it, os, it.onDemandPrice)
-			doc, err := json.Marshal(productJSON(it, attrs, price))
-			if err != nil {
-				return nil, err
-			}
-			products = append(products, string(doc))
 		}
 	}
 	maxResults := in.MaxResults
-	items, next, err := page(products, maxResults, in.NextToken, e.opts.MaxPageSize)
+	pageItems, next, err := page(matching, maxResults, in.NextToken, e.catalogPageCap())
 	if err != nil {
 		return nil, err
+	}
+	items := make([]string, 0, len(pageItems))
+	for _, p := range pageItems {
+		price, _ := priceFor(p.it, p.os, p.it.onDemandPrice)
+		doc, err := json.Marshal(productJSON(p.it, p.attrs, price))
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, string(doc))
 	}
 	out := map[string]any{"FormatVersion": "aws_v1", "PriceList": items}
 	if next != "" {

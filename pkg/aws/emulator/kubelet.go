@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
 	"github.com/tailor-sh/tailor/pkg/aws/userdata"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
@@ -139,12 +140,25 @@ func kubeletCapacity(it *instanceTypeInfo, lt *LaunchTemplate, kubeletDevice str
 		corev1.ResourceEphemeralStorage: disk,
 	}
 	// What the device plugins (NVIDIA, AMD, Neuron) register once the node is up.
-	if g := it.shape.GPU; g != nil && g.Count > 0 {
-		out[fake.GPUResource(g.Manufacturer)] = *resource.NewQuantity(g.Count, resource.DecimalSI)
+	if g := it.GPUInfo; g != nil {
+		for _, d := range g.GPUs {
+			if d.Count > 0 {
+				out[fake.GPUResource(d.Manufacturer)] = *resource.NewQuantity(d.Count, resource.DecimalSI)
+			}
+		}
 	}
-	if n := it.shape.Neuron; n != nil && n.Count > 0 {
-		out[awsv1.ResourceAWSNeuron] = *resource.NewQuantity(n.Count, resource.DecimalSI)
-		out[awsv1.ResourceAWSNeuronCore] = *resource.NewQuantity(n.Count*n.CoresPerDevice, resource.DecimalSI)
+	if n := it.NeuronInfo; n != nil {
+		for _, d := range n.NeuronDevices {
+			if d.Count > 0 {
+				out[awsv1.ResourceAWSNeuron] = *resource.NewQuantity(d.Count, resource.DecimalSI)
+				out[awsv1.ResourceAWSNeuronCore] = *resource.NewQuantity(d.Count*d.CoreInfo.Count, resource.DecimalSI)
+			}
+		}
+	}
+	// The VPC resource controller advertises the branch ENIs of trunking types, for security
+	// groups for pods.
+	if t := ec2facts.Lookup(it.InstanceType); t != nil && t.Trunking && t.BranchENIs > 0 {
+		out[awsv1.ResourceAWSPodENI] = *resource.NewQuantity(int64(t.BranchENIs), resource.DecimalSI)
 	}
 	// The EFA device plugin finds one device per EFA interface the instance was launched with.
 	if n := efaInterfaces(lt); n > 0 {

@@ -9,17 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
 )
-
-// windowsLicensePerVCPUHour is what a Windows Server licence adds to an instance's hourly price,
-// per vCPU, on demand and on spot alike. SIMULATED after EC2's published list prices, where the
-// difference between a type's Windows and Linux prices grows with its vCPUs at about this rate.
-const windowsLicensePerVCPUHour = 0.046
-
-// windowsPrice is a type's Windows price given its Linux price.
-func windowsPrice(linux float64, vcpus int64) float64 {
-	return linux + windowsLicensePerVCPUHour*float64(vcpus)
-}
 
 // priceFor is the type's on-demand price for an operating system as the Pricing API names it
 // ("Linux" or "Windows"), or false for systems the emulator does not price.
@@ -28,7 +19,8 @@ func priceFor(it *instanceTypeInfo, os string, linux float64) (float64, bool) {
 	case "Linux":
 		return linux, true
 	case "Windows":
-		return windowsPrice(linux, it.VCPUInfo.DefaultVCPUs), true
+		// The snapshot has no Windows prices; its documented rule adds the licence per vCPU.
+		return ec2facts.Windows(linux, int32(it.VCPUInfo.DefaultVCPUs)), true
 	}
 	return 0, false
 }

@@ -101,6 +101,9 @@ func seedWorld(cluster, k8sVersion string, zones []fake.Zone, now time.Time) wor
 		{"amazon-eks-node-" + k8sVersion + "-v" + release, "x86_64", eks + "/amazon-linux-2/recommended/image_id"},
 		{"amazon-eks-arm64-node-" + k8sVersion + "-v" + release, "arm64", eks + "/amazon-linux-2-arm64/recommended/image_id"},
 		{"amazon-eks-gpu-node-" + k8sVersion + "-v" + release, "x86_64", eks + "/amazon-linux-2-gpu/recommended/image_id"},
+		// Last, so the images above keep their IDs: EKS publishes an arm64 NVIDIA AL2023 image
+		// for the Graviton GPU types (g5g).
+		{"amazon-eks-node-al2023-arm64-nvidia-" + k8sVersion + "-v" + release, "arm64", eks + "/amazon-linux-2023/arm64/nvidia/recommended/image_id"},
 	} {
 		id := fmt.Sprintf("ami-%017x", i+1)
 		w.images = append(w.images, &Image{ID: id, Name: img.name, Architecture: img.arch, OwnerID: AccountID,

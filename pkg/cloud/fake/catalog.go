@@ -98,6 +98,8 @@ func newInstanceType(s Shape, zones []string) *cloud.InstanceType {
 	if s.Hypervisor != "" {
 		labels[awsv1.LabelInstanceHypervisor] = s.Hypervisor
 	}
+	// As the AWS provider: Karpenter's key on every type, the old key on flex types only.
+	labels[awsv1.LabelInstanceCapabilityFlex] = strconv.FormatBool(strings.Contains(s.Family, "-flex"))
 	if strings.Contains(s.Family, "-flex") {
 		labels[awsv1.LabelInstanceCapacityFlex] = "true"
 	}

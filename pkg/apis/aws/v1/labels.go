@@ -29,9 +29,15 @@ const (
 	LabelInstanceHypervisor                   = Group + "/instance-hypervisor" // nitro, xen, "" for metal
 	LabelInstanceEncryptionInTransitSupported = Group + "/instance-encryption-in-transit-supported"
 	LabelInstanceLocalNVME                    = Group + "/instance-local-nvme" // GB
-	LabelInstanceCapacityFlex                 = Group + "/instance-capacity-flex"
-	LabelCapacityReservationID                = Group + "/capacity-reservation-id"
-	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
+	// LabelInstanceCapabilityFlex is "true" on flex types (m7i-flex) and "false" on every
+	// other, as Karpenter v1.7+ names and sets it.
+	LabelInstanceCapabilityFlex = Group + "/instance-capability-flex"
+	// LabelInstanceCapacityFlex is the key Tailor used before Karpenter's v1.7 name. Deprecated:
+	// still accepted and still set ("true" on flex types only, as before) so NodePools that use
+	// it keep matching; Tailor logs a warning for each NodePool that does.
+	LabelInstanceCapacityFlex    = Group + "/instance-capacity-flex"
+	LabelCapacityReservationID   = Group + "/capacity-reservation-id"
+	LabelCapacityReservationType = Group + "/capacity-reservation-type"
 	// LabelTopologyZoneID is the zone ID (use1-az1), the same physical zone in every account.
 	LabelTopologyZoneID = "topology.k8s.aws/zone-id"
 	// LabelNodeClass names the EC2NodeClass a node was launched from. It is set by Tailor, not
@@ -62,6 +68,7 @@ var WellKnownLabels = sets.New(
 	LabelInstanceHypervisor,
 	LabelInstanceEncryptionInTransitSupported,
 	LabelInstanceLocalNVME,
+	LabelInstanceCapabilityFlex,
 	LabelInstanceCapacityFlex,
 	LabelCapacityReservationID,
 	LabelCapacityReservationType,
