@@ -1,0 +1,151 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+)
+
+// TestDomainsNodePoolsCanCreate: the values of a topology key that NodePools allow, through their
+// requirements and template labels, are domains of a spread before any node carries them, as in
+// Karpenter's topology. Which pools count for a pod is the plugin's to say: the empty domains
+// carry each pool's labels and taints, so nodeAffinityPolicy and nodeTaintsPolicy pick them as
+// they pick nodes.
+func TestDomainsNodePoolsCanCreate(t *testing.T) {
+	const key = "capacity-spread"
+	dns := corev1.DoNotSchedule
+	spot := newPool("spot", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot),
+		requirement(key, corev1.NodeSelectorOpIn, "2", "3", "4", "5"))
+	onDemand := newPool("on-demand", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
+		requirement(key, corev1.NodeSelectorOpIn, "1"))
+	// The same split, the on-demand value given by a template label instead of a requirement.
+	onDemandLabelled := newPool("on-demand", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
+	onDemandLabelled.NodePool.Spec.Template.Labels = map[string]string{key: "1"}
+	// Two tainted pools that share the value foo and own bar and baz.
+	const label, taintKey = "fake-label", "taint-key"
+	shared := func(i int, values ...string) Pool {
+		return newPool(fmt.Sprintf("pool-%d", i), requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpExists),
+			requirement(label, corev1.NodeSelectorOpIn, values...),
+			tainted(corev1.Taint{Key: taintKey, Value: fmt.Sprintf("nodepool-%d", i), Effect: corev1.TaintEffectNoSchedule}))
+	}
+	toleratesPool := func(i int) podOpt {
+		return tolerating(corev1.Toleration{Key: taintKey, Operator: corev1.TolerationOpEqual, Value: fmt.Sprintf("nodepool-%d", i), Effect: corev1.TaintEffectNoSchedule})
+	}
+	honour := spread("web", label, 1, dns, taintsPolicy(corev1.NodeInclusionPolicyHonor))
+	cases := []struct {
+		name    string
+		pools   []Pool
+		pending []*corev1.Pod
+		key     string
+		// want counts the pods per domain of key; pool names the pool of each domain's claims
+		// when set; shape, when set, is want's counts sorted, for cases where Karpenter pins the
+		// multiset and not which value gets which count.
+		want  map[string]int
+		pool  map[string]string
+		shape []int
+	}{
+		{name: "spot to on-demand ratio over a custom key", pools: []Pool{spot, onDemand},
+			pending: replicas(20, "web", "500m", "512Mi", spread("web", key, 1, dns)), key: key,
+			want: map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4},
+			pool: map[string]string{"1": "on-demand", "2": "spot", "3": "spot", "4": "spot", "5": "spot"}},
+		{name: "the on-demand value from a template label", pools: []Pool{spot, onDemandLabelled},
+			pending: replicas(20, "web", "500m", "512Mi", spread("web", key, 1, dns)), key: key,
+			want: map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4},
+			pool: map[string]string{"1": "on-demand", "2": "spot", "3": "spot", "4": "spot", "5": "spot"}},
+		// Karpenter's "mutually exclusive NodePools (by taints) share domains": each group of pods
+		// counts the nodes it tolerates, so two spread over foo and bar, four over foo and baz.
+		{name: "tainted pools share a value, nodeTaintsPolicy Honor", pools: []Pool{shared(0, "foo", "bar"), shared(1, "foo", "baz")},
+			pending: append(replicas(2, "web", "500m", "512Mi", honour, toleratesPool(0)),
+				renamed("other", replicas(4, "web", "500m", "512Mi", honour, toleratesPool(1)))...),
+			key: label, shape: []int{1, 2, 3}},
+		// Zones a pool's template label pins count alone.
+		{name: "zone spread in a pool held to one zone by its template label", pools: []Pool{zoneLabelled(fake.ZoneB)},
+			pending: replicas(3, "web", "500m", "512Mi", spread("web", corev1.LabelTopologyZone, 1, dns)), key: corev1.LabelTopologyZone,
+			want: map[string]int{fake.ZoneB: 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Pending: tc.pending, Pools: tc.pools}
+			plan := testPlanner(t).Plan(context.Background(), in)
+			placedOnce(t, plan, tc.pending)
+			got := podsPerDomain(t, plan, tc.key)
+			if tc.shape != nil {
+				counts := slices.Sorted(maps.Values(got))
+				if !slices.Equal(counts, tc.shape) {
+					t.Errorf("pods per %s: %v, want the counts %v; %s", tc.key, got, tc.shape, summary(plan))
+				}
+			} else if !maps.Equal(got, tc.want) {
+				t.Errorf("pods per %s: %v, want %v; %s", tc.key, got, tc.want, summary(plan))
+			}
+			for _, pc := range plan.Claims {
+				v := settledOn(t, pc, tc.key)
+				if want, ok := tc.pool[v]; ok && pc.NodePool.Name != want {
+					t.Errorf("a claim in %s=%s comes from NodePool %s, want %s", tc.key, v, pc.NodePool.Name, want)
+				}
+				// The NodeClaim says which domain its node is in: the cloud cannot pick another.
+				claim := NewNodeClaim(pc)
+				if tc.key != corev1.LabelTopologyZone && claim.Labels[tc.key] != v {
+					t.Errorf("NodeClaim labels %s=%q, want %q", tc.key, claim.Labels[tc.key], v)
+				}
+			}
+			verifyPlan(t, sim, in, plan)
+		})
+	}
+}
+
+// TestTemplateLabelsAreRequirements: a NodePool's template labels hold its nodes to those values
+// as requirements do, well-known keys included: a pool labelled with a zone launches there only,
+// and a pod that needs another zone is refused by it.
+func TestTemplateLabelsAreRequirements(t *testing.T) {
+	zone := corev1.LabelTopologyZone
+	pool := zoneLabelled(fake.ZoneB)
+	t.Run("launches in the labelled zone", func(t *testing.T) {
+		pending := replicas(3, "web", "500m", "512Mi")
+		in := Input{Pending: pending, Pools: []Pool{pool}}
+		plan := testPlanner(t).Plan(context.Background(), in)
+		placedOnce(t, plan, pending)
+		for _, pc := range plan.Claims {
+			everyOption(t, pc, "in "+fake.ZoneB, func(_ *cloud.InstanceType, o cloud.Offering) bool { return o.Zone == fake.ZoneB })
+			claim := NewNodeClaim(pc)
+			if claim.Labels[zone] != fake.ZoneB {
+				t.Errorf("NodeClaim labels %s=%q, want %q", zone, claim.Labels[zone], fake.ZoneB)
+			}
+		}
+		verifyPlan(t, sim, in, plan)
+	})
+	t.Run("refuses a pod that needs another zone", func(t *testing.T) {
+		pod := newPod("p", "500m", "512Mi", nodeSelector(zone, fake.ZoneA))
+		plan := testPlanner(t).Plan(context.Background(), Input{Pending: []*corev1.Pod{pod}, Pools: []Pool{pool}})
+		if len(plan.Claims) != 0 || len(plan.Unplaceable) != 1 {
+			t.Fatalf("want the pod unplaceable; got %s", summary(plan))
+		}
+		if reasonsOf(t, plan, pod)[pool.NodePool.Name] == "" {
+			t.Errorf("no reason given for NodePool %s", pool.NodePool.Name)
+		}
+	})
+}
+
+// zoneLabelled is a NodePool whose template labels put its nodes in zone.
+func zoneLabelled(zone string) Pool {
+	p := newPool("zoned")
+	p.NodePool.Spec.Template.Labels = map[string]string{corev1.LabelTopologyZone: zone}
+	return p
+}
+
+// renamed gives the pods names and UIDs that start with prefix, to mix two sets of replicas.
+func renamed(prefix string, pods []*corev1.Pod) []*corev1.Pod {
+	for i, p := range pods {
+		p.Name = fmt.Sprintf("%s-%d", prefix, i)
+		p.UID = types.UID("uid-" + p.Name)
+	}
+	return pods
+}
