@@ -49,9 +49,10 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 		// want counts the pods per domain of key; pool names the pool of each domain's claims
 		// when set; shape, when set, is want's counts sorted, for cases where Karpenter pins the
 		// multiset and not which value gets which count.
-		want  map[string]int
-		pool  map[string]string
-		shape []int
+		want        map[string]int
+		pool        map[string]string
+		shape       []int
+		unplaceable int
 	}{
 		{name: "spot to on-demand ratio over a custom key", pools: []Pool{spot, onDemand},
 			pending: replicas(20, "web", "500m", "512Mi", spread("web", key, 1, dns)), key: key,
@@ -61,6 +62,14 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 			pending: replicas(20, "web", "500m", "512Mi", spread("web", key, 1, dns)), key: key,
 			want: map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4},
 			pool: map[string]string{"1": "on-demand", "2": "spot", "3": "spot", "4": "spot", "5": "spot"}},
+		// nodeAffinityPolicy Honor (the default): pods that need spot count the spot pool's values.
+		{name: "pods that select spot count the spot pool's values", pools: []Pool{spot, onDemand},
+			pending: replicas(8, "web", "500m", "512Mi", nodeSelector(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeSpot), spread("web", key, 1, dns)), key: key,
+			want: map[string]int{"2": 2, "3": 2, "4": 2, "5": 2}},
+		// Five values, fewer than minDomains: the global minimum is 0, so each takes one replica.
+		{name: "minDomains above the values the pools offer", pools: []Pool{spot, onDemand},
+			pending: replicas(6, "web", "500m", "512Mi", spread("web", key, 1, dns, minDomains(6))), key: key,
+			want: map[string]int{"1": 1, "2": 1, "3": 1, "4": 1, "5": 1}, unplaceable: 1},
 		// Karpenter's "mutually exclusive NodePools (by taints) share domains": each group of pods
 		// counts the nodes it tolerates, so two spread over foo and bar, four over foo and baz.
 		{name: "tainted pools share a value, nodeTaintsPolicy Honor", pools: []Pool{shared(0, "foo", "bar"), shared(1, "foo", "baz")},
@@ -76,7 +85,14 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Pending: tc.pending, Pools: tc.pools}
 			plan := testPlanner(t).Plan(context.Background(), in)
-			placedOnce(t, plan, tc.pending)
+			if tc.unplaceable == 0 {
+				placedOnce(t, plan, tc.pending)
+			} else if len(plan.Unplaceable) != tc.unplaceable {
+				t.Fatalf("want %d pods unplaceable; got %s", tc.unplaceable, summary(plan))
+			}
+			for _, u := range plan.Unplaceable {
+				reasonContains(t, plan, u.Pod, "didn't match pod topology spread constraints")
+			}
 			got := podsPerDomain(t, plan, tc.key)
 			if tc.shape != nil {
 				counts := slices.Sorted(maps.Values(got))
@@ -148,4 +164,30 @@ func renamed(prefix string, pods []*corev1.Pod) []*corev1.Pod {
 		p.UID = types.UID("uid-" + p.Name)
 	}
 	return pods
+}
+
+// TestDomainsBesideAClaimInFlight: the ratio recipe planned in two batches, as a ReplicaSet
+// creates its pods. The first replica's claim, in value 1, is in flight; the other values are
+// still only values the spot pool can create, and the rest of the replicas spread over all five.
+func TestDomainsBesideAClaimInFlight(t *testing.T) {
+	const key = "capacity-spread"
+	spot := newPool("spot", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot),
+		requirement(key, corev1.NodeSelectorOpIn, "2", "3", "4", "5"))
+	onDemand := newPool("on-demand", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
+		requirement(key, corev1.NodeSelectorOpIn, "1"))
+	first := zonedNode("on-demand-1", fake.ZoneA, "16", "64Gi")
+	first.Labels[key], first.Labels[karpv1.CapacityTypeLabelKey], first.Labels[karpv1.NodePoolLabelKey] = "1", karpv1.CapacityTypeOnDemand, "on-demand"
+	all := replicas(20, "web", "500m", "512Mi", spread("web", key, 1, corev1.DoNotSchedule))
+	in := Input{Pending: all[1:], Nodes: []*corev1.Node{first}, Pods: []*corev1.Pod{onNode(all[0], first.Name)},
+		InFlight: map[string]string{first.Name: "claim-1"}, Pools: []Pool{onDemand, spot}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	if len(plan.Unplaceable) != 0 || len(plan.FitsExisting) != 0 {
+		t.Fatalf("want every pod on capacity in flight or new; got %s", summary(plan))
+	}
+	got := podsPerDomain(t, plan, key)
+	got["1"] += 1 + len(plan.InFlight["claim-1"])
+	if want := map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4}; !maps.Equal(got, want) {
+		t.Errorf("replicas per %s: %v, want %v; %s", key, got, want, summary(plan))
+	}
+	verifyPlan(t, sim, in, plan)
 }
