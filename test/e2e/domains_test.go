@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +134,24 @@ func TestZoneTemplateLabelHoldsTheNodePool(t *testing.T) {
 				t.Errorf("NodeClaim %s requires %s %s %v, want In [%s]", c.Name, r.Key, r.Operator, r.Values, fake.ZoneB)
 			}
 		}
+	}
+}
+
+// TestConflictingTemplateLabelIsRefused: a NodePool whose template label its own requirements
+// refuse is refused by the API server, which names the field.
+func TestConflictingTemplateLabelIsRefused(t *testing.T) {
+	e := newEnv(t)
+	path := filepath.Join("testdata", "domains", "conflicting-label.yaml")
+	err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{path}, nil)
+	if err == nil {
+		t.Fatal("the API server admitted a NodePool whose template label its requirements refuse")
+	}
+	for _, want := range []string{"spec.template.metadata.labels", "spec.template.spec.requirements"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not name %s", err, want)
+		}
+	}
+	if _, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, "conflicting", metav1.GetOptions{}); err == nil {
+		t.Error("NodePool conflicting exists")
 	}
 }
