@@ -146,6 +146,7 @@ func TestConflictingTemplateLabelIsRefused(t *testing.T) {
 	if err == nil {
 		t.Fatal("the API server admitted a NodePool whose template label its requirements refuse")
 	}
+	t.Logf("refused: %v", err)
 	for _, want := range []string{"spec.template.metadata.labels", "spec.template.spec.requirements"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not name %s", err, want)
