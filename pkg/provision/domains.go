@@ -16,7 +16,9 @@ import (
 //
 // So, when weighing new claims for a pod that spreads (as Karpenter does), the plan also shows
 // the plugins one empty node per zone, capacity type and architecture each NodePool may launch
-// in: a domain with no pods. They are never a place for a pod, only something to count. Existing
+// in, and per value of a custom key the pool leaves to its claims: a domain with no pods, for
+// every key the pool's labels give (docs/semantics-domains.md). They are never a place for a
+// pod, only something to count. Existing
 // nodes are weighed without them, as the scheduler itself sees the cluster; nodes in flight with
 // them, as new capacity, and without them, as the scheduler will weigh the pod there.
 //
