@@ -84,7 +84,7 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 			newPool("plain", requirement(label, corev1.NodeSelectorOpIn, "foo")),
 			newPool("tainted", requirement(label, corev1.NodeSelectorOpIn, "bar"), taint(taintKey))},
 			pending: replicas(2, "web", "500m", "512Mi", spread("web", label, 1, dns, taintsPolicy(corev1.NodeInclusionPolicyIgnore))),
-			key: label, want: map[string]int{"foo": 2}},
+			key:     label, want: map[string]int{"foo": 2}},
 		// Zones a pool's template label pins count alone.
 		{name: "zone spread in a pool held to one zone by its template label", pools: []Pool{zoneLabelled(fake.ZoneB)},
 			pending: replicas(3, "web", "500m", "512Mi", spread("web", corev1.LabelTopologyZone, 1, dns)), key: corev1.LabelTopologyZone,
