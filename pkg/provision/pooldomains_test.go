@@ -40,6 +40,8 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 	toleratesPool := func(i int) podOpt {
 		return tolerating(corev1.Toleration{Key: taintKey, Operator: corev1.TolerationOpEqual, Value: fmt.Sprintf("nodepool-%d", i), Effect: corev1.TaintEffectNoSchedule})
 	}
+	plainFoo := newPool("plain", requirement(label, corev1.NodeSelectorOpIn, "foo"))
+	taintedBar := newPool("tainted", requirement(label, corev1.NodeSelectorOpIn, "bar"), taint(taintKey))
 	honour := spread("web", label, 1, dns, taintsPolicy(corev1.NodeInclusionPolicyHonor))
 	cases := []struct {
 		name    string
@@ -80,11 +82,9 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 		// value bar counts, and no pod can go there. Karpenter leaves the second replica Pending;
 		// the scheduler, which knows only the nodes there are, takes it in foo, and so does the
 		// plan (domains.go: the empty domains yield to the scheduler's view).
-		{name: "a tainted pool's value under nodeTaintsPolicy Ignore", pools: []Pool{
-			newPool("plain", requirement(label, corev1.NodeSelectorOpIn, "foo")),
-			newPool("tainted", requirement(label, corev1.NodeSelectorOpIn, "bar"), taint(taintKey))},
-			pending: replicas(2, "web", "500m", "512Mi", spread("web", label, 1, dns, taintsPolicy(corev1.NodeInclusionPolicyIgnore))),
-			key:     label, want: map[string]int{"foo": 2}},
+		{name: "a tainted pool's value under nodeTaintsPolicy Ignore", pools: []Pool{plainFoo, taintedBar},
+			pending: replicas(2, "web", "500m", "512Mi", spread("web", label, 1, dns, taintsPolicy(corev1.NodeInclusionPolicyIgnore))), key: label,
+			want: map[string]int{"foo": 2}},
 		// Zones a pool's template label pins count alone.
 		{name: "zone spread in a pool held to one zone by its template label", pools: []Pool{zoneLabelled(fake.ZoneB)},
 			pending: replicas(3, "web", "500m", "512Mi", spread("web", corev1.LabelTopologyZone, 1, dns)), key: corev1.LabelTopologyZone,
