@@ -95,19 +95,24 @@ func (ps *poolState) domainChoices(reads func(key string) bool) []labelChoice {
 	return out
 }
 
-// readBySpreaders returns whether a pending pod that spreads (the pods the empty domains are
-// shown to) reads key: in its node selector or node affinity, required or preferred (a shape of
-// the pod may require what it prefers), or as a topology key. The empty domains carry values of
-// those keys only, so that a pool with many free keys the pods ignore adds no more of them.
+// readBySpreaders returns whether a pending pod that spreads reads key: in its node selector or
+// node affinity, required or preferred (a shape of the pod may require what it prefers), or as a
+// topology key. A pod spreads when it has spread constraints, ScheduleAnyway ones included (the
+// strictest shape of its preference ladder treats them as DoNotSchedule, and is shown the empty
+// domains), or the profile's default ones apply to it. The empty domains carry values of those
+// keys only, so that a pool with many free keys the pods ignore adds no more of them.
 func readBySpreaders(pending []*corev1.Pod, rel *relevance, defaultKeys []string) func(string) bool {
 	read := map[string]bool{}
 	for _, p := range pending {
-		if !spreads(p, defaultKeys) {
+		if len(p.Spec.TopologySpreadConstraints) == 0 && len(defaultKeys) == 0 {
 			continue
 		}
 		k := rel.keys(p)
 		for _, key := range append(slices.Clone(k.selector), k.topology...) {
 			read[key] = true
+		}
+		for _, c := range p.Spec.TopologySpreadConstraints {
+			read[c.TopologyKey] = true
 		}
 		if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 			for _, t := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {

@@ -64,6 +64,10 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 			pending: replicas(20, "web", "500m", "512Mi", spread("web", key, 1, dns)), key: key,
 			want: map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4},
 			pool: map[string]string{"1": "on-demand", "2": "spot", "3": "spot", "4": "spot", "5": "spot"}},
+		// Karpenter treats ScheduleAnyway as required until it cannot be met (preferences.go).
+		{name: "ScheduleAnyway over the custom key", pools: []Pool{spot, onDemand},
+			pending: replicas(20, "web", "500m", "512Mi", spread("web", key, 1, corev1.ScheduleAnyway)), key: key,
+			want: map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4}},
 		// nodeAffinityPolicy Honor (the default): pods that need spot count the spot pool's values.
 		{name: "pods that select spot count the spot pool's values", pools: []Pool{spot, onDemand},
 			pending: replicas(8, "web", "500m", "512Mi", nodeSelector(karpv1.CapacityTypeLabelKey, karpv1.CapacityTypeSpot), spread("web", key, 1, dns)), key: key,
@@ -177,26 +181,31 @@ func renamed(prefix string, pods []*corev1.Pod) []*corev1.Pod {
 
 // TestDomainsBesideAClaimInFlight: the ratio recipe planned in two batches, as a ReplicaSet
 // creates its pods. The first replica's claim, in value 1, is in flight; the other values are
-// still only values the spot pool can create, and the rest of the replicas spread over all five.
+// still only values the spot pool can create, and the rest of the replicas spread over all five,
+// under ScheduleAnyway too, which Karpenter treats as required until it cannot be met.
 func TestDomainsBesideAClaimInFlight(t *testing.T) {
 	const key = "capacity-spread"
 	spot := newPool("spot", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot),
 		requirement(key, corev1.NodeSelectorOpIn, "2", "3", "4", "5"))
 	onDemand := newPool("on-demand", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
 		requirement(key, corev1.NodeSelectorOpIn, "1"))
-	first := zonedNode("on-demand-1", fake.ZoneA, "16", "64Gi")
-	first.Labels[key], first.Labels[karpv1.CapacityTypeLabelKey], first.Labels[karpv1.NodePoolLabelKey] = "1", karpv1.CapacityTypeOnDemand, "on-demand"
-	all := replicas(20, "web", "500m", "512Mi", spread("web", key, 1, corev1.DoNotSchedule))
-	in := Input{Pending: all[1:], Nodes: []*corev1.Node{first}, Pods: []*corev1.Pod{onNode(all[0], first.Name)},
-		InFlight: map[string]string{first.Name: "claim-1"}, Pools: []Pool{onDemand, spot}}
-	plan := testPlanner(t).Plan(context.Background(), in)
-	if len(plan.Unplaceable) != 0 || len(plan.FitsExisting) != 0 {
-		t.Fatalf("want every pod on capacity in flight or new; got %s", summary(plan))
+	for _, when := range []corev1.UnsatisfiableConstraintAction{corev1.DoNotSchedule, corev1.ScheduleAnyway} {
+		t.Run(string(when), func(t *testing.T) {
+			first := zonedNode("on-demand-1", fake.ZoneA, "16", "64Gi")
+			first.Labels[key], first.Labels[karpv1.CapacityTypeLabelKey], first.Labels[karpv1.NodePoolLabelKey] = "1", karpv1.CapacityTypeOnDemand, "on-demand"
+			all := replicas(20, "web", "500m", "512Mi", spread("web", key, 1, when))
+			in := Input{Pending: all[1:], Nodes: []*corev1.Node{first}, Pods: []*corev1.Pod{onNode(all[0], first.Name)},
+				InFlight: map[string]string{first.Name: "claim-1"}, Pools: []Pool{onDemand, spot}}
+			plan := testPlanner(t).Plan(context.Background(), in)
+			if len(plan.Unplaceable) != 0 || len(plan.FitsExisting) != 0 {
+				t.Fatalf("want every pod on capacity in flight or new; got %s", summary(plan))
+			}
+			got := podsPerDomain(t, plan, key)
+			got["1"] += 1 + len(plan.InFlight["claim-1"])
+			if want := map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4}; !maps.Equal(got, want) {
+				t.Errorf("replicas per %s: %v, want %v; %s", key, got, want, summary(plan))
+			}
+			verifyPlan(t, sim, in, plan)
+		})
 	}
-	got := podsPerDomain(t, plan, key)
-	got["1"] += 1 + len(plan.InFlight["claim-1"])
-	if want := map[string]int{"1": 4, "2": 4, "3": 4, "4": 4, "5": 4}; !maps.Equal(got, want) {
-		t.Errorf("replicas per %s: %v, want %v; %s", key, got, want, summary(plan))
-	}
-	verifyPlan(t, sim, in, plan)
 }
