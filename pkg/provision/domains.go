@@ -18,9 +18,9 @@ import (
 // the plugins one empty node per zone, capacity type and architecture each NodePool may launch
 // in, and per value of a custom key the pool leaves to its claims: a domain with no pods, for
 // every key the pool's labels give (docs/semantics-domains.md). They are never a place for a
-// pod, only something to count. Existing
-// nodes are weighed without them, as the scheduler itself sees the cluster; nodes in flight with
-// them, as new capacity, and without them, as the scheduler will weigh the pod there.
+// pod, only something to count. Existing nodes are weighed without them, as the scheduler itself
+// sees the cluster; nodes in flight with them, as new capacity, and without them, as the
+// scheduler will weigh the pod there.
 //
 // The scheduler does not count them: it knows the domains of the nodes there are. So the domains
 // are a preference, honoured where new capacity can honour them, like those of preferences.go.
