@@ -125,6 +125,21 @@ func TestNodePoolValidation(t *testing.T) {
 		{name: "bad label value", patch: `spec: {template: {metadata: {labels: {example.com/team: "a b"}}}}`,
 			field: "spec.template.metadata.labels", fragment: "should match"},
 		{name: "custom label", patch: `spec: {template: {metadata: {labels: {example.com/team: a, node.kubernetes.io/role: b}}}}`},
+		// Template labels are requirements too: one the requirements on its key refuse is refused.
+		{name: "zone label outside the zone requirement", patch: labelled(`topology.kubernetes.io/zone: us-west-2b`, `{key: topology.kubernetes.io/zone, operator: In, values: [us-west-2a]}`),
+			field: "spec.template.metadata.labels", fragment: "must satisfy every requirement on its key in spec.template.spec.requirements"},
+		{name: "zone label within the zone requirement", patch: labelled(`topology.kubernetes.io/zone: us-west-2b`, `{key: topology.kubernetes.io/zone, operator: In, values: [us-west-2a, us-west-2b]}`)},
+		{name: "custom label NotIn", patch: labelled(`example.com/team: a`, `{key: example.com/team, operator: NotIn, values: [a]}`),
+			field: "spec.template.metadata.labels", fragment: "spec.template.spec.requirements"},
+		{name: "custom label DoesNotExist", patch: labelled(`example.com/team: a`, `{key: example.com/team, operator: DoesNotExist}`),
+			field: "spec.template.metadata.labels", fragment: "spec.template.spec.requirements"},
+		{name: "custom label Exists", patch: labelled(`example.com/team: a`, `{key: example.com/team, operator: Exists}`)},
+		{name: "label below Gt", patch: labelled(`karpenter.k8s.aws/instance-generation: "5"`, `{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["5"]}`),
+			field: "spec.template.metadata.labels", fragment: "spec.template.spec.requirements"},
+		{name: "label within Gte", patch: labelled(`karpenter.k8s.aws/instance-generation: "5"`, `{key: karpenter.k8s.aws/instance-generation, operator: Gte, values: ["5"]}`)},
+		{name: "label not a number under Lt", patch: labelled(`karpenter.k8s.aws/instance-cpu: many`, `{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["8"]}`),
+			field: "spec.template.metadata.labels", fragment: "spec.template.spec.requirements"},
+		{name: "label on a key no requirement names", patch: labelled(`example.com/team: a`, `{key: karpenter.sh/capacity-type, operator: In, values: [spot]}`)},
 		{name: "taint with unknown effect", patch: `spec: {template: {spec: {taints: [{key: example.com/gpu, effect: NoPlease}]}}}`,
 			field: "spec.template.spec.taints[0].effect", fragment: "Unsupported value"},
 		{name: "startup taint with bad key", patch: `spec: {template: {spec: {startupTaints: [{key: "-bad", effect: NoSchedule}]}}}`,
@@ -148,6 +163,11 @@ func TestNodePoolValidation(t *testing.T) {
 			expectRefused(t, errs, tc.field, tc.fragment)
 		})
 	}
+}
+
+// labelled is a patch that sets one template label and one requirement.
+func labelled(label, requirement string) string {
+	return "spec: {template: {metadata: {labels: {" + label + "}}, spec: {requirements: [" + requirement + "]}}}"
 }
 
 func TestNodePoolNodeClassRefImmutableKind(t *testing.T) {

@@ -1,6 +1,8 @@
 package provision
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,7 +99,7 @@ func newPoolState(p Pool) *poolState {
 	if p.prepared != nil {
 		return p.prepared.state(p)
 	}
-	ps := &poolState{Pool: p, reqs: scheduling.NodeSelectorRequirements(p.NodePool.Spec.Template.Spec.Requirements)}
+	ps := &poolState{Pool: p, reqs: poolRequirements(p.NodePool)}
 	sel, err := scheduling.NewSelector(ps.reqs)
 	if err != nil {
 		// Admission validates requirements, so this is a pool the API server should have refused;
@@ -234,6 +236,21 @@ func dominates(a, b *framework.Resource) bool {
 		}
 	}
 	return true
+}
+
+// poolRequirements are the requirements every node of the pool meets: the template's, and its
+// template labels, each as an In requirement on its one value, as Karpenter turns them into
+// requirements. A template label on a well-known key (topology.kubernetes.io/zone, kubernetes.io/arch,
+// an instance-type label) so narrows the offerings as a requirement would: a pool labelled with a
+// zone launches there only. Admission refuses a label that its requirements on the same key do
+// not allow; a pool stored before that rule offers nothing then, rather than nodes that break one
+// or the other.
+func poolRequirements(np *karpv1.NodePool) []corev1.NodeSelectorRequirement {
+	reqs := scheduling.NodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
+	for _, k := range slices.Sorted(maps.Keys(np.Spec.Template.Labels)) {
+		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{np.Spec.Template.Labels[k]}})
+	}
+	return reqs
 }
 
 // namesCapacityType says whether the requirements constrain karpenter.sh/capacity-type. As in

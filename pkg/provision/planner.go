@@ -198,7 +198,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	pl.reserveDaemonsInFlight(ctx, snapshot, nodeInfos, in.InFlight)
 	selectorKeys, defaultKeys := pl.sim.ProfileNodeKeys()
 	rel := newRelevance(selectorKeys, defaultKeys, in.Pending, in.Pods, in.DaemonSets)
-	domains := emptyDomains(pools)
+	domains := emptyDomains(pools, readBySpreaders(in.Pending, rel, defaultKeys))
 	var open []*openClaim
 	var rooms claimRooms
 	kinds := kindIDs{}

@@ -66,7 +66,7 @@ func NewFitter(ctx context.Context, cp cloud.CloudProvider, r *Reading) (*Fitter
 					continue
 				}
 				node := templateNode(pool, it, o)
-				if !sel.Matches(node.Labels) {
+				if !sel.Matches(node.Labels) || !keepsTemplateLabels(pool, node) {
 					continue
 				}
 				f.offerings = append(f.offerings, offering{pool: pool, it: it, node: node, daemons: f.daemonsOn(ctx, node, r.DaemonSets)})
@@ -74,6 +74,18 @@ func NewFitter(ctx context.Context, cp cloud.CloudProvider, r *Reading) (*Fitter
 		}
 	}
 	return f, nil
+}
+
+// keepsTemplateLabels reports whether the node keeps every template label of the pool: template
+// labels are requirements (as in Karpenter), so an offering whose type or zone says otherwise
+// (a pool labelled with one zone, an offering in another) is not one the pool launches.
+func keepsTemplateLabels(pool *karpv1.NodePool, node *corev1.Node) bool {
+	for k, v := range pool.Spec.Template.Labels {
+		if node.Labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // templateNode is the node an offering registers as: the pool's labels, the type's, zone,

@@ -108,7 +108,11 @@ var WellKnownDisruptionReasons = []DisruptionReason{
 // Limits caps a pool's total resources.
 type Limits corev1.ResourceList
 
-// NodeClaimTemplate is the metadata and spec that every NodeClaim of a pool starts from.
+// NodeClaimTemplate is the metadata and spec that every NodeClaim of a pool starts from. Its labels
+// are requirements too (as in Karpenter, each an In on its one value): a label that the
+// requirements on the same key refuse would leave the pool no node to launch, and is refused here,
+// where the user sees it, rather than found by the planner.
+// +kubebuilder:validation:XValidation:message="a label here must satisfy every requirement on its key in spec.template.spec.requirements: template labels are requirements too, and no node could carry both",rule="!has(self.metadata) || !has(self.metadata.labels) || !self.spec.requirements.exists(r, r.key in self.metadata.labels && ((r.operator == 'In' && !(has(r.values) && self.metadata.labels[r.key] in r.values)) || (r.operator == 'NotIn' && has(r.values) && self.metadata.labels[r.key] in r.values) || r.operator == 'DoesNotExist' || (r.operator in ['Gt', 'Gte', 'Lt', 'Lte'] && has(r.values) && size(r.values) == 1 && r.values[0].matches('^[0-9]{1,18}$') && (!self.metadata.labels[r.key].matches('^[0-9]{1,18}$') || (r.operator == 'Gt' && int(self.metadata.labels[r.key]) <= int(r.values[0])) || (r.operator == 'Gte' && int(self.metadata.labels[r.key]) < int(r.values[0])) || (r.operator == 'Lt' && int(self.metadata.labels[r.key]) >= int(r.values[0])) || (r.operator == 'Lte' && int(self.metadata.labels[r.key]) > int(r.values[0]))))))",fieldPath=".metadata.labels"
 type NodeClaimTemplate struct {
 	// ObjectMeta is embedded, as in Karpenter, so template.Labels reads naturally.
 	ObjectMeta `json:"metadata,omitempty"`
