@@ -78,6 +78,10 @@ func New(opts Options) *Controller {
 	if opts.ReplacementTimeout == 0 {
 		opts.ReplacementTimeout = 10 * time.Minute
 	}
+	if opts.Planner != nil {
+		// Drains ask Unplaceable from their own goroutines.
+		opts.Planner = &lockedPlanner{Planner: opts.Planner}
+	}
 	return &Controller{opts: opts, trigger: make(chan struct{}, 1)}
 }
 

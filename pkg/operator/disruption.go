@@ -3,6 +3,9 @@ package operator
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -102,4 +105,18 @@ func (o *Operator) buildDisruption(ctx context.Context, h fwk.Handle, profile *c
 func (o *Operator) runDisruption(ctx context.Context) {
 	o.wg.Go(func() { o.voluntary.consolidatable.Run(ctx) })
 	o.wg.Go(func() { o.voluntary.loop.Run(ctx) })
+}
+
+// placer re-checks a drain's evictions with the disruption loop (see termination.Placer), once
+// the loop is built; until then it holds nothing.
+type placer struct{ o *Operator }
+
+func (p placer) Unplaceable(ctx context.Context, node string, pods []*corev1.Pod) (map[types.UID]string, error) {
+	p.o.mu.Lock()
+	loop := p.o.voluntary.loop
+	p.o.mu.Unlock()
+	if loop == nil {
+		return nil, nil
+	}
+	return loop.Unplaceable(ctx, node, pods)
 }
