@@ -21,6 +21,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 )
 
@@ -49,7 +50,7 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1
 	}
 	now := c.opts.Clock.Now()
 	group := groups[0]
-	held := c.held(ctx, node, group, deadline, now)
+	held := c.held(ctx, node, claim, group, deadline, now)
 	blockedBy := make([]bool, len(group))
 	errs := make([]error, len(group))
 	workqueue.ParallelizeUntil(ctx, evictionsPerNode, len(group), func(i int) {
@@ -101,10 +102,15 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1
 }
 
 // held are the pods of group whose eviction waits for a place, with why (see Placer). Pods the
-// deadline makes the drain delete are not asked about. When the Placer cannot answer, nothing is
-// held: a drain must not stall on a lister or cloud error.
-func (c *Controller) held(ctx context.Context, node *corev1.Node, group []*corev1.Pod, deadline *time.Time, now time.Time) map[types.UID]string {
+// deadline makes the drain delete are not asked about, nor are those of an interrupted instance,
+// which the cloud takes away whatever the drain does: held there, they would only come back
+// later. When the Placer cannot answer, nothing is held: a drain must not stall on a lister or
+// cloud error.
+func (c *Controller) held(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, group []*corev1.Pod, deadline *time.Time, now time.Time) map[types.UID]string {
 	if c.opts.Placer == nil {
+		return nil
+	}
+	if claim != nil && claim.IsTrue(karpv1.ConditionTypeDisruptionReason) && claim.GetCondition(karpv1.ConditionTypeDisruptionReason).Reason == interruption.Method {
 		return nil
 	}
 	var ask []*corev1.Pod

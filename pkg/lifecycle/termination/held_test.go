@@ -14,6 +14,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
 )
 
 // placerFunc is a Placer that answers from a function.
@@ -25,7 +28,8 @@ func (f placerFunc) Unplaceable(_ context.Context, node string, pods []*corev1.P
 
 // A drain evicts only the pods that have a place afterwards: the Placer is asked just before, and
 // the pods it names stay until it answers otherwise, or until the node's deadline comes, when
-// they are deleted regardless and the Placer is not asked about them.
+// they are deleted regardless and the Placer is not asked about them. An interrupted instance
+// goes whatever the drain does: its pods are evicted without asking.
 func TestDrainHoldsTheEvictionsOfPodsWithNoPlace(t *testing.T) {
 	now := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
@@ -34,9 +38,12 @@ func TestDrainHoldsTheEvictionsOfPodsWithNoPlace(t *testing.T) {
 			Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	}
 	pods := []*corev1.Pod{pod("db-0"), pod("web-0")}
+	interrupted := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-a"}}
+	interrupted.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, interruption.Method, "spot interruption", now)
 	for _, tc := range []struct {
 		name     string
 		deadline *time.Time
+		claim    *karpv1.NodeClaim
 		asked    []string
 		evicted  []string
 		deleted  []string
@@ -44,6 +51,7 @@ func TestDrainHoldsTheEvictionsOfPodsWithNoPlace(t *testing.T) {
 	}{
 		{name: "no deadline", asked: []string{"db-0", "web-0"}, evicted: []string{"web-0"}, again: placementRetry},
 		{name: "deadline come", deadline: &now, deleted: []string{"db-0", "web-0"}},
+		{name: "interrupted", claim: interrupted, evicted: []string{"db-0", "web-0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := fake.NewClientset()
@@ -66,7 +74,7 @@ func TestDrainHoldsTheEvictionsOfPodsWithNoPlace(t *testing.T) {
 					}
 					return map[types.UID]string{"uid-db-0": "no node has the port"}
 				})}}
-			again, err := c.drain(context.Background(), node, nil, pods, tc.deadline)
+			again, err := c.drain(context.Background(), node, tc.claim, pods, tc.deadline)
 			if err != nil {
 				t.Fatal(err)
 			}
