@@ -74,11 +74,6 @@ func RunSeed(t *testing.T, seed uint64) {
 	findings = append(findings, comparePrice(ctx, t, cluster, r, dir)...)
 
 	// The scale-down half.
-	wasPending, pendingBefore := map[string]bool{}, map[string]int{}
-	for _, p := range r.Pending() {
-		wasPending[key(p)] = true
-		pendingBefore[replicaSetOf(p)]++
-	}
 	pdbs := WatchPDBs(ctx, cluster.Kube, workload.Namespace)
 	want := s.Pods()
 	for _, d := range s.Deployments {
@@ -109,8 +104,13 @@ func RunSeed(t *testing.T, seed uint64) {
 		return
 	}
 	last = r2
-	for _, p := range newlyPending(r2.Pending(), wasPending, pendingBefore) {
-		findings = append(findings, Finding{"pending-after-consolidation", key(p), "pending after the scale-down; " + schedulingMessage(p)})
+	disruptions, err := ReadDisruptions(ctx, cluster.Kube)
+	if err != nil {
+		t.Logf("seed %d: %v", seed, err)
+	}
+	for _, fd := range RanThenPending(r, r2, disruptions) {
+		fd.Check += "-after-scale-down"
+		findings = append(findings, fd)
 	}
 	if f, err = NewFitter(ctx, cluster.Cloud, r2); err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
@@ -246,34 +246,6 @@ func jobOf(pod *corev1.Pod) string {
 	for _, o := range pod.OwnerReferences {
 		if o.Kind == "Job" {
 			return o.Name
-		}
-	}
-	return ""
-}
-
-// newlyPending are the pods pending after the scale-down that were not before. Pods of one
-// ReplicaSet or Job are interchangeable: when consolidation moves a running one, the replacement
-// it gets may wait while an older sibling, pending all along, takes the room the move opened; no
-// more of them wait than before, so none is counted. A StatefulSet's pods are each their own.
-func newlyPending(pending []*corev1.Pod, wasPending map[string]bool, pendingBefore map[string]int) []*corev1.Pod {
-	now := map[string]int{}
-	for _, p := range pending {
-		now[replicaSetOf(p)]++
-	}
-	var out []*corev1.Pod
-	for _, p := range pending {
-		if set := replicaSetOf(p); !wasPending[key(p)] && (set == "" || now[set] > pendingBefore[set]) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// replicaSetOf names the ReplicaSet or Job that owns pod, or "" for pods that are each their own.
-func replicaSetOf(pod *corev1.Pod) string {
-	for _, o := range pod.OwnerReferences {
-		if o.Controller != nil && *o.Controller && (o.Kind == "ReplicaSet" || o.Kind == "Job") {
-			return o.Kind + "/" + o.Name
 		}
 	}
 	return ""
