@@ -45,7 +45,11 @@ func RunSeed(t *testing.T, seed uint64) {
 	var related []string // objects whose events explain a finding besides those it names
 	var cluster *sandbox.Cluster
 	var last *Reading
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	budget := 4 * time.Minute
+	if drifts(seed) {
+		budget += driftBudget
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	defer func() {
 		if len(findings) > 0 {
@@ -120,6 +124,13 @@ func RunSeed(t *testing.T, seed uint64) {
 		findings = append(findings, fd)
 	}
 	t.Logf("seed %d: scale-up %d nodes, scale-down %d nodes; %d of %d PDBs checked throughout", seed, len(r.launched()), len(r2.launched()), checked, len(s.PDBs))
+	if drifts(seed) {
+		r3, more := driftAll(ctx, t, cluster, r2, want)
+		findings = append(findings, more...)
+		if r3 != nil {
+			last = r3
+		}
+	}
 }
 
 // comparePrice checks the live fleet against `tailor plan` of the same manifests.
@@ -151,7 +162,7 @@ func comparePrice(ctx context.Context, t *testing.T, cluster *sandbox.Cluster, r
 // (up to settleTimeout) for nodes left without workload pods to go: the disruption loop removes
 // them in rounds, one budget at a time, and the unused-node check then fails only on those it
 // left. It returns the last reading either way.
-func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.Duration, consolidating bool) (*Reading, error) {
+func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.Duration, consolidating bool, until ...func(*Reading) string) (*Reading, error) {
 	deadline := time.Now().Add(settleTimeout)
 	var last *Reading
 	var since time.Time
@@ -173,6 +184,11 @@ func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.
 		why = unsettled(r, want)
 		if unused := unusedNodes(r); why == "" && consolidating && len(unused) > 0 {
 			why = "waiting for consolidation to remove " + unused[0].Object
+		}
+		for _, u := range until {
+			if why == "" {
+				why = u(r)
+			}
 		}
 		if why == "" && time.Since(since) >= quiet {
 			return r, nil
