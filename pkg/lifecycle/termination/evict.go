@@ -122,10 +122,18 @@ func (c *Controller) held(ctx context.Context, node *corev1.Node, claim *karpv1.
 	if len(ask) == 0 {
 		return nil
 	}
+	start := c.opts.Clock.Now()
 	out, err := c.opts.Placer.Unplaceable(ctx, node.Name, ask)
+	logger := klog.FromContext(ctx).WithValues("node", node.Name)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Could not re-check where the pods of a drain would go; evicting", "node", node.Name)
+		logger.Error(err, "Could not re-check where the pods of a drain would go; evicting")
 		return nil
+	}
+	logger.V(1).Info("Re-checked where the pods of a drain would go", "pods", len(ask), "held", len(out), "took", c.opts.Clock.Since(start))
+	for _, p := range ask {
+		if why, ok := out[p.UID]; ok {
+			logger.Info("Holding an eviction: the pod would fit nowhere afterwards", "pod", klog.KObj(p), "why", why)
+		}
 	}
 	return out
 }
