@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/tailor-sh/tailor/pkg/provision"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
@@ -38,11 +39,16 @@ func (c *Controller) Unplaceable(ctx context.Context, node string, pods []*corev
 	if len(check) == 0 {
 		return nil, nil
 	}
+	start := c.opts.Clock.Now()
 	s, err := c.readState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster to re-check the evictions from node %s: %w", node, err)
 	}
-	return unplaceable(ctx, c.opts.Planner, s, check), nil
+	read := c.opts.Clock.Since(start)
+	out := unplaceable(ctx, c.opts.Planner, s, check)
+	klog.FromContext(ctx).V(1).Info("Re-checked evictions", "node", node, "pods", len(check), "unplaceable", len(out),
+		"read", read, "planned", c.opts.Clock.Since(start)-read)
+	return out, nil
 }
 
 // unplaceable plans the pods of check, and every other pod of a leaving node, as pending, over
