@@ -45,7 +45,7 @@ func (c *Controller) Unplaceable(ctx context.Context, node string, pods []*corev
 		return nil, fmt.Errorf("reading the cluster to re-check the evictions from node %s: %w", node, err)
 	}
 	read := c.opts.Clock.Since(start)
-	out := unplaceable(ctx, c.opts.Planner, s, check)
+	out := unplaceable(ctx, c.opts.CheckPlanner, s, check)
 	klog.FromContext(ctx).V(1).Info("Re-checked evictions", "node", node, "pods", len(check), "unplaceable", len(out),
 		"read", read, "planned", c.opts.Clock.Since(start)-read)
 	return out, nil

@@ -93,6 +93,14 @@ func (o *Operator) buildDisruption(ctx context.Context, h fwk.Handle, profile *c
 	planner := provision.NewPlanner(sim)
 	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
 	opts.Planner = planner
+	// The drains' re-checks plan on a simulator of their own, beside the loop's probes.
+	checkSim, err := simulation.New(ctx, profile, simulation.DepsFromHandle(h, parallelism), tailor.Name)
+	if err != nil {
+		return err
+	}
+	checker := provision.NewPlanner(checkSim)
+	checker.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
+	opts.CheckPlanner = checker
 	loop := disruption.New(opts)
 	o.mu.Lock()
 	o.voluntary.loop = loop
