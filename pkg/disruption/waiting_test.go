@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -79,9 +80,9 @@ func TestRemovalLeavesTheOnlySpreadSlotToTheEvictedReplica_Seed2580(t *testing.T
 		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, MinDomains: ptr.To[int32](3),
 			TopologyKey: karpv1.CapacityTypeLabelKey, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selector("app", "db")}}
 	}
-	build := func(waiting bool) *cluster {
+	build := func(waiting bool, opts ...nodeOpt) *cluster {
 		c := newCluster(t, newPool("default", onDemandOnly()))
-		c.node("a1", "default", od2XLarge)
+		c.node("a1", "default", od2XLarge, opts...)
 		c.node("a2", "default", odXLarge)
 		c.node("b1", "default", offering{odXLarge.instanceType, fake.ZoneB, odXLarge.capacityType})
 		c.pod("db-0", "a1", "1500m", "512Mi", oneInAll, inZoneA)
@@ -109,6 +110,14 @@ func TestRemovalLeavesTheOnlySpreadSlotToTheEvictedReplica_Seed2580(t *testing.T
 		d := &decider{state: c.State, probe: newProber(c.State, testPlanner(t)), spotMin: 1}
 		if cmd := d.consolidate(ctx, []*Candidate{candidate(t, c.State, "a1")}, "single-node consolidation", false); cmd != nil {
 			t.Errorf("rebuild=%v: consolidation decided %s; want none", rebuild, describe(cmd))
+		}
+	}
+	// Drift probes alike: a1 drifted is not replaced while db-1 waits for the slot db-0 holds.
+	for _, waiting := range []bool{false, true} {
+		c := build(waiting, drifted(testNow.Add(-time.Hour)))
+		cmd, _ := Decide(ctx, c.State, testPlanner(t), nil, decideOpts(15))
+		if replaced := cmd != nil && cmd.Reason == karpv1.DisruptionReasonDrifted; replaced == waiting {
+			t.Errorf("a1 drifted, db-1 waiting=%v: decided %s", waiting, describe(cmd))
 		}
 	}
 }
