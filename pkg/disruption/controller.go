@@ -49,9 +49,12 @@ type Options struct {
 	Gate        Gate
 	// Planner is a planner of the disruption loop's own: planners are not safe for concurrent
 	// use, and the provisioner's plans at the same time.
-	Planner  Planner
-	Recorder events.EventRecorder
-	Clock    clock.WithTicker
+	Planner Planner
+	// CheckPlanner, when set, is the planner of the drains' re-checks (Unplaceable), so that they
+	// neither wait on the loop's probes nor hold them up; without one they share Planner.
+	CheckPlanner Planner
+	Recorder     events.EventRecorder
+	Clock        clock.WithTicker
 	// ValidationPeriod is the wait between deciding on emptiness or consolidation and the
 	// re-check before acting; PollInterval how often the loop looks for work.
 	ValidationPeriod time.Duration
@@ -77,6 +80,14 @@ type Controller struct {
 func New(opts Options) *Controller {
 	if opts.ReplacementTimeout == 0 {
 		opts.ReplacementTimeout = 10 * time.Minute
+	}
+	// Drains ask Unplaceable from their own goroutines, several at once.
+	switch {
+	case opts.CheckPlanner != nil:
+		opts.CheckPlanner = &lockedPlanner{Planner: opts.CheckPlanner}
+	case opts.Planner != nil:
+		opts.Planner = &lockedPlanner{Planner: opts.Planner}
+		opts.CheckPlanner = opts.Planner
 	}
 	return &Controller{opts: opts, trigger: make(chan struct{}, 1)}
 }

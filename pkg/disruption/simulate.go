@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,17 +127,7 @@ func (p *prober) simulate(ctx context.Context, removed []*Candidate) *Outcome {
 			in.Pods = append(in.Pods, pod)
 		}
 	}
-	for _, pod := range placeWaiting(ctx, p.planner, in, pc.waiting) {
-		ni, err := pc.snapshot.NodeInfos().Get(pod.Spec.NodeName)
-		if err != nil {
-			return &Outcome{Unplaceable: err.Error()}
-		}
-		pc.snapshot.AddPod(ni, pod)
-		if declaresTopology(pod) {
-			in.Pods = append(in.Pods, pod)
-		}
-	}
-	return outcomeOf(p.planner.Plan(ctx, in))
+	return planWithWaiting(ctx, p.planner, in, pc.waiting)
 }
 
 // hopeless reports whether removing cands cannot work by resources alone (see room). It cuts
@@ -170,8 +161,7 @@ func (p *prober) simulateRebuilt(ctx context.Context, removed []*Candidate) *Out
 	if len(in.Pending) == 0 {
 		return &Outcome{}
 	}
-	in.Pods = append(in.Pods, placeWaiting(ctx, p.planner, in, waitingOf(p.state.Pods, view))...)
-	return outcomeOf(p.planner.Plan(ctx, in))
+	return planWithWaiting(ctx, p.planner, in, waitingOf(p.state.Pods, view))
 }
 
 // inTurns holds the pods that the drain will evict in turns to where their siblings are (see
@@ -207,9 +197,15 @@ func pendingOf(removed []*Candidate, view *provision.View) []*corev1.Pod {
 	return append(pending, view.Reschedulable...)
 }
 
-func outcomeOf(plan *provision.Plan) *Outcome {
-	if len(plan.Unplaceable) > 0 {
-		u := plan.Unplaceable[0]
+// outcomeOf reads a probe's plan. Only the pods the removal moves count: waiting pods that fit
+// nowhere, or only on capacity in flight, do not stop it, and a claim that holds nothing but
+// waiting pods is the provisioner's to make once the removal has freed the room, not a
+// replacement.
+func outcomeOf(plan *provision.Plan, waiting map[types.UID]bool) *Outcome {
+	for _, u := range plan.Unplaceable {
+		if waiting[u.Pod.UID] {
+			continue
+		}
 		var reasons []string
 		for pool, why := range u.Reasons {
 			if pool != "" {
@@ -217,13 +213,31 @@ func outcomeOf(plan *provision.Plan) *Outcome {
 			}
 			reasons = append(reasons, why)
 		}
+		sort.Strings(reasons)
 		return &Outcome{Unplaceable: fmt.Sprintf("pod %s/%s would fit nowhere (%s)", u.Pod.Namespace, u.Pod.Name, strings.Join(reasons, "; "))}
 	}
-	if len(plan.InFlight) > 0 {
-		// Capacity in flight may still fail to launch; a removal must not depend on it.
-		return &Outcome{Unplaceable: "some pods would go to capacity that is still launching"}
+	for _, pods := range plan.InFlight {
+		if !onlyWaiting(pods, waiting) {
+			// Capacity in flight may still fail to launch; a removal must not depend on it.
+			return &Outcome{Unplaceable: "some pods would go to capacity that is still launching"}
+		}
 	}
-	return &Outcome{Replacements: plan.Claims}
+	out := &Outcome{}
+	for _, c := range plan.Claims {
+		if !onlyWaiting(c.Pods, waiting) {
+			out.Replacements = append(out.Replacements, c)
+		}
+	}
+	return out
+}
+
+func onlyWaiting(pods []*corev1.Pod, waiting map[types.UID]bool) bool {
+	for _, p := range pods {
+		if !waiting[p.UID] {
+			return false
+		}
+	}
+	return true
 }
 
 func nodeSet(cands []*Candidate) map[string]bool {

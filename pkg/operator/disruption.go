@@ -3,6 +3,9 @@ package operator
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -90,6 +93,14 @@ func (o *Operator) buildDisruption(ctx context.Context, h fwk.Handle, profile *c
 	planner := provision.NewPlanner(sim)
 	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
 	opts.Planner = planner
+	// The drains' re-checks plan on a simulator of their own, beside the loop's probes.
+	checkSim, err := simulation.New(ctx, profile, simulation.DepsFromHandle(h, parallelism), tailor.Name)
+	if err != nil {
+		return err
+	}
+	checker := provision.NewPlanner(checkSim)
+	checker.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
+	opts.CheckPlanner = checker
 	loop := disruption.New(opts)
 	o.mu.Lock()
 	o.voluntary.loop = loop
@@ -102,4 +113,18 @@ func (o *Operator) buildDisruption(ctx context.Context, h fwk.Handle, profile *c
 func (o *Operator) runDisruption(ctx context.Context) {
 	o.wg.Go(func() { o.voluntary.consolidatable.Run(ctx) })
 	o.wg.Go(func() { o.voluntary.loop.Run(ctx) })
+}
+
+// placer re-checks a drain's evictions with the disruption loop (see termination.Placer), once
+// the loop is built; until then it holds nothing.
+type placer struct{ o *Operator }
+
+func (p placer) Unplaceable(ctx context.Context, node string, pods []*corev1.Pod) (map[types.UID]string, error) {
+	p.o.mu.Lock()
+	loop := p.o.voluntary.loop
+	p.o.mu.Unlock()
+	if loop == nil {
+		return nil, nil
+	}
+	return loop.Unplaceable(ctx, node, pods)
 }

@@ -168,6 +168,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		Recorder:          h.EventRecorder(),
 		Clock:             o.clock,
 		Metrics:           terminationMetrics{},
+		Placer:            placer{o},
 	})
 	if err != nil {
 		return err

@@ -91,3 +91,22 @@ func destinedFirst(pods []*corev1.Pod, destined map[types.UID]string) []*corev1.
 	}
 	return out
 }
+
+// firstOf moves the pods of first to the front, each part in its order.
+func firstOf(pods []*corev1.Pod, first map[types.UID]bool) []*corev1.Pod {
+	if len(first) == 0 {
+		return pods
+	}
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if first[p.UID] {
+			out = append(out, p)
+		}
+	}
+	for _, p := range pods {
+		if !first[p.UID] {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -48,6 +48,10 @@ type Input struct {
 	// still fit: a plan that packed them anew would send the scheduler other ways than the
 	// nominations it already follows, and the pods caught between would need new capacity.
 	Destined map[types.UID]string
+	// First are pods of Pending placed before the others (after the destined ones), whatever
+	// their size: a removal's probe lets the pods that wait unplaced take their pick of the room
+	// it frees before the pods it evicts, as the scheduler may give it to them.
+	First map[types.UID]bool
 	// Snapshot, when set, is Nodes and Pods already built (simulation.NewSnapshot), for a caller
 	// that plans many times over one cluster and changes it only in forks: the plan then reads
 	// its nodes and pods from it, and Pods only for the topology terms they declare. The plan
@@ -215,7 +219,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 	pf := newPreFilters(pl.sim, pl.fresh, slices.Collect(maps.Values(specs)))
 	// The pods this plan leaves to capacity in flight: the claims it opens must not break them.
 	var launching []onItsNode
-	for _, pod := range destinedFirst(sortedForPacking(in.Pending, ratio), in.Destined) {
+	for _, pod := range destinedFirst(firstOf(sortedForPacking(in.Pending, ratio), in.First), in.Destined) {
 		spec := specs[pod]
 		group := groupOf(pod, spec, defaultKeys)
 		info, err := framework.NewPodInfo(pod)

@@ -45,7 +45,11 @@ func RunSeed(t *testing.T, seed uint64) {
 	var related []string // objects whose events explain a finding besides those it names
 	var cluster *sandbox.Cluster
 	var last *Reading
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	budget := 4 * time.Minute
+	if drifts(seed) {
+		budget += driftBudget
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	defer func() {
 		if len(findings) > 0 {
@@ -74,11 +78,6 @@ func RunSeed(t *testing.T, seed uint64) {
 	findings = append(findings, comparePrice(ctx, t, cluster, r, dir, which)...)
 
 	// The scale-down half.
-	wasPending, pendingBefore := map[string]bool{}, map[string]int{}
-	for _, p := range r.Pending() {
-		wasPending[key(p)] = true
-		pendingBefore[replicaSetOf(p)]++
-	}
 	pdbs := WatchPDBs(ctx, cluster.Kube, workload.Namespace)
 	want := s.Pods()
 	for _, d := range s.Deployments {
@@ -109,8 +108,13 @@ func RunSeed(t *testing.T, seed uint64) {
 		return
 	}
 	last = r2
-	for _, p := range newlyPending(r2.Pending(), wasPending, pendingBefore) {
-		findings = append(findings, Finding{"pending-after-consolidation", key(p), "pending after the scale-down; " + schedulingMessage(p)})
+	disruptions, err := ReadDisruptions(ctx, cluster.Kube)
+	if err != nil {
+		t.Logf("seed %d: %v", seed, err)
+	}
+	for _, fd := range RanThenPending(r, r2, disruptions) {
+		fd.Check += "-after-scale-down"
+		findings = append(findings, fd)
 	}
 	if f, err = NewFitter(ctx, cluster.Cloud, r2); err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
@@ -120,6 +124,13 @@ func RunSeed(t *testing.T, seed uint64) {
 		findings = append(findings, fd)
 	}
 	t.Logf("seed %d: scale-up %d nodes, scale-down %d nodes; %d of %d PDBs checked throughout", seed, len(r.launched()), len(r2.launched()), checked, len(s.PDBs))
+	if drifts(seed) {
+		r3, more := driftAll(ctx, t, cluster, r2, want)
+		findings = append(findings, more...)
+		if r3 != nil {
+			last = r3
+		}
+	}
 }
 
 // comparePrice checks the live fleet against `tailor plan` of the same manifests.
@@ -151,7 +162,7 @@ func comparePrice(ctx context.Context, t *testing.T, cluster *sandbox.Cluster, r
 // (up to settleTimeout) for nodes left without workload pods to go: the disruption loop removes
 // them in rounds, one budget at a time, and the unused-node check then fails only on those it
 // left. It returns the last reading either way.
-func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.Duration, consolidating bool) (*Reading, error) {
+func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.Duration, consolidating bool, until ...func(*Reading) string) (*Reading, error) {
 	deadline := time.Now().Add(settleTimeout)
 	var last *Reading
 	var since time.Time
@@ -173,6 +184,11 @@ func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.
 		why = unsettled(r, want)
 		if unused := unusedNodes(r); why == "" && consolidating && len(unused) > 0 {
 			why = "waiting for consolidation to remove " + unused[0].Object
+		}
+		for _, u := range until {
+			if why == "" {
+				why = u(r)
+			}
 		}
 		if why == "" && time.Since(since) >= quiet {
 			return r, nil
@@ -246,34 +262,6 @@ func jobOf(pod *corev1.Pod) string {
 	for _, o := range pod.OwnerReferences {
 		if o.Kind == "Job" {
 			return o.Name
-		}
-	}
-	return ""
-}
-
-// newlyPending are the pods pending after the scale-down that were not before. Pods of one
-// ReplicaSet or Job are interchangeable: when consolidation moves a running one, the replacement
-// it gets may wait while an older sibling, pending all along, takes the room the move opened; no
-// more of them wait than before, so none is counted. A StatefulSet's pods are each their own.
-func newlyPending(pending []*corev1.Pod, wasPending map[string]bool, pendingBefore map[string]int) []*corev1.Pod {
-	now := map[string]int{}
-	for _, p := range pending {
-		now[replicaSetOf(p)]++
-	}
-	var out []*corev1.Pod
-	for _, p := range pending {
-		if set := replicaSetOf(p); !wasPending[key(p)] && (set == "" || now[set] > pendingBefore[set]) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// replicaSetOf names the ReplicaSet or Job that owns pod, or "" for pods that are each their own.
-func replicaSetOf(pod *corev1.Pod) string {
-	for _, o := range pod.OwnerReferences {
-		if o.Controller != nil && *o.Controller && (o.Kind == "ReplicaSet" || o.Kind == "Job") {
-			return o.Kind + "/" + o.Name
 		}
 	}
 	return ""

@@ -59,3 +59,41 @@ func TestNewlyPendingCountsInterchangeablePodsBySet(t *testing.T) {
 		t.Errorf("a pod of no ReplicaSet or Job pending after the scale-down is not counted")
 	}
 }
+
+// Whatever method removed its node, a pod that ran before a disruption and waits after it is
+// found, with the eviction and the node's disruption that the Events tell; a pod that never ran
+// is not the disruption's doing.
+func TestRanThenPendingFindsEvictedPodsThatWait(t *testing.T) {
+	ctrl := true
+	pod := func(name, node string, phase corev1.PodPhase, rs string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: workload.Namespace},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+		if rs != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: rs, Controller: &ctrl}}
+		}
+		return p
+	}
+	before := &Reading{State: &sandbox.State{Pods: []corev1.Pod{
+		pod("db-0", "node-a", corev1.PodRunning, ""), pod("db-1", "", corev1.PodPending, ""),
+		pod("web-x", "node-a", corev1.PodRunning, "web"), pod("api-x", "", corev1.PodPending, "api"),
+	}}}
+	after := &Reading{State: &sandbox.State{Pods: []corev1.Pod{
+		pod("db-0", "", corev1.PodPending, ""), pod("db-1", "", corev1.PodPending, ""),
+		pod("web-y", "", corev1.PodPending, "web"), pod("api-x", "", corev1.PodPending, "api"), pod("api-y", "", corev1.PodPending, "api"),
+	}}}
+	d := &Disruptions{Pods: map[string]string{workload.Namespace + "/db-0": "Evicted from node node-a, which is being terminated"},
+		Nodes: map[string]string{"node-a": "Expired: NodeClaim node-a expired"}}
+	got := map[string]string{}
+	for _, f := range RanThenPending(before, after, d) {
+		if f.Check != "ran-then-pending" {
+			t.Errorf("finding %s: check %q", f, f.Check)
+		}
+		got[f.Object] = f.Detail
+	}
+	if len(got) != 2 || got[workload.Namespace+"/db-0"] == "" || got[workload.Namespace+"/web-y"] == "" {
+		t.Fatalf("found %v; want db-0 (ran, now pending) and web-y (one more of web waits, web ran), not db-1 or api-y (never ran)", got)
+	}
+	if detail := got[workload.Namespace+"/db-0"]; !strings.Contains(detail, "Evicted from node node-a") || !strings.Contains(detail, "Expired") {
+		t.Errorf("db-0's finding %q does not say how it left", detail)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
@@ -47,6 +48,16 @@ type Options struct {
 	Clock    clock.WithTicker
 	// Metrics, when set, hears of each eviction and each terminated node.
 	Metrics Metrics
+	// Placer, when set, is asked just before each eviction whether the pods would find a place
+	// afterwards; the drain holds the evictions of those that would not (see Placer).
+	Placer Placer
+}
+
+// Placer re-checks evictions against the cluster as it is now. Unplaceable returns, for pods
+// about to be evicted from node, why each that would fit nowhere afterwards would not (the
+// disruption loop's Controller is one). An error holds no eviction: it is logged.
+type Placer interface {
+	Unplaceable(ctx context.Context, node string, pods []*corev1.Pod) (map[types.UID]string, error)
 }
 
 // Metrics receives what the controller does; the operator counts it.
@@ -133,6 +144,9 @@ func (c *Controller) enqueueNodeOf(pod *corev1.Pod) {
 const (
 	evictionBlockedRetry = time.Second
 	podsLeavingPoll      = 10 * time.Second
+	// placementRetry is how soon evictions held for want of a place are re-checked: each check
+	// is a plan, and what gives a pod a place (a node launched, a pod gone) takes seconds.
+	placementRetry = 5 * time.Second
 )
 
 // Run works the queue until ctx ends. Several workers keep one slow drain from holding up others.
@@ -164,12 +178,12 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return 0, err
 	}
 	if remaining := stillRunning(pods); len(remaining) > 0 {
-		blocked, err := c.drain(ctx, node, claim, pods, deadline)
+		again, err := c.drain(ctx, node, claim, pods, deadline)
 		if err != nil {
 			return 0, err
 		}
-		if blocked {
-			return evictionBlockedRetry, nil
+		if again > 0 {
+			return again, nil
 		}
 		return podsLeavingPoll, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 )
 
@@ -37,41 +39,103 @@ const (
 const evictionsPerNode = 10
 
 // drain evicts the first group of pods that still has any; later groups wait for it to empty.
-// Pods whose deadline has come are deleted instead, with what is left of the grace period. It
-// reports whether a PodDisruptionBudget held any eviction back, which only asking again resolves.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, pods []*corev1.Pod, deadline *time.Time) (bool, error) {
+// Pods whose deadline has come are deleted instead, with what is left of the grace period. A pod
+// that would fit nowhere afterwards (see Placer) is held, not evicted, until it has a place or
+// its deadline comes. drain says how soon to look again when a PodDisruptionBudget refused an
+// eviction or a pod was held, which only asking again resolves; 0 otherwise.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, pods []*corev1.Pod, deadline *time.Time) (time.Duration, error) {
 	groups := drainGroups(pods)
 	if len(groups) == 0 {
-		return false, nil // only pods already terminating remain; wait for them
+		return 0, nil // only pods already terminating remain; wait for them
 	}
 	now := c.opts.Clock.Now()
 	group := groups[0]
+	held := c.held(ctx, node, claim, group, deadline, now)
 	blockedBy := make([]bool, len(group))
 	errs := make([]error, len(group))
 	workqueue.ParallelizeUntil(ctx, evictionsPerNode, len(group), func(i int) {
-		blockedBy[i], errs[i] = c.evict(ctx, node, group[i], deadline, now)
+		if _, ok := held[group[i].UID]; !ok {
+			blockedBy[i], errs[i] = c.evict(ctx, node, group[i], deadline, now)
+		}
 	})
 	if err := errors.Join(errs...); err != nil {
-		return false, err
+		return 0, err
 	}
-	var blocked []string
+	var blocked, waiting []string
 	for i, p := range group {
-		if blockedBy[i] {
+		if why, ok := held[p.UID]; ok {
+			waiting = append(waiting, fmt.Sprintf("%s/%s (%s)", p.Namespace, p.Name, why))
+		} else if blockedBy[i] {
 			blocked = append(blocked, p.Namespace+"/"+p.Name)
 		}
 	}
-	if len(blocked) == 0 || claim == nil {
-		return len(blocked) > 0, nil
+	var again time.Duration
+	if len(waiting) > 0 {
+		again = placementRetry
 	}
-	msg := fmt.Sprintf("waiting on PodDisruptionBudgets to evict %d pods: %v", len(blocked), truncated(blocked, 5))
+	if len(blocked) > 0 {
+		again = evictionBlockedRetry
+	}
+	if again == 0 || claim == nil {
+		return again, nil
+	}
+	var parts []string
+	reason := "EvictionBlocked"
+	if len(blocked) > 0 {
+		parts = append(parts, fmt.Sprintf("waiting on PodDisruptionBudgets to evict %d pods: %v", len(blocked), truncated(blocked, 5)))
+	}
+	if len(waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("holding the eviction of %d pods that would fit nowhere afterwards: %v", len(waiting), truncated(waiting, 5)))
+		if len(blocked) == 0 {
+			reason = "AwaitingPlacement"
+		}
+	}
+	msg := strings.Join(parts, "; ")
 	if deadline != nil {
 		msg += fmt.Sprintf("; pods are deleted regardless from %s", deadline.UTC().Format(time.RFC3339))
 	}
 	cond := claim.GetCondition(karpv1.ConditionTypeDrained)
-	if cond == nil || cond.Reason != "EvictionBlocked" || cond.Message != msg {
+	if cond == nil || cond.Reason != reason || cond.Message != msg {
 		c.opts.Recorder.Eventf(node, nil, corev1.EventTypeWarning, "FailedDraining", "Drain", "Node %s: %s", node.Name, msg)
 	}
-	return true, c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionFalse, "EvictionBlocked", msg)
+	return again, c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionFalse, reason, msg)
+}
+
+// held are the pods of group whose eviction waits for a place, with why (see Placer). Pods the
+// deadline makes the drain delete are not asked about, nor are those of an interrupted instance,
+// which the cloud takes away whatever the drain does: held there, they would only come back
+// later. When the Placer cannot answer, nothing is held: a drain must not stall on a lister or
+// cloud error.
+func (c *Controller) held(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, group []*corev1.Pod, deadline *time.Time, now time.Time) map[types.UID]string {
+	if c.opts.Placer == nil {
+		return nil
+	}
+	if claim != nil && claim.IsTrue(karpv1.ConditionTypeDisruptionReason) && claim.GetCondition(karpv1.ConditionTypeDisruptionReason).Reason == interruption.Method {
+		return nil
+	}
+	var ask []*corev1.Pod
+	for _, p := range group {
+		if force, _ := mustDelete(p, deadline, now); !force {
+			ask = append(ask, p)
+		}
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	start := c.opts.Clock.Now()
+	out, err := c.opts.Placer.Unplaceable(ctx, node.Name, ask)
+	logger := klog.FromContext(ctx).WithValues("node", node.Name)
+	if err != nil {
+		logger.Error(err, "Could not re-check where the pods of a drain would go; evicting")
+		return nil
+	}
+	logger.V(1).Info("Re-checked where the pods of a drain would go", "pods", len(ask), "held", len(out), "took", c.opts.Clock.Since(start))
+	for _, p := range ask {
+		if why, ok := out[p.UID]; ok {
+			logger.Info("Holding an eviction: the pod would fit nowhere afterwards", "pod", klog.KObj(p), "why", why)
+		}
+	}
+	return out
 }
 
 // evict removes one pod through the Eviction API, or deletes it if the node's deadline leaves
