@@ -40,8 +40,9 @@ var FixedSeeds = []uint64{1, 2, 3, 5}
 // the waiting pods take their pick of new capacity too, first, in every probe
 // (pkg/disruption/waiting.go); TestRemovalLeavesTheOnlySpreadSlotToTheEvictedReplica_Seed2580
 // and TestUnplaceableHoldsThePodThatWouldFitNowhere_Seed2580 keep the shape with the real Filter
-// plugins. About 60-170 s.
-var RegressionSeeds = []uint64{4, 2580}
+// plugins. Left out for time like 1413 (60-200 s with its drift half); replay it with
+// HARNESS_SEEDS=2580, .
+var RegressionSeeds = []uint64{4}
 
 // SeedsEnv and FirstSeedEnv select other seeds: HARNESS_SEEDS=N runs N seeds from
 // HARNESS_FIRST_SEED (default 1000); HARNESS_SEEDS=3,17,42 (or 7, with the comma) runs those.
