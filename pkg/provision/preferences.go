@@ -1,7 +1,9 @@
 package provision
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -9,11 +11,14 @@ import (
 
 // preferenceLadder returns the shapes in which the planner tries to place a pod on new capacity,
 // strictest first, the pod itself last. As Karpenter does, a pod's preferences are honoured
-// where new capacity can honour them: each shape but the last turns some of them into
-// requirements (the heaviest preferred node-affinity term, preferred pod affinity and
-// anti-affinity terms, ScheduleAnyway spread), and each next shape relaxes one more kind. A shape
-// is meant to be stricter than the pod, and the plan books the pod itself, never the shape. A pod
-// without preferences has one shape: itself.
+// where new capacity can honour them: the first shape requires all of them (ScheduleAnyway
+// spreads as DoNotSchedule, every preferred pod affinity and anti-affinity term, the heaviest
+// preferred node-affinity term), and each next shape gives up one more, in this order (see
+// relaxations): the ScheduleAnyway spreads; the preferred pod-affinity terms, lightest first;
+// the preferred anti-affinity terms, lightest first; then the node-affinity terms, the heaviest
+// first, each giving way to the next heaviest, as Karpenter and the scheduler's NodeAffinity
+// score rank them. A shape is meant to be stricter than the pod, and the plan books the pod
+// itself, never the shape. A pod without preferences has one shape: itself.
 //
 // A shape is not always stricter, so the plan asks the Filter plugins about the pod beside it:
 //   - required node affinity changes which nodes PodTopologySpread counts (nodeAffinityPolicy
@@ -29,19 +34,109 @@ func preferenceLadder(pod *corev1.Pod) []*corev1.Pod {
 	if !hasPreferences(pod) {
 		return []*corev1.Pod{pod}
 	}
-	kinds := []func(*corev1.Pod) bool{requireSpread, requirePodAffinity, requirePodAntiAffinity, requireNodeAffinity}
-	var ladder []*corev1.Pod
-	for drop := 0; drop < len(kinds); drop++ {
-		shape := pod.DeepCopy()
-		changed := false
-		for _, require := range kinds[drop:] {
-			changed = require(shape) || changed
-		}
-		if changed {
-			ladder = append(ladder, shape)
-		}
+	steps := relaxations(pod)
+	ladder := make([]*corev1.Pod, 0, len(steps)+1)
+	for _, s := range steps {
+		ladder = append(ladder, s.shape(pod))
 	}
 	return append(ladder, pod)
+}
+
+// relaxation is how much of a pod's preferences one shape requires: its ScheduleAnyway spreads
+// or not, how many of its preferred pod-affinity and anti-affinity terms (the heaviest), and
+// which preferred node-affinity term (an index in weight order, heaviest first; past the end:
+// none).
+type relaxation struct {
+	spread         bool
+	affinity, anti int
+	node           int
+}
+
+// relaxations are the steps of the pod's ladder but the last (the pod itself), each giving up
+// one preference more than the one before: a pod with s ScheduleAnyway spreads, a affinity, n
+// anti-affinity and k node-affinity terms has at most 1 + 1 + a + n + k - 1 of them.
+func relaxations(pod *corev1.Pod) []relaxation {
+	affinity, anti, node := preferredTerms(pod)
+	cur := relaxation{spread: hasScheduleAnyway(pod), affinity: len(affinity), anti: len(anti)}
+	var out []relaxation
+	emit := func() {
+		if cur.spread || cur.affinity > 0 || cur.anti > 0 || cur.node < len(node) {
+			out = append(out, cur)
+		}
+	}
+	emit()
+	if cur.spread {
+		cur.spread = false
+		emit()
+	}
+	for cur.affinity > 0 {
+		cur.affinity--
+		emit()
+	}
+	for cur.anti > 0 {
+		cur.anti--
+		emit()
+	}
+	for cur.node < len(node) {
+		cur.node++
+		emit()
+	}
+	return out
+}
+
+// shape is a copy of pod that requires what r says and prefers nothing.
+func (r relaxation) shape(pod *corev1.Pod) *corev1.Pod {
+	p := pod.DeepCopy()
+	if r.spread {
+		requireSpread(p)
+	}
+	affinity, anti, node := preferredTerms(p)
+	if a := p.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			requireTerms(&a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, affinity[:r.affinity])
+			a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+		}
+		if a.PodAntiAffinity != nil {
+			requireTerms(&a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, anti[:r.anti])
+			a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+		}
+		if a.NodeAffinity != nil {
+			if r.node < len(node) {
+				requireNodeTerm(a.NodeAffinity, node[r.node].Preference)
+			}
+			a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+		}
+	}
+	return p
+}
+
+// preferredTerms returns copies of the pod's preferred pod-affinity, anti-affinity and
+// node-affinity terms, each heaviest first; terms of equal weight keep the order of the spec.
+func preferredTerms(pod *corev1.Pod) (affinity, anti []corev1.WeightedPodAffinityTerm, node []corev1.PreferredSchedulingTerm) {
+	a := pod.Spec.Affinity
+	if a == nil {
+		return nil, nil, nil
+	}
+	byWeight := func(x, y corev1.WeightedPodAffinityTerm) int { return cmp.Compare(y.Weight, x.Weight) }
+	if a.PodAffinity != nil {
+		affinity = slices.Clone(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		slices.SortStableFunc(affinity, byWeight)
+	}
+	if a.PodAntiAffinity != nil {
+		anti = slices.Clone(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		slices.SortStableFunc(anti, byWeight)
+	}
+	if a.NodeAffinity != nil {
+		node = slices.Clone(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		slices.SortStableFunc(node, func(x, y corev1.PreferredSchedulingTerm) int { return cmp.Compare(y.Weight, x.Weight) })
+	}
+	return affinity, anti, node
+}
+
+func hasScheduleAnyway(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+		return c.WhenUnsatisfiable == corev1.ScheduleAnyway
+	})
 }
 
 // hasPreferences reports whether some step of the ladder would change the pod, without the copy
@@ -106,61 +201,26 @@ func requireSpread(p *corev1.Pod) bool {
 	return changed
 }
 
-// requirePodAffinity makes preferred pod affinity terms required.
-func requirePodAffinity(p *corev1.Pod) bool {
-	a := p.Spec.Affinity
-	if a == nil || a.PodAffinity == nil {
-		return false
-	}
-	return requireTerms(&a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, &a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
-}
-
-// requirePodAntiAffinity makes preferred pod anti-affinity terms required.
-func requirePodAntiAffinity(p *corev1.Pod) bool {
-	a := p.Spec.Affinity
-	if a == nil || a.PodAntiAffinity == nil {
-		return false
-	}
-	return requireTerms(&a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, &a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
-}
-
-// requireTerms moves the preferred terms to the required ones, and reports whether there were any.
-func requireTerms(required *[]corev1.PodAffinityTerm, preferred *[]corev1.WeightedPodAffinityTerm) bool {
-	if len(*preferred) == 0 {
-		return false
-	}
-	for _, w := range *preferred {
+// requireTerms adds the terms to the required ones.
+func requireTerms(required *[]corev1.PodAffinityTerm, terms []corev1.WeightedPodAffinityTerm) {
+	for _, w := range terms {
 		*required = append(*required, w.PodAffinityTerm)
 	}
-	*preferred = nil
-	return true
 }
 
-// requireNodeAffinity adds the heaviest preferred node-affinity term to every required term (to
-// a required term of its own when there is none).
-func requireNodeAffinity(p *corev1.Pod) bool {
-	a := p.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
-		return false
-	}
-	heaviest := a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0]
-	for _, w := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[1:] {
-		if w.Weight > heaviest.Weight {
-			heaviest = w
-		}
-	}
-	a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
-	req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+// requireNodeTerm adds the preferred term to every required node-selector term (as a required
+// term of its own when there is none), so that a node passes only if it meets both.
+func requireNodeTerm(na *corev1.NodeAffinity, preference corev1.NodeSelectorTerm) {
+	req := na.RequiredDuringSchedulingIgnoredDuringExecution
 	if req == nil || len(req.NodeSelectorTerms) == 0 {
-		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{heaviest.Preference}}
-		return true
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{preference}}
+		return
 	}
 	for i := range req.NodeSelectorTerms {
 		t := &req.NodeSelectorTerms[i]
-		t.MatchExpressions = append(t.MatchExpressions, heaviest.Preference.MatchExpressions...)
-		t.MatchFields = append(t.MatchFields, heaviest.Preference.MatchFields...)
+		t.MatchExpressions = append(t.MatchExpressions, preference.MatchExpressions...)
+		t.MatchFields = append(t.MatchFields, preference.MatchFields...)
 	}
-	return true
 }
 
 // book makes the claim hold pod where it was opened for a stricter shape of it.
