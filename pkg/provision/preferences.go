@@ -3,9 +3,12 @@ package provision
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -14,7 +17,7 @@ import (
 // where new capacity can honour them: the first shape requires all of them (ScheduleAnyway
 // spreads as DoNotSchedule, every preferred pod affinity and anti-affinity term, the heaviest
 // preferred node-affinity term), and each next shape gives up one more, in this order (see
-// relaxations): the ScheduleAnyway spreads; the preferred pod-affinity terms, lightest first;
+// relaxations): the ScheduleAnyway spreads, one at a time, in the order listed; the preferred pod-affinity terms, lightest first;
 // the preferred anti-affinity terms, lightest first; then the node-affinity terms, the heaviest
 // first, each giving way to the next heaviest, as Karpenter and the scheduler's NodeAffinity
 // score rank them. A shape is meant to be stricter than the pod, and the plan books the pod
@@ -42,31 +45,30 @@ func preferenceLadder(pod *corev1.Pod) []*corev1.Pod {
 	return append(ladder, pod)
 }
 
-// relaxation is how much of a pod's preferences one shape requires: its ScheduleAnyway spreads
-// or not, how many of its preferred pod-affinity and anti-affinity terms (the heaviest), and
+// relaxation is how much of a pod's preferences one shape requires: how many of its
+// ScheduleAnyway spreads (the last listed), how many of its preferred pod-affinity and anti-affinity terms (the heaviest), and
 // which preferred node-affinity term (an index in weight order, heaviest first; past the end:
 // none).
 type relaxation struct {
-	spread         bool
-	affinity, anti int
-	node           int
+	spread, affinity, anti int
+	node                   int
 }
 
 // relaxations are the steps of the pod's ladder but the last (the pod itself), each giving up
 // one preference more than the one before: a pod with s ScheduleAnyway spreads, a affinity, n
-// anti-affinity and k node-affinity terms has at most 1 + 1 + a + n + k - 1 of them.
+// anti-affinity and k node-affinity terms has s + a + n + k of them.
 func relaxations(pod *corev1.Pod) []relaxation {
 	affinity, anti, node := preferredTerms(pod)
-	cur := relaxation{spread: hasScheduleAnyway(pod), affinity: len(affinity), anti: len(anti)}
+	cur := relaxation{spread: scheduleAnyway(pod), affinity: len(affinity), anti: len(anti)}
 	var out []relaxation
 	emit := func() {
-		if cur.spread || cur.affinity > 0 || cur.anti > 0 || cur.node < len(node) {
+		if cur.spread > 0 || cur.affinity > 0 || cur.anti > 0 || cur.node < len(node) {
 			out = append(out, cur)
 		}
 	}
 	emit()
-	if cur.spread {
-		cur.spread = false
+	for cur.spread > 0 {
+		cur.spread--
 		emit()
 	}
 	for cur.affinity > 0 {
@@ -87,9 +89,7 @@ func relaxations(pod *corev1.Pod) []relaxation {
 // shape is a copy of pod that requires what r says and prefers nothing.
 func (r relaxation) shape(pod *corev1.Pod) *corev1.Pod {
 	p := pod.DeepCopy()
-	if r.spread {
-		requireSpread(p)
-	}
+	requireSpread(p, r.spread)
 	affinity, anti, node := preferredTerms(p)
 	if a := p.Spec.Affinity; a != nil {
 		if a.PodAffinity != nil {
@@ -133,10 +133,15 @@ func preferredTerms(pod *corev1.Pod) (affinity, anti []corev1.WeightedPodAffinit
 	return affinity, anti, node
 }
 
-func hasScheduleAnyway(pod *corev1.Pod) bool {
-	return slices.ContainsFunc(pod.Spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
-		return c.WhenUnsatisfiable == corev1.ScheduleAnyway
-	})
+// scheduleAnyway counts the pod's ScheduleAnyway spread constraints.
+func scheduleAnyway(pod *corev1.Pod) int {
+	n := 0
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			n++
+		}
+	}
+	return n
 }
 
 // hasPreferences reports whether some step of the ladder would change the pod, without the copy
@@ -189,16 +194,18 @@ func (g *podGuards) of(ctx context.Context, pf *preFilters, domains bool) (*asSc
 	return g.made[d], nil
 }
 
-// requireSpread makes ScheduleAnyway spread constraints DoNotSchedule.
-func requireSpread(p *corev1.Pod) bool {
-	changed := false
+// requireSpread makes the last n of the pod's ScheduleAnyway spread constraints DoNotSchedule.
+func requireSpread(p *corev1.Pod, n int) {
+	skip := scheduleAnyway(p) - n
 	for i := range p.Spec.TopologySpreadConstraints {
 		if c := &p.Spec.TopologySpreadConstraints[i]; c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			if skip > 0 {
+				skip--
+				continue
+			}
 			c.WhenUnsatisfiable = corev1.DoNotSchedule
-			changed = true
 		}
 	}
-	return changed
 }
 
 // requireTerms adds the terms to the required ones.
@@ -229,4 +236,55 @@ func (oc *openClaim) book(pod *corev1.Pod) {
 		oc.pods[n-1] = pod
 		oc.lastPod = pod
 	}
+}
+
+// PreferNoSchedule taints are the last preference a pod gives up, as in Karpenter, which treats
+// them as NoSchedule until every other preference is relaxed; the scheduler's TaintToleration
+// score ranks a node lower for each one the pod does not tolerate, and its Filter ignores them.
+// So every shape of a pod's ladder stays off the NodePools whose nodes carry a PreferNoSchedule
+// taint it does not tolerate (their open claims and new ones alike), and the pod itself goes
+// anywhere the Filter plugins let it. The shape that gives up every other preference is a copy
+// of the pod itself (preferNoScheduleStep names it).
+
+// preferNoScheduleStep is the step of the shape that only keeps a pod off the NodePools whose
+// PreferNoSchedule taints it does not tolerate; a ladder has far fewer steps.
+const preferNoScheduleStep = 1 << 20
+
+// shunnedPools returns the pools with a PreferNoSchedule taint the pod does not tolerate, or nil
+// when there are none.
+func shunnedPools(pod *corev1.Pod, pools []*poolState) map[*poolState]bool {
+	var out map[*poolState]bool
+	for _, ps := range pools {
+		for i := range ps.NodePool.Spec.Template.Spec.Taints {
+			t := &ps.NodePool.Spec.Template.Spec.Taints[i]
+			if t.Effect == corev1.TaintEffectPreferNoSchedule && !corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, t, true) {
+				if out == nil {
+					out = map[*poolState]bool{}
+				}
+				out[ps] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// shunningViews returns views with one more shape, a copy of the pod that keeps off the shunned
+// pools, just before the first view that weighs the pod itself: every other preference gives way
+// before this one does.
+func shunningViews(pod *corev1.Pod, views []capacityView, shunned map[*poolState]bool) []capacityView {
+	if len(shunned) == 0 {
+		return views
+	}
+	i := slices.IndexFunc(views, func(v capacityView) bool { return v.as == pod })
+	if i < 0 {
+		return views
+	}
+	shape := capacityView{as: pod.DeepCopy(), step: preferNoScheduleStep, domains: views[i].domains}
+	return slices.Insert(slices.Clone(views), i, shape)
+}
+
+// shunnedReason is why a shape of pod was not placed in pool ps.
+func shunnedReason(ps *poolState) string {
+	return fmt.Sprintf("NodePool %s has a PreferNoSchedule taint the pod does not tolerate; weighed after the pod's other preferences", ps.NodePool.Name)
 }

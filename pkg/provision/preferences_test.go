@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -58,7 +59,7 @@ func TestPreferredNodeAffinityByWeight(t *testing.T) {
 }
 
 // TestPreferenceLadderOrder pins the order in which shapes give up preferences (see
-// preferenceLadder): ScheduleAnyway spreads, then pod-affinity terms lightest first, then
+// preferenceLadder): ScheduleAnyway spreads one at a time as listed, then pod-affinity terms lightest first, then
 // anti-affinity terms lightest first, then node-affinity terms heaviest first, each giving way to
 // the next heaviest; the pod itself last.
 func TestPreferenceLadderOrder(t *testing.T) {
@@ -67,14 +68,17 @@ func TestPreferenceLadderOrder(t *testing.T) {
 	}
 	pod := newPod("p", "1", "1Gi", spread("p", corev1.LabelTopologyZone, 1, corev1.ScheduleAnyway),
 		preferWeighted(map[int32]string{1: fake.ZoneA, 50: fake.ZoneB}))
+	spread("p", corev1.LabelHostname, 1, corev1.ScheduleAnyway)(pod)
 	pod.Spec.Affinity.PodAffinity = &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{term("light", 10), term("heavy", 90)}}
 	pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{term("anti", 5)}}
 	describe := func(p *corev1.Pod) string {
 		var parts []string
-		if hasScheduleAnyway(p) {
-			parts = append(parts, "anyway")
-		} else if len(p.Spec.TopologySpreadConstraints) > 0 {
-			parts = append(parts, "spread")
+		for _, c := range p.Spec.TopologySpreadConstraints {
+			mode := "prefers"
+			if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+				mode = "spreads"
+			}
+			parts = append(parts, mode+" "+strings.TrimPrefix(c.TopologyKey, "kubernetes.io/"))
 		}
 		a := p.Spec.Affinity
 		for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
@@ -92,19 +96,56 @@ func TestPreferenceLadderOrder(t *testing.T) {
 	for _, shape := range preferenceLadder(pod) {
 		got = append(got, describe(shape))
 	}
+	const both = "prefers topology.kubernetes.io/zone, prefers hostname"
 	want := []string{
-		"spread, with heavy, with light, without anti, in " + fake.ZoneB,
-		"anyway, with heavy, with light, without anti, in " + fake.ZoneB,
-		"anyway, with heavy, without anti, in " + fake.ZoneB,
-		"anyway, without anti, in " + fake.ZoneB,
-		"anyway, in " + fake.ZoneB,
-		"anyway, in " + fake.ZoneA,
-		"anyway",
+		"spreads topology.kubernetes.io/zone, spreads hostname, with heavy, with light, without anti, in " + fake.ZoneB,
+		"prefers topology.kubernetes.io/zone, spreads hostname, with heavy, with light, without anti, in " + fake.ZoneB,
+		both + ", with heavy, with light, without anti, in " + fake.ZoneB,
+		both + ", with heavy, without anti, in " + fake.ZoneB,
+		both + ", without anti, in " + fake.ZoneB,
+		both + ", in " + fake.ZoneB,
+		both + ", in " + fake.ZoneA,
+		both,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("ladder:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-	if describe(pod) != "anyway" || len(pod.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 2 {
+	if describe(pod) != both || len(pod.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 2 {
 		t.Errorf("the ladder changed the pod: %s", describe(pod))
+	}
+}
+
+// TestPreferNoScheduleIsTheLastPreference: a NodePool whose nodes carry a PreferNoSchedule taint
+// is used for a pod that does not tolerate it only when no other NodePool can hold the pod, as
+// Karpenter tolerates such taints only once every other preference is relaxed; the pool's weight
+// decides for a pod that tolerates it.
+func TestPreferNoScheduleIsTheLastPreference(t *testing.T) {
+	avoided := func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Taints = append(np.Spec.Template.Spec.Taints,
+			corev1.Taint{Key: "example.com/spare", Value: "true", Effect: corev1.TaintEffectPreferNoSchedule})
+	}
+	pools := func() []Pool {
+		return []Pool{newPool("spare", weighted(100), avoided), newPool("plain", weighted(10), requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, fake.ZoneA))}
+	}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{name: "kept off the tainted pool", pod: newPod("p", "1", "1Gi"), want: "plain"},
+		{name: "tolerated: the heavier pool", pod: newPod("p", "1", "1Gi", tolerates("example.com/spare")), want: "spare"},
+		{name: "only the tainted pool holds it", pod: newPod("p", "1", "1Gi", nodeSelector(corev1.LabelTopologyZone, fake.ZoneB)), want: "spare"},
+		{name: "the other preferences give way first", pod: newPod("p", "1", "1Gi", preferNodes(match(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, fake.ZoneB))), want: "plain"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Pending: []*corev1.Pod{tc.pod}, Pools: pools()}
+			plan := testPlanner(t).Plan(context.Background(), in)
+			pc := onlyClaim(t, plan, tc.pod)
+			if pc.NodePool.Name != tc.want {
+				t.Errorf("claim from NodePool %s, want %s", pc.NodePool.Name, tc.want)
+			}
+			verifyPlan(t, sim, in, plan)
+		})
 	}
 }
