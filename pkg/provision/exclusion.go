@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,8 +28,8 @@ import (
 // placed later is refused wherever it would break an earlier one's anti-affinity (or its own),
 // no claim is opened for a pod whose placement makes one already planned unschedulable.
 
-// exclusiveLargestFirst reorders the pods of order that carry required pod anti-affinity, or that
-// such a term of a pod in order selects, into Karpenter's order, each in one of the places those
+// exclusiveLargestFirst reorders the pods of order that carry a required pod anti-affinity term
+// over a key other than the hostname, or that such a term of a pod in order selects, into Karpenter's order, each in one of the places those
 // pods held; the other pods keep their places.
 func exclusiveLargestFirst(order []*corev1.Pod) []*corev1.Pod {
 	terms := antiAffinityTerms(order)
@@ -38,7 +39,7 @@ func exclusiveLargestFirst(order []*corev1.Pod) []*corev1.Pod {
 	var at []int
 	var exclusive []*corev1.Pod
 	for i, p := range order {
-		if len(requiredAntiTerms(p)) > 0 || selectedByAny(terms, p) {
+		if len(excludingTerms(p)) > 0 || selectedByAny(terms, p) {
 			at = append(at, i)
 			exclusive = append(exclusive, p)
 		}
@@ -51,6 +52,25 @@ func exclusiveLargestFirst(order []*corev1.Pod) []*corev1.Pod {
 	copy(out, order)
 	for k, i := range at {
 		out[i] = exclusive[k]
+	}
+	return out
+}
+
+// excludingTerms are the pod's required anti-affinity terms over a key other than the hostname.
+// Over the hostname a pod refused beside another gets a node of its own: the order decides where
+// pods run, not whether they do, so the balanced order keeps them (in BenchmarkPlan's diverse
+// mix, Karpenter's order for its hostname anti-affinity class cost 3% more on one catalog, 2% less
+// on the other, and a quarter more cpu).
+func excludingTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
+	terms := requiredAntiTerms(p)
+	if !slices.ContainsFunc(terms, func(t corev1.PodAffinityTerm) bool { return t.TopologyKey == corev1.LabelHostname }) {
+		return terms
+	}
+	var out []corev1.PodAffinityTerm
+	for _, t := range terms {
+		if t.TopologyKey != corev1.LabelHostname {
+			out = append(out, t)
+		}
 	}
 	return out
 }
@@ -69,7 +89,7 @@ func antiAffinityTerms(pods []*corev1.Pod) []antiTerm {
 	var out []antiTerm
 	seen := map[string]bool{}
 	for _, p := range pods {
-		for _, t := range requiredAntiTerms(p) {
+		for _, t := range excludingTerms(p) {
 			sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
 			if err != nil {
 				sel = labels.Everything()
