@@ -17,11 +17,13 @@ import (
 // where new capacity can honour them: the first shape requires all of them (ScheduleAnyway
 // spreads as DoNotSchedule, every preferred pod affinity and anti-affinity term, the heaviest
 // preferred node-affinity term), and each next shape gives up one more, in this order (see
-// relaxations): the ScheduleAnyway spreads, one at a time, in the order listed; the preferred pod-affinity terms, lightest first;
-// the preferred anti-affinity terms, lightest first; then the node-affinity terms, the heaviest
-// first, each giving way to the next heaviest, as Karpenter and the scheduler's NodeAffinity
-// score rank them. A shape is meant to be stricter than the pod, and the plan books the pod
+// relaxations): the ScheduleAnyway spreads, one at a time, in the order listed; the preferred
+// pod-affinity terms, lightest first; the preferred anti-affinity terms, lightest first; then
+// the node-affinity terms, the heaviest first, each giving way to the next heaviest, as
+// Karpenter and the scheduler's NodeAffinity score rank them. PreferNoSchedule taints give way
+// last (shunningViews). A shape is meant to be stricter than the pod, and the plan books the pod
 // itself, never the shape. A pod without preferences has one shape: itself.
+// docs/semantics-preferences.md sets this order beside Karpenter's.
 //
 // A shape is not always stricter, so the plan asks the Filter plugins about the pod beside it:
 //   - required node affinity changes which nodes PodTopologySpread counts (nodeAffinityPolicy
@@ -46,9 +48,9 @@ func preferenceLadder(pod *corev1.Pod) []*corev1.Pod {
 }
 
 // relaxation is how much of a pod's preferences one shape requires: how many of its
-// ScheduleAnyway spreads (the last listed), how many of its preferred pod-affinity and anti-affinity terms (the heaviest), and
-// which preferred node-affinity term (an index in weight order, heaviest first; past the end:
-// none).
+// ScheduleAnyway spreads (the last listed), how many of its preferred pod-affinity and
+// anti-affinity terms (the heaviest), and which preferred node-affinity term (an index in weight
+// order, heaviest first; past the end: none).
 type relaxation struct {
 	spread, affinity, anti int
 	node                   int

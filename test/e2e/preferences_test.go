@@ -113,3 +113,23 @@ func TestPodsThatExcludeEachOtherLargestFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestPreferNoScheduleIsGivenUpLast: the heavier NodePool taints its nodes PreferNoSchedule. A pod
+// that does not tolerate the taint gets a node from the other NodePool, as Karpenter keeps such
+// pods off those nodes until every other preference is relaxed; a pod that tolerates it gets one
+// from the heavier NodePool. (The pods ask for 3 cpu each and the tolerating one is held to
+// another zone, so they cannot share a node.)
+func TestPreferNoScheduleIsGivenUpLast(t *testing.T) {
+	e := newEnv(t)
+	e.apply("preferences/prefer-no-schedule.yaml")
+	for app, pool := range map[string]string{"untolerating": "plain", "tolerating": "spare"} {
+		pods := e.waitRunning("app="+app, 1, 60*time.Second)
+		n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, pods[0].Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.Labels["karpenter.sh/nodepool"]; got != pool {
+			t.Errorf("pod %s runs on a node of NodePool %q, want %q", app, got, pool)
+		}
+	}
+}
