@@ -48,7 +48,7 @@ func TestHeaviestReachablePreferenceWins(t *testing.T) {
 // TestPodsThatExcludeEachOtherLargestFirst: three 2-cpu pods, one pinned to each zone, and a pod
 // without requests that cannot share a zone with any of them, the anti-affinity on the small
 // pod's side or on the big pods'. The four pods are pending before the NodePool exists, so one
-// plan weighs them together. As in Karpenter, which plans the largest first, the three big pods
+// plan weighs them together; the NodePool never consolidates, as an eviction deletes a bare pod. As in Karpenter, which plans the largest first, the three big pods
 // run, one node per zone, and the small pod stays Pending with a reason; a plan that placed the
 // small pod first would lock a big one out of its zone.
 func TestPodsThatExcludeEachOtherLargestFirst(t *testing.T) {
@@ -71,16 +71,8 @@ func TestPodsThatExcludeEachOtherLargestFirst(t *testing.T) {
 				}
 				return refused == 4, ""
 			})
-			e.apply("preferences/pool.yaml")
-			pods := e.waitRunning("app=big", 3, 90*time.Second)
-			zones := map[string]bool{}
-			for _, p := range pods {
-				zones[e.zoneOf(p)] = true
-			}
-			if len(zones) != 3 {
-				t.Fatalf("the big pods run in zones %v; want one each in three", zones)
-			}
-			e.waitFor("a FailedProvisioning Event for pod small that names anti-affinity", 30*time.Second, func() (bool, string) {
+			e.apply("exclusion/pool.yaml")
+			e.waitFor("a FailedProvisioning Event for pod small that names anti-affinity", time.Minute, func() (bool, string) {
 				list, err := e.cluster.Kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=FailedProvisioning"})
 				if err != nil {
 					return false, err.Error()
@@ -96,6 +88,14 @@ func TestPodsThatExcludeEachOtherLargestFirst(t *testing.T) {
 				}
 				return false, strings.Join(notes, " | ")
 			})
+			pods := e.waitRunning("app=big", 3, 90*time.Second)
+			zones := map[string]bool{}
+			for _, p := range pods {
+				zones[e.zoneOf(p)] = true
+			}
+			if len(zones) != 3 {
+				t.Fatalf("the big pods run in zones %v; want one each in three", zones)
+			}
 			small, err := e.cluster.Kube.CoreV1().Pods("default").Get(e.ctx, "small", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
