@@ -15,7 +15,8 @@ import (
 // two queues, those heavier in cpu than ratio and the others, each biggest first; the next pod
 // comes from the queue that the order so far has asked less of. Sorting by size alone would fill
 // the first nodes up to one resource and far from the other, and leave the pods heavy in the
-// other for nodes of their own. Ties go by age and UID, so plans are deterministic.
+// other for nodes of their own. Ties go by age and UID, so plans are deterministic. Pods that may
+// exclude each other keep Karpenter's order among themselves (exclusiveLargestFirst).
 func sortedForPacking(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
 	type keyed struct {
 		pod      *corev1.Pod
@@ -70,7 +71,7 @@ func sortedForPacking(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
 		cpu, mem = cpu+next.cpu, mem+next.mem
 		out = append(out, next.pod)
 	}
-	return out
+	return exclusiveLargestFirst(out)
 }
 
 // destinedFirst moves the pods with a destination to the front, each part in its order.

@@ -310,7 +310,8 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			kind = kinds.of(pod)
 		}
 		guards := podGuards{pod: pod, spec: spec, without: state}
-		capacityViews := newCapacityViews(pod, defaultKeys, len(domains) > 0)
+		shunned := shunnedPools(pod, pools)
+		capacityViews := shunningViews(pod, newCapacityViews(pod, defaultKeys, len(domains) > 0), shunned)
 		waits := false
 		// passOver, for every topology key the pod reads, is the cheap test; the spread keys
 		// alone decide.
@@ -378,7 +379,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 				rejecting := memo.claimsRejecting(asGroup)
 				for i := range rooms.order(open, pass, asks, kind, shy, rejecting, by) {
 					oc := open[i]
-					if allowedByPreFilter(pre, oc.name) {
+					if allowedByPreFilter(pre, oc.name) && (as == pod || !shunned[oc.pool]) {
 						alive, choice := pl.weigh(ctx, oc, as, state, guard, keys)
 						if alive == nil {
 							rooms.refused(oc)
@@ -409,6 +410,10 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 			for _, ps := range pools {
 				if why, ok := memo.poolRejected(asGroup, ps); ok {
 					reasons[ps.NodePool.Name] = why
+					continue
+				}
+				if as != pod && shunned[ps] {
+					reasons[ps.NodePool.Name] = shunnedReason(ps)
 					continue
 				}
 				oc, why := pl.open(ctx, state, pre, as, guard, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
