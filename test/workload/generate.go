@@ -80,6 +80,7 @@ func Generate(seed uint64) *Scenario {
 			})
 		}
 	}
+	s.addFidelityShapes(rand.New(rand.NewPCG(seed, seed^0x666964656c697479))) // "fidelity"
 	return s
 }
 
