@@ -40,8 +40,9 @@ type Kubelets struct {
 	log *kwokstage.StageErrorCounter
 }
 
-// StageErrors counts the stages kwok failed to play so far ("failed to apply stage" in its log):
-// a pod or node whose status a kubelet would have reported and kwok did not. None is expected.
+// StageErrors counts the stages kwok failed to play so far on objects still there ("failed to
+// apply stage" in its log): pods or nodes whose status a kubelet would have reported and kwok did
+// not. None is expected (see kwokstage.StageErrorCounter).
 func (k *Kubelets) StageErrors() int64 { return k.log.Count() }
 
 // StartKubelets runs kwok's controller: nodes annotated as fake become Ready, their pods Running,
@@ -105,9 +106,8 @@ func withJobRuntime(stage string) string {
 
 // StartWorkloadControllers runs the Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and
 // disruption (PodDisruptionBudget status) controllers, so workloads create pods and PDBs allow
-// evictions as they would in a cluster with kube-controller-manager. There is no garbage
-// collector nor namespace controller: deleting an owner leaves its pods. Volumes are
-// StartVolumeControllers'.
+// evictions as they would in a cluster with kube-controller-manager, and the controllers clean-up
+// relies on (see clusterControllers). Volumes are StartVolumeControllers'; Controllers lists all.
 func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
 	factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
 	dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube)
@@ -135,7 +135,12 @@ func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubern
 	if err != nil {
 		return fmt.Errorf("creating the Job controller: %w", err)
 	}
+	cluster, err := newClusterControllers(ctx, cfg, kube, factory, mapper)
+	if err != nil {
+		return err
+	}
 	factory.Start(ctx.Done())
+	cluster.run(ctx)
 	go dc.Run(ctx, 2)
 	go rsc.Run(ctx, 2)
 	go ssc.Run(ctx, 2)

@@ -1,9 +1,11 @@
 package kwokstage
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +78,25 @@ func TestPodIPMemoForgets(t *testing.T) {
 	now = now.Add(rememberFor)
 	if got := m.Given("a"); len(got) != 0 {
 		t.Errorf("after %v, Given(a) = %v; want it forgotten", 2*rememberFor, got)
+	}
+}
+
+func TestStageErrorCounterCountsObjectsStillThere(t *testing.T) {
+	var out bytes.Buffer
+	w := &StageErrorCounter{Out: &out}
+	for _, line := range []string{
+		`{"level":"ERROR","msg":"failed to apply stage","err":"failed to patch pod p: Pod \"p\" is invalid: status.podIPs: Invalid value: ...: may specify no more than one IP for each IP family","stage":"pod-ready"}`,
+		`{"level":"ERROR","msg":"failed to apply stage","err":"failed to delete resource for step 0: failed to delete pod p: pods \"p\" not found","stage":"pod-delete"}`,
+		`{"level":"WARN","msg":"Failed to get delay"}`,
+	} {
+		if _, err := w.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.Count() != 1 {
+		t.Errorf("Count() = %d, want 1: the invalid status, not the pod already gone nor the warning", w.Count())
+	}
+	if strings.Count(out.String(), "\n") != 3 {
+		t.Errorf("the log passed on has %q; want all three lines", out.String())
 	}
 }
