@@ -56,8 +56,12 @@ func StartKubelets(ctx context.Context, kube kubernetes.Interface) (*Kubelets, e
 	if err != nil {
 		return nil, err
 	}
+	podDelete, err := kwokstage.DeleteOnce(podfast.DefaultPodDelete)
+	if err != nil {
+		return nil, err
+	}
 	var podStages []*internalversion.Stage
-	for _, raw := range []string{podReady, withJobRuntime(podfast.DefaultPodComplete), podfast.DefaultPodDelete} {
+	for _, raw := range []string{podReady, withJobRuntime(podfast.DefaultPodComplete), podDelete} {
 		s, err := config.UnmarshalWithType[*internalversion.Stage](raw)
 		if err != nil {
 			return nil, fmt.Errorf("loading kwok's pod stages: %w", err)

@@ -89,9 +89,8 @@ func (m *PodIPMemo) rotate() {
 
 // StageErrorCounter passes kwok's log on and counts the stages kwok failed to play on an object
 // that is still there: each is a pod or node whose status a kubelet would have reported and kwok
-// did not. A stage played on an object already gone is not counted: kwok plays pod-delete twice
-// when a pod being deleted changes again before it goes (its owner's controller removes a
-// finalizer), and the second play finds the pod gone, which is what it wanted.
+// did not. A stage played on an object already gone is not counted: a pod deleted while kwok
+// plays it has no status left to report.
 type StageErrorCounter struct {
 	Out   io.Writer
 	count atomic.Int64
