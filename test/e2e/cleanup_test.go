@@ -27,6 +27,7 @@ func TestDeletingADeploymentRemovesItsPodsAndThenItsNodes(t *testing.T) {
 	}
 	t.Logf("300 pods on %d nodes", len(nodes))
 
+	deleted := time.Now()
 	if err := e.cluster.Kube.AppsV1().Deployments("default").Delete(e.ctx, "burst", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +35,7 @@ func TestDeletingADeploymentRemovesItsPodsAndThenItsNodes(t *testing.T) {
 		sets, pods := e.count("default", "app=burst")
 		return sets == 0 && pods == 0, fmt.Sprintf("%d ReplicaSets, %d pods", sets, pods)
 	})
+	t.Logf("the ReplicaSet and pods were gone %.1f s after the Deployment was deleted", time.Since(deleted).Seconds())
 	e.waitFor("the empty nodes to be consolidated away", 2*time.Minute, func() (bool, string) {
 		claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
 		if err != nil {
@@ -45,6 +47,7 @@ func TestDeletingADeploymentRemovesItsPodsAndThenItsNodes(t *testing.T) {
 		}
 		return len(claims.Items) == 0 && len(nodes.Items) == 0, fmt.Sprintf("%d NodeClaims, %d nodes", len(claims.Items), len(nodes.Items))
 	})
+	t.Logf("the nodes were gone %.1f s after the Deployment was deleted", time.Since(deleted).Seconds())
 	e.expectNoStageErrors()
 }
 
