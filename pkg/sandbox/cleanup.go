@@ -23,21 +23,26 @@ import (
 
 // Controllers names what the sandbox runs of kube-controller-manager, and what it does not and
 // why, for `tailor sandbox --help` and docs/sandbox.md.
-const Controllers = `Of kube-controller-manager, the sandbox runs (from its own packages, as it wires them, with
-one or two workers each): Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob,
-TTL-after-finished, disruption (PodDisruptionBudget status), garbage collector (background,
-foreground and orphan deletion; deleting a NodePool deletes its NodeClaims, as in Karpenter),
-namespace, EndpointSlice and PersistentVolume (with an EBS-like provisioner).
-It does not run node lifecycle (kwok keeps nodes Ready without heartbeats or Leases, which
-that controller would read as dead nodes and taint; Tailor's node repair is what acts on
-unhealthy nodes), taint eviction, ServiceAccount and token controllers (the ServiceAccount
-admission plugin is off), Service load balancers and routes (no cloud controller), IPAM
-(kwok gives pods addresses), HPA, certificates, bootstrap tokens, ResourceClaims, PVC/PV
-protection, attach/detach and volume expansion.`
+const Controllers = `Of kube-controller-manager's controllers, the sandbox runs (from its own packages, one or
+two workers each):
+  Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, TTL-after-finished
+  disruption: PodDisruptionBudget status, so evictions respect budgets
+  garbage collector: background, foreground and orphan deletion (deleting a NodePool deletes
+    its NodeClaims, as in Karpenter)
+  namespace: a deleted namespace is emptied and goes away
+  EndpointSlice, PersistentVolume (with an EBS-like provisioner)
+It does not run:
+  node lifecycle, taint eviction: kwok marks a node Ready once and renews no heartbeat nor
+    Lease, which that controller would take for a dead node; Tailor's node repair acts on
+    unhealthy nodes and Tailor drains through the Eviction API
+  ServiceAccount and token controllers: the ServiceAccount admission plugin is off
+  service load balancers, routes, node IPAM: no cloud controller; kwok gives pods addresses
+  HPA, certificates, bootstrap tokens, ResourceClaims, PVC/PV protection, attach/detach,
+    volume expansion`
 
 // clusterControllers are the controllers a user's clean-up relies on: the garbage collector,
 // the namespace controller, CronJobs, TTL-after-finished and EndpointSlices. They share the
-// workload controllers' informers, so the sandbox holds one copy of every pod.
+// workload controllers' informers: they add no copy of the pods, nodes and Jobs.
 type clusterControllers struct {
 	gc        *garbagecollector.GarbageCollector
 	discovery kubernetes.Interface
