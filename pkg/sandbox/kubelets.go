@@ -113,7 +113,9 @@ func withJobRuntime(stage string) string {
 // evictions as they would in a cluster with kube-controller-manager, and the controllers clean-up
 // relies on (see clusterControllers). Volumes are StartVolumeControllers'; Controllers lists all.
 func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
-	factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
+	// Without managed fields, as kube-controller-manager's informers hold objects: no controller
+	// reads them, and every copy a controller makes is smaller.
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithTransform(dropManagedFields))
 	dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube)
 	if err != nil {
 		return fmt.Errorf("creating the Deployment controller: %w", err)
