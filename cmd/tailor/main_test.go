@@ -14,7 +14,9 @@ func TestHelpShowsTailorsFlagsNotKlogs(t *testing.T) {
 	}{
 		{args: []string{"--help"}, want: []string{"sandbox", "plan", "top"}},
 		{args: []string{"top", "--help"}, want: []string{"--kubeconfig", "--once", "--output", "--sort", "--nodepool", "--selector", "--prices"}},
-		{args: []string{"sandbox", "--help"}, want: []string{"--apply", "--cloud", "--cluster-name", "--until-settled"}},
+		// ...and the sandbox's names what of kube-controller-manager runs and what does not.
+		{args: []string{"sandbox", "--help"}, want: []string{"--apply", "--cloud", "--cluster-name", "--until-settled",
+			"garbage collector", "namespace", "CronJob", "TTL-after-finished", "EndpointSlice", "It does not run", "node lifecycle"}},
 		{args: []string{"sandbox", "interrupt", "--help"}, want: []string{"--kubeconfig", "--node"}},
 		{args: []string{"plan", "--help"}, want: []string{"--filename", "--output", "--region"}},
 	} {

@@ -37,13 +37,17 @@ func newSandboxCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Run a whole cluster, a simulated fleet and Tailor in one process",
-		Long: `sandbox starts etcd, kube-apiserver, the Deployment and ReplicaSet controllers, kwok (playing
-every kubelet), a simulated cloud, and Tailor's scheduler, all in this process. It writes a
-kubeconfig so kubectl works against it. Nothing is downloaded and no container runs.
+		Long: `sandbox starts etcd, kube-apiserver, kube-controller-manager's controllers (listed below),
+kwok (playing every kubelet), a simulated cloud, and Tailor's scheduler, all in this process. It
+writes a kubeconfig so kubectl works against it. Nothing is downloaded and no container runs.
 
 The cloud is, by default, Tailor's real AWS provider talking to an in-process emulator of EC2,
 IAM, SSM, Pricing and SQS (one SIMULATED region and account); "tailor sandbox interrupt" sends
-it interruption notices. --cloud fake uses the in-memory cloud instead.`,
+it interruption notices. --cloud fake uses the in-memory cloud instead.
+
+` + sandbox.Controllers + `
+
+docs/sandbox.md says more.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSandbox(cmd.Context(), cmd.OutOrStdout(), f) },
 	}

@@ -81,6 +81,7 @@ type Cluster struct {
 	schedKubeconfig string
 
 	cp         *ControlPlane
+	kubelets   *Kubelets
 	cancel     context.CancelFunc
 	dir        string
 	clock      clock.WithTicker
@@ -161,7 +162,7 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	if err := StartVolumeControllers(ctx, componentKube); err != nil {
 		return fail(err)
 	}
-	if err := StartKubelets(ctx, componentKube); err != nil {
+	if c.kubelets, err = StartKubelets(ctx, componentKube); err != nil {
 		return fail(err)
 	}
 	StartStartupTaintAgent(ctx, componentKube, componentTailor)
@@ -186,6 +187,9 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	logger.Info("Sandbox cluster is up", "kubeconfig", c.Kubeconfig, "took", time.Since(began).Round(time.Millisecond))
 	return c, nil
 }
+
+// KubeletStageErrors counts the stages kwok failed to play (see Kubelets.StageErrors).
+func (c *Cluster) KubeletStageErrors() int64 { return c.kubelets.StageErrors() }
 
 // StopScheduler stops Tailor's scheduler (every replica), and its webhook, as a crash or a
 // rollout would, and waits for it; RestartScheduler starts it again.

@@ -1,7 +1,7 @@
 // Package sandbox runs a whole cluster in one process, from Go modules alone: embedded etcd, an
-// in-process kube-apiserver, the workload controllers a user expects (Deployments, ReplicaSets),
-// kwok playing every kubelet, and Tailor's scheduler over a cloud. The e2e tests and
-// `tailor sandbox` both use it.
+// in-process kube-apiserver, the kube-controller-manager controllers a user's workloads and
+// clean-up rely on (Controllers lists them), kwok playing every kubelet, and Tailor's scheduler
+// over a cloud. The e2e tests and `tailor sandbox` both use it; docs/sandbox.md describes it.
 package sandbox
 
 import (

@@ -27,27 +27,49 @@ import (
 	"sigs.k8s.io/kwok/pkg/config"
 	kwokcontrollers "sigs.k8s.io/kwok/pkg/kwok/controllers"
 	kwoklog "sigs.k8s.io/kwok/pkg/log"
+
+	"github.com/tailor-sh/tailor/pkg/sandbox/kwokstage"
 )
 
 // KwokNodeAnnotation marks the nodes kwok plays the kubelet of; the fake cloud puts it on every
 // node it registers.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node=fake"
 
+// Kubelets is kwok playing every node's kubelet.
+type Kubelets struct {
+	log *kwokstage.StageErrorCounter
+}
+
+// StageErrors counts the stages kwok failed to play so far on objects still there ("failed to
+// apply stage" in its log): pods or nodes whose status a kubelet would have reported and kwok did
+// not. None is expected (see kwokstage.StageErrorCounter).
+func (k *Kubelets) StageErrors() int64 { return k.log.Count() }
+
 // StartKubelets runs kwok's controller: nodes annotated as fake become Ready, their pods Running,
 // and pods being deleted go away, as a kubelet would make them.
-func StartKubelets(ctx context.Context, kube kubernetes.Interface) error {
+func StartKubelets(ctx context.Context, kube kubernetes.Interface) (*Kubelets, error) {
 	nodeInit, err := config.UnmarshalWithType[*internalversion.Stage](nodefast.DefaultNodeInit)
 	if err != nil {
-		return fmt.Errorf("loading kwok's node stage: %w", err)
+		return nil, fmt.Errorf("loading kwok's node stage: %w", err)
+	}
+	podReady, err := kwokstage.RememberPodIPs(podfast.DefaultPodReady)
+	if err != nil {
+		return nil, err
+	}
+	podDelete, err := kwokstage.DeleteOnce(podfast.DefaultPodDelete)
+	if err != nil {
+		return nil, err
 	}
 	var podStages []*internalversion.Stage
-	for _, raw := range []string{podfast.DefaultPodReady, withJobRuntime(podfast.DefaultPodComplete), podfast.DefaultPodDelete} {
+	for _, raw := range []string{podReady, withJobRuntime(podfast.DefaultPodComplete), podDelete} {
 		s, err := config.UnmarshalWithType[*internalversion.Stage](raw)
 		if err != nil {
-			return fmt.Errorf("loading kwok's pod stages: %w", err)
+			return nil, fmt.Errorf("loading kwok's pod stages: %w", err)
 		}
 		podStages = append(podStages, s)
 	}
+	memo := kwokstage.NewPodIPMemo()
+	k := &Kubelets{log: &kwokstage.StageErrorCounter{Out: os.Stderr}}
 	ctrl, err := kwokcontrollers.NewController(kwokcontrollers.Config{
 		TypedClient:                       kube,
 		ManageNodesWithAnnotationSelector: KwokNodeAnnotation,
@@ -60,12 +82,16 @@ func StartKubelets(ctx context.Context, kube kubernetes.Interface) error {
 		NodePlayStageParallelism:  4,
 		PodPlayStageParallelism:   4,
 		PodsOnNodeSyncParallelism: 4,
+		FuncMap:                   memo.FuncMap(),
 	})
 	if err != nil {
-		return fmt.Errorf("creating the kwok controller: %w", err)
+		return nil, fmt.Errorf("creating the kwok controller: %w", err)
 	}
 	// kwok logs every status patch; keep its warnings and errors only.
-	return ctrl.Start(kwoklog.NewContext(ctx, kwoklog.NewLogger(os.Stderr, kwoklog.LevelWarn)))
+	if err := ctrl.Start(kwoklog.NewContext(ctx, kwoklog.NewLogger(k.log, kwoklog.LevelWarn))); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // JobRuntimeAnnotation, on a Job's pod, is how long it runs before it completes (a Go duration;
@@ -84,11 +110,12 @@ func withJobRuntime(stage string) string {
 
 // StartWorkloadControllers runs the Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and
 // disruption (PodDisruptionBudget status) controllers, so workloads create pods and PDBs allow
-// evictions as they would in a cluster with kube-controller-manager. There is no garbage
-// collector nor namespace controller: deleting an owner leaves its pods. Volumes are
-// StartVolumeControllers'.
+// evictions as they would in a cluster with kube-controller-manager, and the controllers clean-up
+// relies on (see clusterControllers). Volumes are StartVolumeControllers'; Controllers lists all.
 func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
-	factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
+	// Without managed fields, as kube-controller-manager's informers hold objects: no controller
+	// reads them, and every copy a controller makes is smaller.
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithTransform(dropManagedFields))
 	dc, err := deployment.NewDeploymentController(ctx, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube)
 	if err != nil {
 		return fmt.Errorf("creating the Deployment controller: %w", err)
@@ -114,7 +141,12 @@ func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubern
 	if err != nil {
 		return fmt.Errorf("creating the Job controller: %w", err)
 	}
+	cluster, err := newClusterControllers(ctx, cfg, kube, factory, mapper)
+	if err != nil {
+		return err
+	}
 	factory.Start(ctx.Done())
+	cluster.run(ctx)
 	go dc.Run(ctx, 2)
 	go rsc.Run(ctx, 2)
 	go ssc.Run(ctx, 2)

@@ -85,6 +85,13 @@ func Start(t *testing.T, which Cloud) *sandbox.Cluster {
 		cluster.Stop()
 		cancel()
 	})
+	// Registered after the cluster's cleanup, so run while it is up. Each such error is a pod or
+	// node whose status kwok did not report as a kubelet would have (issue 36).
+	t.Cleanup(func() {
+		if n := cluster.KubeletStageErrors(); n != 0 {
+			t.Errorf("kwok failed to play %d stages (\"failed to apply stage\" in the log)", n)
+		}
+	})
 	if provider != nil {
 		// Registered after the cluster's cleanup, so run before it: the controllers' watches
 		// must end before the API server stops.

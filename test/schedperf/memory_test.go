@@ -43,7 +43,7 @@ func measureMemory(b *testing.B, tailorBin, kubeBin string) {
 	defer cancel()
 	ctx = klog.NewContext(ctx, klog.Background())
 	c := startCluster(ctx, b)
-	if err := sandbox.StartKubelets(ctx, c.kube); err != nil {
+	if _, err := sandbox.StartKubelets(ctx, c.kube); err != nil {
 		b.Fatal(err)
 	}
 	if err := c.createNodes(ctx, memoryNodes, true); err != nil {
