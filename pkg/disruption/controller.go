@@ -136,9 +136,11 @@ func (c *Controller) decide(ctx context.Context, s *State) *Command {
 	}
 	for reason, n := range report.Eligible {
 		metrics.DisruptionEligibleNodes.WithLabelValues(string(reason)).Set(float64(n))
+		metrics.EligibleNodes(string(reason), n)
 	}
 	for key, n := range report.Allowed {
 		metrics.DisruptionAllowed.WithLabelValues(key.pool, string(key.reason)).Set(float64(n))
+		metrics.AllowedDisruptions(key.pool, string(key.reason), n)
 	}
 	return cmd
 }

@@ -424,6 +424,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
+	metrics.NodeClaimCreated(pc.NodePool.Name, "provisioned", created.Annotations[MinValuesRelaxedAnnotationKey] == "true")
 	p.mu.Lock()
 	for _, pod := range pc.Pods {
 		p.planned[pod.UID] = created.Name

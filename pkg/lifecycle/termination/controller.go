@@ -52,7 +52,7 @@ type Options struct {
 // Metrics receives what the controller does; the operator counts it.
 type Metrics interface {
 	Evicted(outcome string)
-	Terminated(nodePool string, took time.Duration)
+	Terminated(node *corev1.Node, took time.Duration)
 }
 
 // Controller drains and terminates nodes that are being deleted.
@@ -196,7 +196,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	}
 	logger.Info("Node terminated")
 	if c.opts.Metrics != nil {
-		c.opts.Metrics.Terminated(node.Labels[karpv1.NodePoolLabelKey], c.opts.Clock.Since(node.DeletionTimestamp.Time))
+		c.opts.Metrics.Terminated(node, c.opts.Clock.Since(node.DeletionTimestamp.Time))
 	}
 	return 0, nil
 }
