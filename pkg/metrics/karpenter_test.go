@@ -52,8 +52,10 @@ func TestClusterGaugesFromListers(t *testing.T) {
 	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: karpv1.NodePoolSpec{Limits: karpv1.Limits(res("100", "1Ti"))},
 		Status: karpv1.NodePoolStatus{Resources: res("2", "8Gi")}}
 	SetClusterSource(ClusterSource{
-		Nodes:     func() []*corev1.Node { return []*corev1.Node{node, other} },
-		Pods:      func() []*corev1.Pod { return []*corev1.Pod{pod("app", "n1", "500m", false), pod("ds", "n1", "100m", true), pod("wait", "", "1", false)} },
+		Nodes: func() []*corev1.Node { return []*corev1.Node{node, other} },
+		Pods: func() []*corev1.Pod {
+			return []*corev1.Pod{pod("app", "n1", "500m", false), pod("ds", "n1", "100m", true), pod("wait", "", "1", false)}
+		},
 		NodePools: func() []*karpv1.NodePool { return []*karpv1.NodePool{pool} },
 		Now:       func() time.Time { return now },
 	})
