@@ -232,7 +232,9 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
 	s.Unavailable = map[string]string{}
 	for _, np := range pools {
+		done := metrics.CloudCall("disruption", "GetInstanceTypes", c.opts.Cloud)
 		its, err := c.opts.Cloud.InstanceTypes(ctx, np)
+		done(err)
 		if nr := cloud.AsNodeClassNotReady(err); nr != nil {
 			s.Unavailable[np.Name] = nr.Error()
 			continue

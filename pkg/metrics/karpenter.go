@@ -76,7 +76,8 @@ func karpenterCollectors() []prometheus.Collector {
 	return []prometheus.Collector{kNodeClaimsCreated, kNodeClaimsTerminated, kNodeClaimsDisrupted, kNodeClaimsUnhealthyDisrupted,
 		kNodeClaimTermination, kNodesCreated, kNodesTerminated, kNodesDrained, kNodeTermination, kNodeLifetime, kDecisions,
 		kDecisionsByPool, kEligible, kFailedValidations, kAllowed, kPodStartup, kPodBound, kInterruptionReceived,
-		kInterruptionDeleted, kInterruptionLatency, reconcileTotal, reconcileErrors, reconcileTime}
+		kInterruptionDeleted, kInterruptionLatency, reconcileTotal, reconcileErrors, reconcileTime,
+		kConditionTransitions, kConditionTransitionSeconds, kClaimTermination, kCloudDuration, kCloudErrors}
 }
 
 // snake is how Karpenter writes a reason in a label value: "Underutilized" is "underutilized",

@@ -23,6 +23,8 @@ type ClusterSource struct {
 	Nodes     func() []*corev1.Node
 	Pods      func() []*corev1.Pod
 	NodePools func() []*karpv1.NodePool
+	// NodeClaims, if set, also serves the NodeClaims' status condition gauges.
+	NodeClaims func() []*karpv1.NodeClaim
 	Now       func() time.Time
 }
 
@@ -76,7 +78,7 @@ type clusterCollector struct{}
 
 func (clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nodeAllocatable, nodePodRequests, nodePodLimits, nodeDSRequests, nodeDSLimits,
-		nodeOverhead, nodeLifetime, utilization, poolUsage, poolLimit, podState} {
+		nodeOverhead, nodeLifetime, utilization, poolUsage, poolLimit, podState, conditionCount, conditionCurrentSeconds, terminationCurrentSeconds} {
 		ch <- d
 	}
 }
@@ -142,6 +144,9 @@ func (clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		if v := value(name, a); v > 0 {
 			ch <- prometheus.MustNewConstMetric(utilization, prometheus.GaugeValue, 100*value(name, requested[name])/v, resourceType(name))
 		}
+	}
+	if src.NodeClaims != nil {
+		collectClaims(ch, src.NodeClaims(), src.Now())
 	}
 	for _, pool := range src.NodePools() {
 		for desc, list := range map[*prometheus.Desc]corev1.ResourceList{poolUsage: pool.Status.Resources, poolLimit: corev1.ResourceList(pool.Spec.Limits)} {

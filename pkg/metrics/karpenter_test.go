@@ -127,3 +127,27 @@ controller_runtime_reconcile_total{controller="unit-test",result="requeue_after"
 		t.Fatal(err)
 	}
 }
+
+func TestNodeClaimTransitionsAsOperatorpkgCounts(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	claim := func(status metav1.ConditionStatus, reason string, when metav1.Time) *karpv1.NodeClaim {
+		return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{karpv1.NodePoolLabelKey: "unit"}},
+			Status: karpv1.NodeClaimStatus{Conditions: []metav1.Condition{{Type: "Launched", Status: status, Reason: reason, LastTransitionTime: when}}}}
+	}
+	old := claim(metav1.ConditionUnknown, "AwaitingLaunch", at)
+	NodeClaimConditionsChanged(nil, old)
+	NodeClaimConditionsChanged(old, old) // no change: not counted
+	NodeClaimConditionsChanged(old, claim(metav1.ConditionTrue, "Launched", metav1.NewTime(at.Add(3*time.Second))))
+	want := `
+# HELP operator_nodeclaim_status_condition_transitions_total The count of transitions of a given object, type and status.
+# TYPE operator_nodeclaim_status_condition_transitions_total counter
+operator_nodeclaim_status_condition_transitions_total{karpenter_k8s_aws_ec2nodeclass="",karpenter_sh_nodepool="unit",reason="AwaitingLaunch",status="Unknown",type="Launched"} 1
+operator_nodeclaim_status_condition_transitions_total{karpenter_k8s_aws_ec2nodeclass="",karpenter_sh_nodepool="unit",reason="Launched",status="True",type="Launched"} 1
+`
+	if err := testutil.CollectAndCompare(kConditionTransitions, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.CollectAndCount(kConditionTransitionSeconds); got != 1 {
+		t.Errorf("%d transition_seconds series, want 1 (Launched, Unknown)", got)
+	}
+}

@@ -15,8 +15,8 @@ import (
 )
 
 // serveKarpenterMetrics points Karpenter's cluster gauges at the scheduler's and Tailor's
-// informers, read at scrape time, and observes pod startup from the scheduler's pod informer
-// until ctx ends (a leader that loses its lease stops observing, as its controllers stop).
+// informers, read at scrape time, and observes pod startup and NodeClaim condition transitions
+// from the informers until ctx ends (a leader that loses its lease stops observing, as its controllers stop).
 func (o *Operator) serveKarpenterMetrics(ctx context.Context, h fwk.Handle) error {
 	factory := h.SharedInformerFactory()
 	nodes, pods := factory.Core().V1().Nodes().Lister(), factory.Core().V1().Pods().Lister()
@@ -27,8 +27,37 @@ func (o *Operator) serveKarpenterMetrics(ctx context.Context, h fwk.Handle) erro
 			list, _ := o.poolLister.List(labels.Everything())
 			return list
 		},
+		NodeClaims: func() []*karpv1.NodeClaim {
+			list, _ := o.claimLister.List(labels.Everything())
+			return list
+		},
 		Now: func() time.Time { return o.clock.Now() },
 	})
+	claims, err := o.claimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if c, ok := obj.(*karpv1.NodeClaim); ok {
+				metrics.NodeClaimConditionsChanged(nil, c)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			if o, ok := old.(*karpv1.NodeClaim); ok {
+				if c, ok := cur.(*karpv1.NodeClaim); ok {
+					metrics.NodeClaimConditionsChanged(o, c)
+				}
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if c, ok := obj.(*karpv1.NodeClaim); ok {
+				metrics.NodeClaimGone(c, o.clock.Now())
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watching NodeClaims for Karpenter's status condition metrics: %w", err)
+	}
 	informer := factory.Core().V1().Pods().Informer()
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, cur any) {
@@ -45,6 +74,7 @@ func (o *Operator) serveKarpenterMetrics(ctx context.Context, h fwk.Handle) erro
 	go func() {
 		<-ctx.Done()
 		_ = informer.RemoveEventHandler(reg)
+		_ = o.claimInform.RemoveEventHandler(claims)
 	}()
 	return nil
 }

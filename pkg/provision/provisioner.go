@@ -466,7 +466,9 @@ func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.In
 			unavailable = append(unavailable, *held)
 			continue
 		}
+		done := metrics.CloudCall("provisioner", "GetInstanceTypes", p.opts.Cloud)
 		its, err := p.opts.Cloud.InstanceTypes(ctx, np)
+		done(err)
 		if up := notReadyPool(np, err); up != nil {
 			klog.FromContext(ctx).V(2).Info("NodePool cannot launch; left out of plans", "nodePool", np.Name, "reason", up.reason, "message", up.message)
 			unavailable = append(unavailable, *up)

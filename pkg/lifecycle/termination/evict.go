@@ -20,6 +20,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 )
 
@@ -165,7 +166,9 @@ func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, c
 		}
 		target = &karpv1.NodeClaim{Status: karpv1.NodeClaimStatus{ProviderID: node.Spec.ProviderID}}
 	}
+	done := metrics.CloudCall("node.termination", "Delete", c.opts.Cloud)
 	err := c.opts.Cloud.Delete(ctx, target)
+	done(err)
 	if cloud.IsNotFound(err) {
 		return true, nil
 	}
