@@ -72,13 +72,15 @@ var (
 	poolLimit          = gaugeDesc("nodepools", "limit", "Limits specified on the nodepool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.", []string{"resource_type", "nodepool"})
 	podState           = gaugeDesc("pods", "state", "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type, pod phase, and pod readiness.",
 		[]string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"})
+	podUnstarted = gaugeDesc("pods", "unstarted_time_seconds", "The time from pod creation until the pod is running.", []string{"name", "namespace"})
+	podUnbound   = gaugeDesc("pods", "unbound_time_seconds", "The time from pod creation until the pod is bound.", []string{"name", "namespace"})
 )
 
 type clusterCollector struct{}
 
 func (clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{nodeAllocatable, nodePodRequests, nodePodLimits, nodeDSRequests, nodeDSLimits,
-		nodeOverhead, nodeLifetime, utilization, poolUsage, poolLimit, podState, conditionCount, conditionCurrentSeconds, terminationCurrentSeconds} {
+		nodeOverhead, nodeLifetime, utilization, poolUsage, poolLimit, podState, conditionCount, conditionCurrentSeconds, terminationCurrentSeconds, podUnstarted, podUnbound} {
 		ch <- d
 	}
 }
@@ -99,6 +101,13 @@ func (clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	use := map[string]*nodeUse{}
 	for _, p := range pods {
 		collectPod(ch, p, byName[p.Spec.NodeName])
+		if p.Status.Phase == corev1.PodPending {
+			age := src.Now().Sub(p.CreationTimestamp.Time).Seconds()
+			ch <- prometheus.MustNewConstMetric(podUnstarted, prometheus.GaugeValue, age, p.Name, p.Namespace)
+			if !isTrue(p, corev1.PodScheduled) {
+				ch <- prometheus.MustNewConstMetric(podUnbound, prometheus.GaugeValue, age, p.Name, p.Namespace)
+			}
+		}
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}

@@ -38,7 +38,7 @@ func TestClusterGaugesFromListers(t *testing.T) {
 		Status: corev1.NodeStatus{Capacity: res("2", "8Gi"), Allocatable: res("1900m", "7Gi")}}
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0", CreationTimestamp: metav1.NewTime(now)}, Status: corev1.NodeStatus{Allocatable: res("4", "16Gi")}}
 	pod := func(name, nodeName, cpu string, ds bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: nodeName,
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(now.Add(-30 * time.Second))}, Spec: corev1.PodSpec{NodeName: nodeName,
 			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: res(cpu, "1Gi")}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 		if ds {
@@ -99,6 +99,7 @@ func TestClusterGaugesFromListers(t *testing.T) {
 		{"karpenter_nodepools_usage", map[string]string{"nodepool": "default", "resource_type": "cpu"}, 2},
 		{"karpenter_nodepools_limit", map[string]string{"nodepool": "default", "resource_type": "cpu"}, 100},
 		{"karpenter_pods_state", map[string]string{"name": "app", "node": "n1", "nodepool": "default", "phase": "Running", "scheduled": "true", "instance_type": "m5.large"}, 1},
+		{"karpenter_pods_unbound_time_seconds", map[string]string{"name": "wait", "namespace": "ns"}, 30},
 		{"karpenter_pods_state", map[string]string{"name": "wait", "node": "", "phase": "Pending", "scheduled": "false", "managed": "false"}, 1},
 	} {
 		got, ok := find(tc.name, tc.labels)

@@ -27,6 +27,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/controller"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -174,8 +175,12 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return podsLeavingPoll, nil
 	}
 	if claim != nil {
+		wasDrained := claim.IsTrue(karpv1.ConditionTypeDrained)
 		if err := c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", ""); err != nil {
 			return 0, err
+		}
+		if !wasDrained { // once per node, as Karpenter counts it: when Drained turns True
+			metrics.NodeDrained(node.Labels[karpv1.NodePoolLabelKey])
 		}
 	}
 	pastDeadline := deadline != nil && !c.opts.Clock.Now().Before(*deadline)
