@@ -25,7 +25,7 @@ type ClusterSource struct {
 	NodePools func() []*karpv1.NodePool
 	// NodeClaims, if set, also serves the NodeClaims' status condition gauges.
 	NodeClaims func() []*karpv1.NodeClaim
-	Now       func() time.Time
+	Now        func() time.Time
 }
 
 var clusterSource atomic.Pointer[ClusterSource]
