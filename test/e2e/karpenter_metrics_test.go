@@ -90,6 +90,7 @@ var karpenterReferenceMetrics = []dashboardMetric{
 	{"karpenter_nodeclaims_disrupted_total", []string{"reason", "nodepool", "capacity_type", "consolidation_policy", "termination_mode"}},
 	{"karpenter_nodes_created_total", []string{"nodepool", "zone"}},
 	{"karpenter_nodes_lifetime_duration_seconds_bucket", []string{"nodepool", "le"}},
+	{"karpenter_nodes_drained_total", []string{"nodepool"}},
 	{"karpenter_nodes_current_lifetime_seconds", []string{"node_name", "nodepool"}},
 	{"karpenter_nodes_system_overhead", []string{"node_name", "resource_type"}},
 	{"karpenter_pods_bound_duration_seconds_count", nil},
