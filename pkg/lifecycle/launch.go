@@ -117,6 +117,7 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 	if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	metrics.NodeClaimDisrupted(claim, reason, "") // insufficient_capacity, as Karpenter; or launch_failed
 	c.opts.Replan()
 	return nil
 }

@@ -145,6 +145,7 @@ func (g *Collector) Collect(ctx context.Context) error {
 		if err := g.opts.NodeClaims.Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+		metrics.NodeClaimDisrupted(c, "garbage_collected", "") // Karpenter's reason for the same
 		logger.Info("Deleted NodeClaim whose instance is gone", "nodeClaim", c.Name, "providerID", c.Status.ProviderID)
 	}
 	return g.collectNodes(ctx, byProviderID, api, seen, now)
