@@ -152,3 +152,29 @@ operator_nodeclaim_status_condition_transitions_total{karpenter_k8s_aws_ec2nodec
 		t.Errorf("%d transition_seconds series, want 1 (Launched, Unknown)", got)
 	}
 }
+
+// TestKarpenterLabelValues checks the label values Karpenter's alerts match: lower-cased
+// reasons, its consolidation types, snake-cased policies and the termination mode.
+func TestKarpenterLabelValues(t *testing.T) {
+	VoluntaryDecision("delete", "single-node consolidation", "Underutilized", "labels")
+	if got := testutil.ToFloat64(kDecisions.WithLabelValues("delete", "underutilized", "single")); got != 1 {
+		t.Errorf("decisions_total{delete,underutilized,single} = %v, want 1", got)
+	}
+	zero := metav1.Duration{}
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{karpv1.NodePoolLabelKey: "labels", karpv1.CapacityTypeLabelKey: "spot"}}}
+	NodeClaimDisrupted(claim, "Underutilized", "WhenEmptyOrUnderutilized")
+	claim.Spec.TerminationGracePeriod = &zero
+	NodeClaimDisrupted(claim, "Expired", "")
+	for _, labels := range [][]string{
+		{"underutilized", "labels", "spot", "when_empty_or_underutilized", "graceful"},
+		{"expired", "labels", "spot", "", "forceful"},
+	} {
+		if got := testutil.ToFloat64(kNodeClaimsDisrupted.WithLabelValues(labels...)); got != 1 {
+			t.Errorf("nodeclaims_disrupted_total%v = %v, want 1", labels, got)
+		}
+	}
+	InterruptionReceived("SpotInterruption", time.Time{}, time.Time{})
+	if got := testutil.ToFloat64(kInterruptionReceived.WithLabelValues("spot_interrupted")); got != 1 {
+		t.Errorf("interruption_received_messages_total{spot_interrupted} = %v, want 1", got)
+	}
+}
