@@ -77,7 +77,7 @@ func karpenterCollectors() []prometheus.Collector {
 		kNodeClaimTermination, kNodesCreated, kNodesTerminated, kNodesDrained, kNodeTermination, kNodeLifetime, kDecisions,
 		kDecisionsByPool, kEligible, kFailedValidations, kAllowed, kPodStartup, kPodBound, kInterruptionReceived,
 		kInterruptionDeleted, kInterruptionLatency, reconcileTotal, reconcileErrors, reconcileTime,
-		kConditionTransitions, kConditionTransitionSeconds, kClaimTermination, kCloudDuration, kCloudErrors}
+		kConditionTransitions, kConditionTransitionSeconds, kClaimTermination, kCloudDuration, kCloudErrors, kEvictionRequests}
 }
 
 // snake is how Karpenter writes a reason in a label value: "Underutilized" is "underutilized",

@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"errors"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 var (
@@ -12,6 +15,9 @@ var (
 		Name: "startup_duration_seconds", Help: "The time from pod creation until the pod is running.", Objectives: karpenterObjectives})
 	kPodBound = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: karpenterNamespace, Subsystem: "pods",
 		Name: "bound_duration_seconds", Help: "The time from pod creation until the pod is bound.", Buckets: karpenterDurationBuckets})
+
+	kEvictionRequests = counter("pods", "eviction_requests_total",
+		"The total number of pod eviction requests made by Karpenter, labeled by response code", "code")
 
 	kInterruptionReceived = counter("interruption", "received_messages_total",
 		"Count of messages received from the SQS queue. Broken down by message type and whether the message was actionable.", "message_type")
@@ -55,6 +61,20 @@ var interruptionKinds = map[string]string{
 	"InstanceStopping":                "instance_stopped",
 	"InstanceTerminating":             "instance_terminated",
 	"CapacityReservationInterruption": "capacity_reservation_interrupted",
+}
+
+// EvictionRequested counts an Eviction API call by the HTTP status code it got, as Karpenter's
+// karpenter_pods_eviction_requests_total does: 200, 429 (a PodDisruptionBudget said no), 404, ...
+func EvictionRequested(err error) {
+	code := "200"
+	var status apierrors.APIStatus
+	if err != nil {
+		if !errors.As(err, &status) {
+			return // no answer from the API server: not a request Karpenter would count
+		}
+		code = strconv.Itoa(int(status.Status().Code))
+	}
+	kEvictionRequests.WithLabelValues(code).Inc()
 }
 
 // InterruptionReceived counts a notice taken off the interruption queue, sent at sent (zero if

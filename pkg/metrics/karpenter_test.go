@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -176,5 +177,15 @@ func TestKarpenterLabelValues(t *testing.T) {
 	InterruptionReceived("SpotInterruption", time.Time{}, time.Time{})
 	if got := testutil.ToFloat64(kInterruptionReceived.WithLabelValues("spot_interrupted")); got != 1 {
 		t.Errorf("interruption_received_messages_total{spot_interrupted} = %v, want 1", got)
+	}
+}
+
+func TestEvictionRequestsByCode(t *testing.T) {
+	EvictionRequested(nil)
+	EvictionRequested(apierrors.NewTooManyRequests("budget", 1))
+	for code, want := range map[string]float64{"200": 1, "429": 1} {
+		if got := testutil.ToFloat64(kEvictionRequests.WithLabelValues(code)); got != want {
+			t.Errorf("eviction_requests_total{code=%s} = %v, want %v", code, got, want)
+		}
 	}
 }

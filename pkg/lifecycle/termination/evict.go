@@ -92,6 +92,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, p *corev1.Pod
 	err := c.opts.Kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
 	})
+	metrics.EvictionRequested(err)
 	switch {
 	case err == nil:
 		c.count(OutcomeEvicted)
