@@ -147,9 +147,11 @@ func (c *Controller) decide(ctx context.Context, s *State) *Command {
 	}
 	for reason, n := range report.Eligible {
 		metrics.DisruptionEligibleNodes.WithLabelValues(string(reason)).Set(float64(n))
+		metrics.EligibleNodes(string(reason), n)
 	}
 	for key, n := range report.Allowed {
 		metrics.DisruptionAllowed.WithLabelValues(key.pool, string(key.reason)).Set(float64(n))
+		metrics.AllowedDisruptions(key.pool, string(key.reason), n)
 	}
 	return cmd
 }
@@ -241,7 +243,9 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
 	s.Unavailable = map[string]string{}
 	for _, np := range pools {
+		done := metrics.CloudCall("disruption", "GetInstanceTypes", c.opts.Cloud)
 		its, err := c.opts.Cloud.InstanceTypes(ctx, np)
+		done(err)
 		if nr := cloud.AsNodeClassNotReady(err); nr != nil {
 			s.Unavailable[np.Name] = nr.Error()
 			continue

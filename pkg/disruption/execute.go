@@ -69,6 +69,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 	fresh, why := c.validate(ctx, s, cmd)
 	if fresh == nil {
 		metrics.DisruptionValidationFailures.WithLabelValues(string(cmd.Reason)).Inc()
+		metrics.FailedValidation(cmd.Method)
 		logger.Info("Disruption abandoned: the re-check disagreed", "why", why)
 		return false, nil
 	}
@@ -104,6 +105,12 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 		}
 		c.event(cand, corev1.EventTypeNormal, "Disrupting", cmd.String())
 		metrics.DisruptionDecisions.WithLabelValues(cmd.Decision(), cmd.Method, string(cmd.Reason), cand.Pool.Name).Inc()
+		metrics.VoluntaryDecision(cmd.Decision(), cmd.Method, string(cmd.Reason), cand.Pool.Name)
+		policy := "" // Karpenter names the pool's policy for consolidation only
+		if metrics.ConsolidationType(cmd.Method) != "" {
+			policy = string(cand.Pool.Spec.Disruption.ConsolidationPolicy)
+		}
+		metrics.NodeClaimDisrupted(cand.Claim, string(cmd.Reason), policy)
 	})
 	var failed []*Candidate
 	for i, err := range errs {
@@ -210,6 +217,7 @@ func (c *Controller) launch(ctx context.Context, cmd *Command) ([]string, error)
 			return names, fmt.Errorf("creating the replacement NodeClaim in NodePool %s: %w", r.NodePool.Name, err)
 		}
 		metrics.NodeClaimsCreated.WithLabelValues(r.NodePool.Name, "disruption").Inc()
+		metrics.NodeClaimCreated(r.NodePool.Name, string(cmd.Reason), claim.Annotations[provision.MinValuesRelaxedAnnotationKey] == "true")
 		c.opts.Gate.Adopt(claim.Name, r.Pods)
 		names = append(names, claim.Name)
 		klog.FromContext(ctx).Info("Launching replacement", "nodeClaim", claim.Name, "nodePool", r.NodePool.Name,

@@ -25,6 +25,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/controller"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // Options are what the controller reads and writes.
@@ -209,6 +210,7 @@ func (c *Controller) expire(ctx context.Context, claim *karpv1.NodeClaim) error 
 	if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	metrics.NodeClaimDisrupted(claim, "registration_timeout", "") // Karpenter's reason for the same
 	c.opts.Replan()
 	return nil
 }

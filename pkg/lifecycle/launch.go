@@ -14,6 +14,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // launch asks the cloud for the claim's instance and records what it got. The cloud call is
@@ -29,7 +30,9 @@ func (c *Controller) launch(ctx context.Context, claim *karpv1.NodeClaim) (time.
 		}
 		return 0, nil
 	}
+	done := metrics.CloudCall("nodeclaim.lifecycle", "Create", c.opts.Cloud)
 	launched, err := c.opts.Cloud.Create(ctx, claim)
+	done(err)
 	if err != nil {
 		if ctx.Err() != nil {
 			// Tailor is stopping; the next one launches the claim again with the same token.
@@ -114,6 +117,7 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 	if err := c.opts.NodeClaims.Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	metrics.NodeClaimDisrupted(claim, reason, "") // insufficient_capacity, as Karpenter; or launch_failed
 	c.opts.Replan()
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // finalize lets a deleted NodeClaim go only once nothing is left of it. A registered claim
@@ -41,7 +42,9 @@ func (c *Controller) finalize(ctx context.Context, claim *karpv1.NodeClaim) (tim
 	if claim.Status.ProviderID != "" || !claim.IsTrue(karpv1.ConditionTypeLaunched) {
 		// A claim that was launching may have an instance whose ID never reached its status; the
 		// cloud finds it by the claim.
+		done := metrics.CloudCall("nodeclaim.lifecycle", "Delete", c.opts.Cloud)
 		err := c.opts.Cloud.Delete(ctx, claim)
+		done(err)
 		if err != nil && !cloud.IsNotFound(err) {
 			return 0, err
 		}

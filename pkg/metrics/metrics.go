@@ -138,5 +138,6 @@ func Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{NodeClaimsCreated, NodeClaimsGivenBack, NodeClaimsLaunched, NodeClaimsRegistered,
 		NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
 		TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
-		PodsStranded, PodsStrandedTotal, PodsWoken, PodsRefusedBackoff, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices}, disruptionCollectors()...)
+		PodsStranded, PodsStrandedTotal, PodsWoken, PodsRefusedBackoff, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices, clusterCollector{}},
+		append(disruptionCollectors(), karpenterCollectors()...)...)
 }

@@ -167,7 +167,7 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 		Cloud:             o.cloud,
 		Recorder:          h.EventRecorder(),
 		Clock:             o.clock,
-		Metrics:           terminationMetrics{},
+		Metrics:           terminationMetrics{clock: o.clock},
 		Placer:            placer{o},
 	})
 	if err != nil {
@@ -327,6 +327,9 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 		list, _ := nodes.List(labels.Everything())
 		return list
 	})
+	if err := o.serveKarpenterMetrics(ctx, h); err != nil {
+		return err
+	}
 	o.wg.Go(func() { o.lifecycle.Run(ctx, int(*o.args.NodeClaimWorkers)) })
 	o.wg.Go(func() { o.termination.Run(ctx, int(*o.args.TerminationWorkers)) })
 	o.wg.Go(func() { o.gc.Run(ctx) })
@@ -353,10 +356,12 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 }
 
 // terminationMetrics counts what the termination controller does.
-type terminationMetrics struct{}
+type terminationMetrics struct{ clock clock.PassiveClock }
 
 func (terminationMetrics) Evicted(outcome string) { metrics.PodsEvicted.WithLabelValues(outcome).Inc() }
 
-func (terminationMetrics) Terminated(nodePool string, took time.Duration) {
-	metrics.TerminationDuration.WithLabelValues(nodePool).Observe(took.Seconds())
+func (m terminationMetrics) Terminated(node *corev1.Node, took time.Duration) {
+	pool := node.Labels[karpv1.NodePoolLabelKey]
+	metrics.TerminationDuration.WithLabelValues(pool).Observe(took.Seconds())
+	metrics.NodeTerminated(pool, node.Labels[corev1.LabelTopologyZone], took, m.clock.Since(node.CreationTimestamp.Time))
 }

@@ -424,6 +424,7 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
+	metrics.NodeClaimCreated(pc.NodePool.Name, "provisioned", created.Annotations[MinValuesRelaxedAnnotationKey] == "true")
 	p.mu.Lock()
 	for _, pod := range pc.Pods {
 		p.planned[pod.UID] = created.Name
@@ -465,7 +466,9 @@ func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.In
 			unavailable = append(unavailable, *held)
 			continue
 		}
+		done := metrics.CloudCall("provisioner", "GetInstanceTypes", p.opts.Cloud)
 		its, err := p.opts.Cloud.InstanceTypes(ctx, np)
+		done(err)
 		if up := notReadyPool(np, err); up != nil {
 			klog.FromContext(ctx).V(2).Info("NodePool cannot launch; left out of plans", "nodePool", np.Name, "reason", up.reason, "message", up.message)
 			unavailable = append(unavailable, *up)

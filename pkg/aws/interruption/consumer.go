@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // Handler acts on one event. Returning an error leaves the message on the queue, to be
@@ -230,6 +231,7 @@ func (c *Consumer) handle(ctx context.Context, m sqstypes.Message) bool {
 	var failed error
 	for _, ev := range events {
 		c.opts.Metrics.Received.WithLabelValues(string(ev.Kind)).Inc()
+		metrics.InterruptionReceived(string(ev.Kind), ev.Time, time.Now())
 		if err := c.opts.Handler(ctx, ev); err != nil {
 			failed = errors.Join(failed, fmt.Errorf("%s for %s: %w", ev.Kind, ev.InstanceID, err))
 		}
@@ -266,4 +268,5 @@ func (c *Consumer) delete(ctx context.Context, ms []sqstypes.Message) {
 		}
 	}
 	c.opts.Metrics.Deleted.Add(float64(len(out.Successful)))
+	metrics.InterruptionDeleted(len(out.Successful))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/controller"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // Recheck is how often a claim is looked at again without an event, as Karpenter does: the
@@ -157,14 +158,18 @@ func (c *Controller) find(ctx context.Context, claim *karpv1.NodeClaim, pool *ka
 	if f := Requirements(claim, pool); f != nil {
 		return f, nil
 	}
+	done := metrics.CloudCall("nodeclaim.disruption", "GetInstanceTypes", c.opts.Cloud)
 	types, err := c.opts.Cloud.InstanceTypes(ctx, pool)
+	done(err)
 	if err != nil {
 		return nil, err
 	}
 	if f := InstanceType(claim, pool, types); f != nil {
 		return f, nil
 	}
+	done = metrics.CloudCall("nodeclaim.disruption", "IsDrifted", c.opts.Cloud)
 	reason, err := c.opts.Cloud.IsDrifted(ctx, claim)
+	done(err)
 	if err != nil || reason == "" {
 		return nil, err
 	}

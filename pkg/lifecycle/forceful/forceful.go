@@ -117,6 +117,7 @@ func (d *Disrupter) Disrupt(ctx context.Context, claim *karpv1.NodeClaim, why Re
 		return fmt.Errorf("deleting NodeClaim %s: %w", claim.Name, err)
 	}
 	metrics.DisruptionDecisions.WithLabelValues(decision, methodOf(why.Method), why.Method, claim.Labels[karpv1.NodePoolLabelKey]).Inc()
+	metrics.NodeClaimDisrupted(claim, why.Method, "")
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/controller"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 // Grace is how long an instance, claim or node must have been seen unmatched before it is
@@ -76,7 +77,9 @@ func (g *Collector) Run(ctx context.Context) {
 
 // Collect runs one round.
 func (g *Collector) Collect(ctx context.Context) error {
+	done := metrics.CloudCall("nodeclaim.garbagecollection", "List", g.opts.Cloud)
 	instances, err := g.opts.Cloud.List(ctx)
+	done(err)
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,10 @@ func (g *Collector) Collect(ctx context.Context) error {
 		} else if found {
 			continue
 		}
-		if err := g.opts.Cloud.Delete(ctx, inst); err != nil && !cloud.IsNotFound(err) {
+		done := metrics.CloudCall("nodeclaim.garbagecollection", "Delete", g.opts.Cloud)
+		err := g.opts.Cloud.Delete(ctx, inst)
+		done(err)
+		if err != nil && !cloud.IsNotFound(err) {
 			return err
 		}
 		logger.Info("Terminated instance that has no NodeClaim", "providerID", inst.Status.ProviderID, "nodeClaim", inst.Name)
@@ -125,7 +131,10 @@ func (g *Collector) Collect(ctx context.Context) error {
 			continue
 		}
 		// List may lag a launch; ask about this instance directly before giving up on it.
-		if _, err := g.opts.Cloud.Get(ctx, c.Status.ProviderID); !cloud.IsNotFound(err) {
+		done := metrics.CloudCall("nodeclaim.garbagecollection", "Get", g.opts.Cloud)
+		_, err := g.opts.Cloud.Get(ctx, c.Status.ProviderID)
+		done(err)
+		if !cloud.IsNotFound(err) {
 			continue
 		}
 		fresh := c.DeepCopy()
@@ -136,6 +145,7 @@ func (g *Collector) Collect(ctx context.Context) error {
 		if err := g.opts.NodeClaims.Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+		metrics.NodeClaimDisrupted(c, "garbage_collected", "") // Karpenter's reason for the same
 		logger.Info("Deleted NodeClaim whose instance is gone", "nodeClaim", c.Name, "providerID", c.Status.ProviderID)
 	}
 	return g.collectNodes(ctx, byProviderID, api, seen, now)

@@ -128,6 +128,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 			"nodeClaim", claim.Name, "annotation", karpv1.NodeClaimTerminationTimestampAnnotationKey)
 	}
 	metrics.NodeClaimsUnhealthyDisrupted.WithLabelValues(string(cond.Type), pool, claim.Labels[karpv1.CapacityTypeLabelKey]).Inc()
+	metrics.NodeClaimUnhealthy(string(cond.Type), pool, claim.Labels[karpv1.CapacityTypeLabelKey], claim.Status.ImageID)
 	return 0, nil
 }
 

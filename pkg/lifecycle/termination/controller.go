@@ -28,6 +28,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/controller"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -63,7 +64,7 @@ type Placer interface {
 // Metrics receives what the controller does; the operator counts it.
 type Metrics interface {
 	Evicted(outcome string)
-	Terminated(nodePool string, took time.Duration)
+	Terminated(node *corev1.Node, took time.Duration)
 }
 
 // Controller drains and terminates nodes that are being deleted.
@@ -188,8 +189,12 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return podsLeavingPoll, nil
 	}
 	if claim != nil {
+		wasDrained := claim.IsTrue(karpv1.ConditionTypeDrained)
 		if err := c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionTrue, "Drained", ""); err != nil {
 			return 0, err
+		}
+		if !wasDrained { // once per node, as Karpenter counts it: when Drained turns True
+			metrics.NodeDrained(node.Labels[karpv1.NodePoolLabelKey])
 		}
 	}
 	pastDeadline := deadline != nil && !c.opts.Clock.Now().Before(*deadline)
@@ -210,7 +215,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	}
 	logger.Info("Node terminated")
 	if c.opts.Metrics != nil {
-		c.opts.Metrics.Terminated(node.Labels[karpv1.NodePoolLabelKey], c.opts.Clock.Since(node.DeletionTimestamp.Time))
+		c.opts.Metrics.Terminated(node, c.opts.Clock.Since(node.DeletionTimestamp.Time))
 	}
 	return 0, nil
 }

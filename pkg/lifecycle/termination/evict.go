@@ -22,6 +22,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
 )
 
@@ -155,6 +156,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, p *corev1.Pod
 	err := c.opts.Kube.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
 	})
+	metrics.EvictionRequested(err)
 	switch {
 	case err == nil:
 		c.count(OutcomeEvicted)
@@ -229,7 +231,9 @@ func (c *Controller) terminateInstance(ctx context.Context, node *corev1.Node, c
 		}
 		target = &karpv1.NodeClaim{Status: karpv1.NodeClaimStatus{ProviderID: node.Spec.ProviderID}}
 	}
+	done := metrics.CloudCall("node.termination", "Delete", c.opts.Cloud)
 	err := c.opts.Cloud.Delete(ctx, target)
+	done(err)
 	if cloud.IsNotFound(err) {
 		return true, nil
 	}
