@@ -7,20 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
-
-// apply creates the objects of the files under testdata/.
-func (e *env) apply(paths ...string) {
-	e.t.Helper()
-	for i, p := range paths {
-		paths[i] = "testdata/" + p
-	}
-	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, paths, nil); err != nil {
-		e.t.Fatalf("applying %v: %v", paths, err)
-	}
-}
 
 // zoneOf returns the zone of the node the pod runs on.
 func (e *env) zoneOf(p corev1.Pod) string {
@@ -38,7 +25,7 @@ func (e *env) zoneOf(p corev1.Pod) string {
 // zone b.
 func TestHeaviestReachablePreferenceWins(t *testing.T) {
 	e := newEnv(t)
-	e.apply("preferences/pool.yaml", "preferences/weighted.yaml")
+	e.apply("testdata/preferences/pool.yaml", "testdata/preferences/weighted.yaml")
 	pods := e.waitRunning("app=weighted", 1, 60*time.Second)
 	if zone := e.zoneOf(pods[0]); zone != "us-west-2b" {
 		t.Fatalf("pod runs in zone %s; want us-west-2b, the heaviest preferred zone a NodePool offers", zone)
@@ -55,7 +42,7 @@ func TestPodsThatExcludeEachOtherLargestFirst(t *testing.T) {
 	for _, file := range []string{"small-repels-big.yaml", "big-repel-small.yaml"} {
 		t.Run(strings.TrimSuffix(file, ".yaml"), func(t *testing.T) {
 			e := newEnv(t)
-			e.apply("exclusion/" + file)
+			e.apply("testdata/exclusion/" + file)
 			e.waitFor("four pods the scheduler found no node for", 30*time.Second, func() (bool, string) {
 				list, err := e.cluster.Kube.CoreV1().Pods("default").List(e.ctx, metav1.ListOptions{})
 				if err != nil {
@@ -71,7 +58,7 @@ func TestPodsThatExcludeEachOtherLargestFirst(t *testing.T) {
 				}
 				return refused == 4, ""
 			})
-			e.apply("exclusion/pool.yaml")
+			e.apply("testdata/exclusion/pool.yaml")
 			e.waitFor("a FailedProvisioning Event for pod small that names anti-affinity", time.Minute, func() (bool, string) {
 				list, err := e.cluster.Kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{FieldSelector: "reason=FailedProvisioning"})
 				if err != nil {
@@ -121,7 +108,7 @@ func TestPodsThatExcludeEachOtherLargestFirst(t *testing.T) {
 // another zone, so they cannot share a node.)
 func TestPreferNoScheduleIsGivenUpLast(t *testing.T) {
 	e := newEnv(t)
-	e.apply("preferences/prefer-no-schedule.yaml")
+	e.apply("testdata/preferences/prefer-no-schedule.yaml")
 	for app, pool := range map[string]string{"untolerating": "plain", "tolerating": "spare"} {
 		pods := e.waitRunning("app="+app, 1, 60*time.Second)
 		n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, pods[0].Spec.NodeName, metav1.GetOptions{})
