@@ -3,6 +3,8 @@ package provision
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // Close stops Reserve from booking pods onto nodes, and returns the pods the scheduler had
@@ -89,7 +91,10 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 	delete(p.planned, pod.UID)
 	delete(p.destined, pod.UID)
 	delete(p.headed, pod.UID)
-	p.landed[node] = true
+	if !scheduling.IsDaemonSetPod(pod) {
+		// A DaemonSet pod lands on every node, so it says nothing of whether a node was needed.
+		p.landed[node] = true
+	}
 	p.assumed[pod.UID] = node
 	p.wrote(pod.UID)
 	return true

@@ -48,16 +48,18 @@ func (p *Provisioner) giveBackAfter() time.Duration {
 // pending pod is planned onto the claim or headed for its node, and no pod has landed on its node,
 // for giveBackAfter. Such a claim was launched for nothing; waiting for consolidation to notice
 // (consolidateAfter, then a disruption pass) would bill it for minutes. Claims this process did not
-// create (another leader's, Karpenter's) are consolidation's. Call it with p.mu held.
-func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types.UID]*corev1.Pod, busy map[string]bool, now time.Time) []giveBack {
+// create (another leader's, Karpenter's) are consolidation's, and so are claims marked
+// karpenter.sh/do-not-disrupt. leaving are the nodes being deleted or disrupted: a pod still bound
+// to one is on its way to the claim planned for it. Call it with p.mu held.
+func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types.UID]*corev1.Pod, leaving, busy map[string]bool, now time.Time) []giveBack {
 	if p.giveBackAfter() < 0 {
 		return nil
 	}
-	wanted := p.claimsWanted(byUID)
+	wanted := p.claimsWanted(byUID, leaving)
 	var out []giveBack
 	for _, c := range claims {
 		launched, ours := p.launchedHere[c.Name]
-		if !ours || c.DeletionTimestamp != nil || p.givenBack[c.Name] {
+		if !ours || c.DeletionTimestamp != nil || p.givenBack[c.Name] || c.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
 			continue
 		}
 		node := c.Status.NodeName
@@ -85,13 +87,15 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 	return out
 }
 
-// claimsWanted is the set of NodeClaims and nodes that a pending pod is on its way to: planned
-// onto (until the claim initializes), headed for, reserved on, or destined to. Call it with p.mu
+// claimsWanted is the set of NodeClaims and nodes that a pod is on its way to: planned onto (until
+// the claim initializes), headed for, reserved on, or destined to, while it is unbound or bound to
+// a leaving node. A pod the listing does not show counts as on its way: it may have been created
+// and planned after the listing, and a plan forgets the pods that are gone. Call it with p.mu
 // held.
-func (p *Provisioner) claimsWanted(byUID map[types.UID]*corev1.Pod) map[string]bool {
+func (p *Provisioner) claimsWanted(byUID map[types.UID]*corev1.Pod, leaving map[string]bool) map[string]bool {
 	pending := func(uid types.UID) bool {
-		pod := byUID[uid]
-		return pod != nil && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil
+		pod, listed := byUID[uid]
+		return !listed || (pod.DeletionTimestamp == nil && (pod.Spec.NodeName == "" || leaving[pod.Spec.NodeName]))
 	}
 	wanted := map[string]bool{}
 	for uid, claim := range p.planned {
@@ -144,4 +148,21 @@ func (p *Provisioner) giveBackClaims(ctx context.Context, found []giveBack) {
 			g.claim.Name, what, g.idle.Round(time.Second))
 		logger.Info("Gave back a NodeClaim nothing needs", "nodeClaim", g.claim.Name, "reason", g.reason, "idle", g.idle.Round(time.Second))
 	}
+}
+
+// leavingNodes are the nodes being deleted or disrupted (see IsLeaving).
+func leavingNodes(nodes []*corev1.Node, claims []*karpv1.NodeClaim) map[string]bool {
+	byNode := make(map[string]*karpv1.NodeClaim, len(claims))
+	for _, c := range claims {
+		if c.Status.NodeName != "" {
+			byNode[c.Status.NodeName] = c
+		}
+	}
+	out := map[string]bool{}
+	for _, n := range nodes {
+		if IsLeaving(n, byNode[n.Name]) {
+			out[n.Name] = true
+		}
+	}
+	return out
 }

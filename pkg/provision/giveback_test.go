@@ -36,7 +36,8 @@ func (d *deletions) Delete(_ context.Context, name string, _ metav1.DeleteOption
 
 // A NodeClaim launched for pods that all went elsewhere is deleted once no pending pod has been on
 // its way to it for GiveBackAfter, before or after its instance launched; one a pod landed on, one
-// a pending pod is still planned onto, and one another process launched are kept.
+// a pending pod is still planned onto, one planned for a pod still on a node being drained, one
+// marked do-not-disrupt, and one another process launched are kept.
 func TestUnneededClaimsAreGivenBack(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
@@ -59,11 +60,18 @@ func TestUnneededClaimsAreGivenBack(t *testing.T) {
 	claim("busy", "aws:///i-2", "n-busy")   // a pod runs there
 	claim("waited", "", "")                 // its pod is still pending
 	claim("foreign", "aws:///i-3", "n-foreign")
+	claim("replacing", "", "")                              // its pod is still on a node being drained
+	claim("pinned", "aws:///i-4", "n-pinned").Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	old := readyNode("n-old", "2", "4Gi")
+	old.Spec.Taints = []corev1.Taint{{Key: karpv1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	_ = nodeStore.Add(old)
+	moving := newPod("moving", "500m", "512Mi")
+	moving.Spec.NodeName = old.Name
 	left := newPod("left", "500m", "512Mi")
 	waiting := newPod("waiting", "500m", "512Mi")
 	running := newPod("running", "500m", "512Mi")
 	running.Spec.NodeName = "n-busy"
-	for _, p := range []*corev1.Pod{left, waiting, running} {
+	for _, p := range []*corev1.Pod{left, waiting, running, moving} {
 		_ = podStore.Add(p)
 	}
 	client := &deletions{}
@@ -72,10 +80,10 @@ func TestUnneededClaimsAreGivenBack(t *testing.T) {
 		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
 		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
 	p.mu.Lock()
-	for _, name := range []string{"unlaunched", "empty", "busy", "waited"} {
+	for _, name := range []string{"unlaunched", "empty", "busy", "waited", "replacing", "pinned"} {
 		p.launchedHere[name] = start
 	}
-	p.planned[left.UID], p.planned[waiting.UID] = "unlaunched", "waited"
+	p.planned[left.UID], p.planned[waiting.UID], p.planned[moving.UID] = "unlaunched", "waited", "replacing"
 	p.mu.Unlock()
 	before := testutil.ToFloat64(metrics.NodeClaimsGivenBack.WithLabelValues("default", givenBackUnused)) +
 		testutil.ToFloat64(metrics.NodeClaimsGivenBack.WithLabelValues("default", givenBackUnlaunched))

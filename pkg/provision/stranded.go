@@ -145,7 +145,7 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 		p.stranded[s.pod.UID] = true
 	}
 	metrics.PodsStranded.Set(float64(len(p.stranded)))
-	unneeded := p.unneededClaims(claims, byUID, busy, now)
+	unneeded := p.unneededClaims(claims, byUID, leavingNodes(nodes, claims), busy, now)
 	unused := p.unusedNodes(claims, upSince, busy, now)
 	lapsed := p.lapsedHolds(claims, now)
 	p.mu.Unlock()
