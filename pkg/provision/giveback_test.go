@@ -60,7 +60,7 @@ func TestUnneededClaimsAreGivenBack(t *testing.T) {
 	claim("busy", "aws:///i-2", "n-busy")   // a pod runs there
 	claim("waited", "", "")                 // its pod is still pending
 	claim("foreign", "aws:///i-3", "n-foreign")
-	claim("replacing", "", "")                              // its pod is still on a node being drained
+	claim("replacing", "", "") // its pod is still on a node being drained
 	claim("pinned", "aws:///i-4", "n-pinned").Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
 	old := readyNode("n-old", "2", "4Gi")
 	old.Spec.Taints = []corev1.Taint{{Key: karpv1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}

@@ -102,6 +102,24 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, claim *karpv1
 	return again, c.setCondition(ctx, claim, karpv1.ConditionTypeDrained, metav1.ConditionFalse, reason, msg)
 }
 
+// MaxHold bounds how long a drain holds an eviction for want of a place, counted from the node's
+// (or its NodeClaim's) deletion. Without a terminationGracePeriod nothing else would: a pod that can
+// never be placed (pinned to the node by a local volume, a host port nothing else offers) would
+// keep a node someone deleted by hand, or one that expired, forever. Past it the drain evicts as
+// Karpenter does, and the pod waits with the provisioner's reason.
+const MaxHold = 15 * time.Minute
+
+// drainingSince is when the node, or else its NodeClaim, was deleted; nil when neither is.
+func drainingSince(node *corev1.Node, claim *karpv1.NodeClaim) *time.Time {
+	if node.DeletionTimestamp != nil {
+		return &node.DeletionTimestamp.Time
+	}
+	if claim != nil && claim.DeletionTimestamp != nil {
+		return &claim.DeletionTimestamp.Time
+	}
+	return nil
+}
+
 // held are the pods of group whose eviction waits for a place, with why (see Placer). Pods the
 // deadline makes the drain delete are not asked about, nor are those of an interrupted instance,
 // which the cloud takes away whatever the drain does: held there, they would only come back
@@ -112,6 +130,9 @@ func (c *Controller) held(ctx context.Context, node *corev1.Node, claim *karpv1.
 		return nil
 	}
 	if claim != nil && claim.IsTrue(karpv1.ConditionTypeDisruptionReason) && claim.GetCondition(karpv1.ConditionTypeDisruptionReason).Reason == interruption.Method {
+		return nil
+	}
+	if since := drainingSince(node, claim); since != nil && now.Sub(*since) >= MaxHold {
 		return nil
 	}
 	var ask []*corev1.Pod

@@ -48,10 +48,14 @@ func TestDrainHoldsTheEvictionsOfPodsWithNoPlace(t *testing.T) {
 		evicted  []string
 		deleted  []string
 		again    time.Duration
+		// deletedAgo is how long ago the node was deleted; 0 for not deleted.
+		deletedAgo time.Duration
 	}{
 		{name: "no deadline", asked: []string{"db-0", "web-0"}, evicted: []string{"web-0"}, again: placementRetry},
 		{name: "deadline come", deadline: &now, deleted: []string{"db-0", "web-0"}},
 		{name: "interrupted", claim: interrupted, evicted: []string{"db-0", "web-0"}},
+		{name: "deleted a minute ago", deletedAgo: time.Minute, asked: []string{"db-0", "web-0"}, evicted: []string{"web-0"}, again: placementRetry},
+		{name: "held as long as it may be", deletedAgo: MaxHold, evicted: []string{"db-0", "web-0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := fake.NewClientset()
@@ -74,6 +78,10 @@ func TestDrainHoldsTheEvictionsOfPodsWithNoPlace(t *testing.T) {
 					}
 					return map[types.UID]string{"uid-db-0": "no node has the port"}
 				})}}
+			node := node.DeepCopy()
+			if tc.deletedAgo > 0 {
+				node.DeletionTimestamp = &metav1.Time{Time: now.Add(-tc.deletedAgo)}
+			}
 			again, err := c.drain(context.Background(), node, tc.claim, pods, tc.deadline)
 			if err != nil {
 				t.Fatal(err)
