@@ -79,9 +79,16 @@ const planTimeout = 30 * time.Second
 // Disrupt removes the claim's node. The order matters: the taint keeps new pods off and marks the
 // node as leaving, which makes the provisioner plan its pods now, together, while they still
 // run; only then is the NodeClaim deleted, which drains the node. A claim already being deleted
-// is left alone, so a repeated notice does nothing twice.
+// is left alone, so a repeated notice does nothing twice; but an interruption of a claim already
+// draining for another reason is recorded, since the drain must then stop holding evictions for
+// want of a place: the cloud takes the instance whatever the drain does.
 func (d *Disrupter) Disrupt(ctx context.Context, claim *karpv1.NodeClaim, why Reason) error {
 	if claim.DeletionTimestamp != nil {
+		if why.Method == InterruptedMethod && !isReason(claim, InterruptedMethod) {
+			if err := d.setReason(ctx, claim.Name, why); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("setting the DisruptionReason of NodeClaim %s: %w", claim.Name, err)
+			}
+		}
 		return nil
 	}
 	logger := klog.FromContext(ctx).WithValues("nodeClaim", claim.Name, "reason", why.Event)
@@ -200,4 +207,14 @@ func methodOf(reason string) string {
 		return "repair"
 	}
 	return "forceful"
+}
+
+// InterruptedMethod is the DisruptionReason of a claim whose instance the cloud interrupts
+// (interruption.Method); it lives here so that Disrupt can tell it from the others.
+const InterruptedMethod = "Interrupted"
+
+// isReason says whether the claim's DisruptionReason is already method.
+func isReason(claim *karpv1.NodeClaim, method string) bool {
+	c := claim.GetCondition(karpv1.ConditionTypeDisruptionReason)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == method
 }

@@ -153,6 +153,7 @@ func TestDisruptCases(t *testing.T) {
 	tainted.Spec.Taints = []corev1.Taint{karpv1.DisruptedNoScheduleTaint}
 	deleting := claim("c1", "n1")
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	deleting.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, InterruptedMethod, "the first notice", time.Now())
 	cases := []struct {
 		name  string
 		objs  []runtime.Object
@@ -183,3 +184,25 @@ func TestDisruptCases(t *testing.T) {
 }
 
 func everything() labels.Selector { return labels.Everything() }
+
+// A claim already being deleted is left alone, but an interruption is still recorded on it: its
+// drain must stop holding evictions for want of a place once the cloud is taking the instance.
+func TestDisruptRecordsAnInterruptionOfADrainingClaim(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		want   []string
+	}{
+		{method: "Expired"},
+		{method: InterruptedMethod, want: []string{"condition " + InterruptedMethod}},
+	} {
+		d, s := newDisrupter(t, node("n1"), pod("web", "n1"))
+		c := claim("c1", "n1")
+		c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		if err := d.Disrupt(context.Background(), c, Reason{Method: tc.method, Event: tc.method}); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.get(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s of a draining claim: steps %v, want %v", tc.method, got, tc.want)
+		}
+	}
+}

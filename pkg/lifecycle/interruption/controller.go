@@ -29,7 +29,7 @@ import (
 )
 
 // Method is the disruption reason interruptions are counted and recorded under.
-const Method = "Interrupted"
+const Method = forceful.InterruptedMethod
 
 // Options are what the controller reads and writes.
 type Options struct {
