@@ -3,11 +3,13 @@ package metrics
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var (
@@ -94,18 +96,54 @@ func InterruptionReceived(kind string, sent time.Time, now time.Time) {
 func InterruptionDeleted(n int) { kInterruptionDeleted.Add(float64(n)) }
 
 // PodChanged observes the pod startup and bind durations Karpenter serves, from an informer's
-// update: a pod seen pending that turns Ready, or that is bound. Both times come from the pod's
+// update: a pod once seen pending that turns Ready, whether in the same update as it starts
+// running or later (a readiness probe), or that is bound. Both times come from the pod's
 // conditions, so a late update still measures the right span.
 func PodChanged(old, pod *corev1.Pod) {
-	if old.Status.Phase != corev1.PodPending {
-		return
+	if old.Status.Phase == corev1.PodPending {
+		startups.seen(pod)
+		if c := condition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionTrue && !isTrue(old, corev1.PodScheduled) {
+			kPodBound.Observe(c.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
+		}
 	}
-	if c := condition(pod, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !isTrue(old, corev1.PodReady) {
+	if c := condition(pod, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue && !isTrue(old, corev1.PodReady) && startups.started(pod) {
 		kPodStartup.Observe(c.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
 	}
-	if c := condition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionTrue && !isTrue(old, corev1.PodScheduled) {
-		kPodBound.Observe(c.LastTransitionTime.Sub(pod.CreationTimestamp.Time).Seconds())
+}
+
+// startups are the pods seen pending and not yet Ready, so that a pod's first Ready is observed
+// once, and a readiness flap later is not. A pod deleted before it is Ready is forgotten once the
+// set is large, after an hour.
+var startups = &startupSet{pods: map[types.UID]time.Time{}}
+
+type startupSet struct {
+	mu   sync.Mutex
+	pods map[types.UID]time.Time
+}
+
+// startupSetSweep is the size past which entries older than an hour are dropped.
+const startupSetSweep = 50000
+
+func (s *startupSet) seen(pod *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pods[pod.UID] = pod.CreationTimestamp.Time
+	if len(s.pods) > startupSetSweep {
+		for uid, created := range s.pods {
+			if time.Since(created) > time.Hour {
+				delete(s.pods, uid)
+			}
+		}
 	}
+}
+
+// started reports whether the pod was seen pending and forgets it.
+func (s *startupSet) started(pod *corev1.Pod) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pods[pod.UID]
+	delete(s.pods, pod.UID)
+	return ok
 }
 
 func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
