@@ -71,6 +71,8 @@ type Metrics interface {
 type Controller struct {
 	opts  Options
 	queue *controller.Queue
+	// rechecks are the drains' last placement re-checks, by node (see recheckCache).
+	rechecks recheckCache
 }
 
 const podsByNodeIndex = "tailor.spec.nodeName"

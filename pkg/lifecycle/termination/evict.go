@@ -144,6 +144,9 @@ func (c *Controller) held(ctx context.Context, node *corev1.Node, claim *karpv1.
 	if len(ask) == 0 {
 		return nil
 	}
+	if out, ok := c.rechecks.recent(node.Name, ask, now); ok {
+		return out
+	}
 	start := c.opts.Clock.Now()
 	out, err := c.opts.Placer.Unplaceable(ctx, node.Name, ask)
 	logger := klog.FromContext(ctx).WithValues("node", node.Name)
@@ -151,6 +154,7 @@ func (c *Controller) held(ctx context.Context, node *corev1.Node, claim *karpv1.
 		logger.Error(err, "Could not re-check where the pods of a drain would go; evicting")
 		return nil
 	}
+	c.rechecks.keep(node.Name, ask, out, now)
 	logger.V(1).Info("Re-checked where the pods of a drain would go", "pods", len(ask), "held", len(out), "took", c.opts.Clock.Since(start))
 	for _, p := range ask {
 		if why, ok := out[p.UID]; ok {

@@ -107,3 +107,38 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// A drain retried within placementRetry reuses its node's last re-check for the pods it weighed,
+// and asks again for a pod it did not, or once the answer is older.
+func TestRecheckIsReusedForPlacementRetry(t *testing.T) {
+	now := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	clock := clocktesting.NewFakeClock(now)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+			Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	asks := 0
+	c := &Controller{opts: Options{Clock: clock, Placer: placerFunc(func(_ string, _ []*corev1.Pod) map[types.UID]string {
+		asks++
+		return map[types.UID]string{"uid-db-0": "no node has the port"}
+	})}}
+	ask := func(pods ...*corev1.Pod) map[types.UID]string {
+		return c.held(context.Background(), node, nil, pods, nil, clock.Now())
+	}
+	first := ask(pod("db-0"), pod("web-0"))
+	clock.Step(time.Second)
+	again := ask(pod("db-0"))
+	if asks != 1 || first["uid-db-0"] == "" || again["uid-db-0"] == "" {
+		t.Fatalf("asked %d times; answers %v then %v; want one ask, db-0 held both times", asks, first, again)
+	}
+	ask(pod("db-0"), pod("cache-0"))
+	if asks != 2 {
+		t.Fatalf("a pod the last re-check did not weigh was not re-checked (%d asks)", asks)
+	}
+	clock.Step(placementRetry)
+	ask(pod("db-0"))
+	if asks != 3 {
+		t.Fatalf("an answer older than placementRetry was reused (%d asks)", asks)
+	}
+}
