@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,6 +99,8 @@ func readObjects(file string) ([]*unstructured.Unstructured, error) {
 
 // ApplyFiles server-side-applies every object in the manifest files, in order. The API server's
 // refusal of any object is returned with the object named. report, if set, hears of each object.
+//
+// A kind discovery does not know is looked up again for discoveryWaits × discoveryPause (5 s).
 func ApplyFiles(ctx context.Context, cfg *rest.Config, paths []string, report func(string)) error {
 	files, err := ManifestFiles(paths)
 	if err != nil {
@@ -119,8 +122,17 @@ func ApplyFiles(ctx context.Context, cfg *rest.Config, paths []string, report fu
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if meta.IsNoMatchError(err) {
-			// A CRD applied earlier in the same run is not in the cached discovery yet.
+		// A CRD applied earlier in the same run is not in the cached discovery yet; nor, for a
+		// moment, is one the API server has just marked Established: its discovery document is
+		// updated after the condition. Ask afresh for a few seconds before calling the kind unknown.
+		for wait := 0; meta.IsNoMatchError(err) && wait < discoveryWaits; wait++ {
+			if wait > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(discoveryPause):
+				}
+			}
 			mapper.Reset()
 			mapping, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		}
@@ -145,3 +157,8 @@ func ApplyFiles(ctx context.Context, cfg *rest.Config, paths []string, report fu
 	}
 	return nil
 }
+
+const (
+	discoveryWaits = 20
+	discoveryPause = 250 * time.Millisecond
+)
