@@ -104,8 +104,8 @@ func TestPodsThatExcludeEachOtherLargestFirst(t *testing.T) {
 // TestPreferNoScheduleIsGivenUpLast: the heavier NodePool taints its nodes PreferNoSchedule. A pod
 // that does not tolerate the taint gets a node from the other NodePool, as Karpenter keeps such
 // pods off those nodes until every other preference is relaxed; a pod that tolerates it gets one
-// from the heavier NodePool. (The pods ask for 3 cpu each and the tolerating one is held to
-// another zone, so they cannot share a node.)
+// from the heavier NodePool. (The pods ask for 3 cpu each and are held to different zones, so
+// that neither can join the other's NodeClaim.)
 func TestPreferNoScheduleIsGivenUpLast(t *testing.T) {
 	e := newEnv(t)
 	e.apply("testdata/preferences/prefer-no-schedule.yaml")
