@@ -11,11 +11,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
@@ -96,7 +97,7 @@ func run(repo, commit, out string) error {
 		}
 	}
 	var skipped []string
-	for _, name := range sortedKeys(doc) {
+	for _, name := range slices.Sorted(maps.Keys(doc)) {
 		lim, ok := limits["Limits"].(map[string]any)[name].(map[string]any)
 		if !ok {
 			skipped = append(skipped, name)
@@ -139,15 +140,6 @@ func stamp(b []byte) string {
 	return ""
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // writeSnapshot writes one type per line, so a refresh's diff reads type by type.
 func writeSnapshot(path string, s *ec2facts.Snapshot) error {
 	var b strings.Builder
@@ -162,7 +154,7 @@ func writeSnapshot(path string, s *ec2facts.Snapshot) error {
 		b.WriteString("\n")
 	}
 	b.WriteString("],\n\"onDemandLinux\": {\n")
-	regions := sortedKeys(s.OnDemandLinux)
+	regions := slices.Sorted(maps.Keys(s.OnDemandLinux))
 	for i, r := range regions {
 		p, _ := json.Marshal(s.OnDemandLinux[r])
 		fmt.Fprintf(&b, "%q: %s", r, p)
@@ -179,7 +171,7 @@ func writeSnapshot(path string, s *ec2facts.Snapshot) error {
 func writeLines[V any](path string, m map[string]V) error {
 	var b strings.Builder
 	b.WriteString("{\n")
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	for i, key := range keys {
 		v, err := json.Marshal(m[key])
 		if err != nil {

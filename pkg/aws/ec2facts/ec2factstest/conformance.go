@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,7 +122,7 @@ func Check(name string, labels map[string]string, capacity, allocatable corev1.R
 		want.Labels = maps.Clone(want.Labels)
 		want.Labels[bandwidthKey] = strconv.FormatInt(t.BandwidthMbps, 10)
 	}
-	for _, k := range sortedKeys(want.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(want.Labels)) {
 		got, ok := labels[k]
 		if !ok {
 			got = "<none>"
@@ -164,7 +165,7 @@ func compare(name, what string, got, want corev1.ResourceList) []Mismatch {
 		keys[string(k)] = true
 	}
 	var out []Mismatch
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		g, w := got[corev1.ResourceName(k)], want[corev1.ResourceName(k)]
 		if g.Cmp(w) != 0 {
 			out = append(out, Mismatch{name, what + " " + k, g.String(), w.String()})
@@ -179,20 +180,11 @@ func ByField(ms []Mismatch) string {
 	for _, m := range ms {
 		counts[m.Field]++
 	}
-	fields := sortedKeys(counts)
+	fields := slices.Sorted(maps.Keys(counts))
 	sort.SliceStable(fields, func(i, j int) bool { return counts[fields[i]] > counts[fields[j]] })
 	var b strings.Builder
 	for _, f := range fields {
 		fmt.Fprintf(&b, "%6d  %s\n", counts[f], f)
 	}
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
