@@ -27,13 +27,6 @@ func ownedBy(kind, name string) podOpt {
 // a pod that fits a node that stays is evicted; a pod no controller brings back needs no place.
 func TestUnplaceableHoldsThePodThatWouldFitNowhere_Seed2580(t *testing.T) {
 	ctx := context.Background()
-	inZoneA := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: fake.ZoneA} }
-	oneInAll := func(p *corev1.Pod) {
-		p.Labels = map[string]string{"app": "db"}
-		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
-		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, MinDomains: ptr.To[int32](3),
-			TopologyKey: karpv1.CapacityTypeLabelKey, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selector("app", "db")}}
-	}
 	for _, sibling := range []bool{false, true} {
 		c := newCluster(t, newPool("default", onDemandOnly()))
 		c.node("a1", "default", od2XLarge, claimDeleting(), nodeTainted(karpv1.DisruptedNoScheduleTaint))

@@ -22,7 +22,6 @@ import (
 // into zone a, and then the evicted replica fits nowhere.
 func TestRemovalLeavesRoomForThePodsThatWait(t *testing.T) {
 	ctx := context.Background()
-	inZoneA := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: fake.ZoneA} }
 	// Every zone counts, whatever zone the pod is held to (nodeAffinityPolicy Ignore).
 	ignore := corev1.NodeInclusionPolicyIgnore
 	spreadZones := func(p *corev1.Pod) {
@@ -73,13 +72,6 @@ func TestRemovalLeavesRoomForThePodsThatWait(t *testing.T) {
 // waiting pods onto new capacity, first, sees it (harness seed 2580, StatefulSet db-7).
 func TestRemovalLeavesTheOnlySpreadSlotToTheEvictedReplica_Seed2580(t *testing.T) {
 	ctx := context.Background()
-	inZoneA := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: fake.ZoneA} }
-	oneInAll := func(p *corev1.Pod) {
-		p.Labels = map[string]string{"app": "db"}
-		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
-		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, MinDomains: ptr.To[int32](3),
-			TopologyKey: karpv1.CapacityTypeLabelKey, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selector("app", "db")}}
-	}
 	build := func(waiting bool, opts ...nodeOpt) *cluster {
 		c := newCluster(t, newPool("default", onDemandOnly()))
 		c.node("a1", "default", od2XLarge, opts...)
@@ -120,4 +112,18 @@ func TestRemovalLeavesTheOnlySpreadSlotToTheEvictedReplica_Seed2580(t *testing.T
 			t.Errorf("a1 drifted, db-1 waiting=%v: decided %s", waiting, describe(cmd))
 		}
 	}
+}
+
+// inZoneA holds a pod to zone a.
+func inZoneA(p *corev1.Pod) {
+	p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: fake.ZoneA}
+}
+
+// oneInAll is the StatefulSet db of harness seed 2580: a host port, and a spread over capacity
+// types with minDomains 3, which over on-demand pools alone allows one replica in all.
+func oneInAll(p *corev1.Pod) {
+	p.Labels = map[string]string{"app": "db"}
+	p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080, Protocol: corev1.ProtocolTCP}}
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, MinDomains: ptr.To[int32](3),
+		TopologyKey: karpv1.CapacityTypeLabelKey, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: selector("app", "db")}}
 }
