@@ -45,12 +45,10 @@ func TestFidelityShapesAreDrawnAndValid(t *testing.T) {
 			switch {
 			case d.Name == "preferences":
 				counts["preferences"]++
-			case d.Name == "exclusive-small":
-				counts["exclusion"]++
 			}
 		}
 	}
-	for _, shape := range []string{"rack", "zone-label", "preferences", "exclusion"} {
+	for _, shape := range []string{"rack", "zone-label", "preferences"} {
 		if counts[shape] < 40 {
 			t.Errorf("%s drawn %d times in 400 seeds, want 40 or more", shape, counts[shape])
 		}
