@@ -23,9 +23,9 @@ const RackLabel = "harness.tailor.sh/rack"
 
 // addFidelityShapes adds the shapes where an autoscaler's semantics, not the scheduler's, decide
 // the answer: spread over domains only NodePools define, a pool held to a zone by a template
-// label, several weighted preferences, and scale-downs that leave a spread tight. It draws from its own stream, after every other draw,
-// so every other choice a seed made is as it was. Each shape is added to about one seed in four,
-// within MaxPods.
+// label, several weighted preferences, and scale-downs that leave a spread tight. It draws from
+// its own stream, after every other draw, so every other choice a seed made is as it was. Each
+// shape is added to about one seed in four, within MaxPods.
 func (s *Scenario) addFidelityShapes(r *rand.Rand) {
 	budget := MaxPods - s.Pods()
 	if len(s.NodePools) >= 2 && r.IntN(4) == 0 && budget >= 4 {
