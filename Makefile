@@ -100,9 +100,9 @@ bench-scale: ## the fleet at scale (SCALE_PODS=20000 pods, about 5,000 nodes, th
 		status=$$?; grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|fleetscale:)' bench-scale.log | tee -a bench.txt; exit $$status
 	$(GO) run ./hack/benchreport bench.txt | tee bench-report.md
 
-GENERATED := pkg/apis manifests/crds charts/tailor/crds pkg/generated
+GENERATED := pkg/apis manifests/crds charts/tailor/crds pkg/generated docs/reference/api.md
 
-generate: ## deepcopy, CRDs, and the clientset, listers and informers from the API types
+generate: ## deepcopy, CRDs, the clientset, listers and informers, and docs/reference/api.md from the API types
 	./hack/generate.sh
 
 # git diff misses a generated file that is new (untracked), so git status is asked as well.

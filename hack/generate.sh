@@ -2,7 +2,8 @@
 # Regenerates, from the markers in pkg/apis:
 #   - the deepcopy functions of the API packages and the CRDs in manifests/crds (controller-gen),
 #     and copies the CRDs into the Helm chart (charts/tailor/crds);
-#   - the typed clientset, listers and informers in pkg/generated (k8s.io/code-generator).
+#   - the typed clientset, listers and informers in pkg/generated (k8s.io/code-generator);
+#   - the API reference, docs/reference/api.md (crd-ref-docs, with the templates in hack/apiref).
 # Run from anywhere; it works from the repository root.
 #
 # Every generator runs through `go run module@version`, pinned here, so no tool needs installing
@@ -13,6 +14,7 @@ set -euo pipefail
 CONTROLLER_GEN="sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0"
 CODE_GENERATOR="k8s.io/code-generator/cmd"
 CODE_GENERATOR_VERSION="v0.36.3"
+CRD_REF_DOCS="github.com/elastic/crd-ref-docs@v0.3.0"
 
 MODULE="github.com/tailor-sh/tailor"
 APIS="${MODULE}/pkg/apis"
@@ -71,3 +73,13 @@ go run "${CODE_GENERATOR}/informer-gen@${CODE_GENERATOR_VERSION}" \
   --versioned-clientset-package "${MODULE}/${OUT}/clientset/versioned" \
   --listers-package "${MODULE}/${OUT}/listers" \
   "${packages[@]}"
+
+# The reference is rendered from the same types and markers as the CRDs, so a field's documentation,
+# default and validation cannot drift from what the API server enforces.
+go run "${CRD_REF_DOCS}" \
+  --log-level ERROR \
+  --config hack/apiref/config.yaml \
+  --templates-dir hack/apiref/templates \
+  --source-path ./pkg/apis \
+  --renderer markdown \
+  --output-path docs/reference/api.md
