@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz fuzz-parsers fuzz-short run bench bench-scale generate lint verify-generate chart-lint image
+.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz fuzz-parsers fuzz-short run bench bench-scale generate lint verify verify-generate chart-lint image
 
 all: build test
 
@@ -109,6 +109,14 @@ generate: ## deepcopy, CRDs, the clientset, listers and informers, and docs/refe
 verify-generate: generate ## fails if generated files are stale
 	git diff --exit-code -- $(GENERATED)
 	@test -z "$$(git status --porcelain -- $(GENERATED))" || { git status --short -- $(GENERATED); echo "generated files are not committed: run make generate and commit"; exit 1; }
+
+# Supply-chain hygiene: the module cache matches go.sum, every tool the build runs is pinned (a
+# `go run` of a remote module names its version, never @latest; nothing is installed with go
+# install), and the generated files are current.
+verify: ## go mod verify, every go run of a tool pinned, then verify-generate
+	$(GO) mod verify
+	@! grep -nE 'go run [^ ]*@latest|go[ ]install ' Makefile hack/*.sh .ci/run || { echo "a tool above is not pinned: name its version (go run module@vX.Y.Z)"; exit 1; }
+	$(MAKE) verify-generate
 
 chart-lint: ## helm lint of charts/tailor, through Helm's Go SDK
 	$(GO) test -count=1 -run TestChartLint ./charts/
