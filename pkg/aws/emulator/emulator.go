@@ -1,5 +1,5 @@
 // Package emulator is an in-process, loopback-only stand-in for the AWS APIs Tailor calls: EC2
-// and IAM (Query/XML), SSM, Pricing and SQS (JSON). The real aws-sdk-go-v2 clients talk to it
+// and IAM (Query/XML), SSM, Pricing, SQS and EventBridge (JSON). The real aws-sdk-go-v2 clients talk to it
 // over HTTP, so their serializers, pagination, error decoding and retryers run exactly as against
 // AWS.
 //
@@ -76,6 +76,7 @@ type Emulator struct {
 	byName   map[string]*instanceTypeInfo
 	world    world
 	queues   map[string]*queue
+	rules    map[string]*Rule
 	requests int
 	log      []Call
 }
@@ -196,7 +197,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reqID := e.requestID()
 	klog.V(5).Info("AWS emulator request", "service", service, "action", action, "throttled", throttled)
 	switch service {
-	case "AmazonSSM", "AWSPriceListService", "AmazonSQS":
+	case "AmazonSSM", "AWSPriceListService", "AmazonSQS", "AWSEvents":
 		if throttled {
 			writeJSONError(w, &apiError{Code: "ThrottlingException", Message: "Rate exceeded", Status: http.StatusBadRequest})
 			return
@@ -238,6 +239,8 @@ func (e *Emulator) serveJSON(ctx context.Context, w http.ResponseWriter, service
 		out, err = e.pricing(action, body)
 	case "AmazonSQS":
 		out, err = e.sqs(ctx, action, body)
+	case "AWSEvents":
+		out, err = e.events(action, body)
 	}
 	if err != nil {
 		writeJSONError(w, asAPIError(err))

@@ -24,6 +24,8 @@ func NodeRoleName(cluster string) string { return "KarpenterNodeRole-" + cluster
 type Role struct {
 	Name, ID string
 	Created  time.Time
+	// policies are its inline policies, JSON documents by name.
+	policies map[string]string
 }
 
 // InstanceProfile is an IAM instance profile; IAM lets it hold at most one role.
@@ -206,6 +208,8 @@ func (e *Emulator) iamLocked(action string, q query) (any, error) {
 			p.Tags[k] = v
 		}
 		return nil, nil
+	case "ListRolePolicies", "GetRolePolicy", "ListAttachedRolePolicies":
+		return e.iamPoliciesLocked(action, q)
 	}
 	return nil, &apiError{Code: "InvalidAction", Message: "the AWS emulator does not serve IAM " + action}
 }

@@ -18,6 +18,8 @@ type queue struct {
 	messages []*sqsMessage
 	// arrived is closed and replaced whenever a message is sent, waking long polls.
 	arrived chan struct{}
+	// policy is the queue's access policy (a JSON document), empty when it has none.
+	policy string
 }
 
 type sqsMessage struct {
@@ -123,6 +125,10 @@ func (e *Emulator) sqs(ctx context.Context, action string, body []byte) (any, er
 		return e.deleteLocked(name, in.ReceiptHandle)
 	case "DeleteMessageBatch":
 		return e.deleteBatch(name, in)
+	case "GetQueueAttributes":
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.queueAttributesLocked(name)
 	}
 	return nil, &apiError{Code: "UnknownOperationException", Message: "the AWS emulator does not serve SQS " + action}
 }
