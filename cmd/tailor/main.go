@@ -1,6 +1,7 @@
 // Command tailor is Tailor's user CLI. `tailor sandbox` runs a whole cluster, a simulated fleet
 // and Tailor in one process; `tailor plan` shows, offline, what Tailor would launch for a set of
-// manifests; `tailor top` watches a cluster's fleet, its cost and Tailor's decisions live.
+// manifests; `tailor top` watches a cluster's fleet, its cost and Tailor's decisions live;
+// `tailor doctor` checks a cluster and its AWS account for what Tailor needs.
 package main
 
 import (
@@ -35,5 +36,6 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newSandboxCommand())
 	root.AddCommand(newPlanCommand())
 	root.AddCommand(newTopCommand())
+	root.AddCommand(newDoctorCommand())
 	return root
 }
