@@ -35,7 +35,7 @@ func checkCRDs(ctx context.Context, env *Env) []Result {
 	if err != nil {
 		return []Result{fail(check, "", "rebuild tailor", "the embedded CRDs: %v", err)}
 	}
-	fix := "apply this version's CRDs: kubectl apply --server-side -f manifests/crds (or the chart's crds/, which helm upgrade does not update)"
+	fix := "apply this version's CRDs: kubectl apply --server-side -f manifests/crds (helm upgrade leaves the chart's crds/ alone)"
 	var out []Result
 	for _, crd := range want {
 		obj := "CRD " + crd.Name
@@ -169,9 +169,13 @@ func checkKarpenter(ctx context.Context, env *Env) []Result {
 			out = append(out, warn(check, obj, "uninstall it once the migration is done (helm uninstall karpenter)", "Karpenter's controller is scaled to zero"))
 			continue
 		}
+		replicas := d.Status.Replicas
+		if d.Spec.Replicas != nil && *d.Spec.Replicas > replicas {
+			replicas = *d.Spec.Replicas
+		}
 		out = append(out, fail(check, obj,
 			fmt.Sprintf("scale it to zero before Tailor manages the fleet (kubectl -n %s scale deployment %s --replicas=0; docs/getting-started/migrating-from-karpenter.md)", d.Namespace, d.Name),
-			"Karpenter's controller is running (%d replicas): two autoscalers on one fleet launch for the same pods and consolidate each other's nodes", d.Status.Replicas))
+			"Karpenter's controller is running (%d replica(s)): two autoscalers on one fleet launch for the same pods and consolidate each other's nodes", replicas))
 	}
 	if len(out) == 0 {
 		out = append(out, ok(check, "", "no Karpenter controller runs"))

@@ -120,7 +120,7 @@ func Failed(results []Result) int {
 func Write(w io.Writer, results []Result) error {
 	var b strings.Builder
 	for _, r := range results {
-		line := fmt.Sprintf("%-4s  %-18s  ", strings.ToUpper(string(r.Status)), r.Check)
+		line := fmt.Sprintf("%-4s  %-19s  ", strings.ToUpper(string(r.Status)), r.Check)
 		if r.Object != "" {
 			line += r.Object + ": "
 		}

@@ -246,3 +246,14 @@ func (e *Emulator) iamPoliciesLocked(action string, q query) (any, error) {
 	}
 	return nil, &apiError{Code: "InvalidAction", Message: "the AWS emulator does not serve IAM " + action}
 }
+
+// SetSubnetTags replaces a subnet's tags, e.g. to take its discovery tag away.
+func (e *Emulator) SetSubnetTags(id string, tags map[string]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.world.subnets {
+		if s.ID == id {
+			s.Tags = copyTags(tags)
+		}
+	}
+}
