@@ -120,7 +120,12 @@ func runDoctor(ctx context.Context, out io.Writer, f *doctorFlags) error {
 		}
 	}
 	awsCfg, err := tailoraws.SDKConfig(ctx, tailoraws.Options{Endpoint: endpoint, Region: region})
-	if err == nil && awsCfg.Region != "" {
+	switch {
+	case err != nil:
+		env.AWSError = err
+	case awsCfg.Region == "":
+		env.AWSError = fmt.Errorf("no AWS region: set AWS_REGION or --region")
+	default:
 		env.AWS = &awsCfg
 	}
 

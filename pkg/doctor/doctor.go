@@ -56,8 +56,10 @@ type Env struct {
 	Kube       kubernetes.Interface
 	Tailor     versioned.Interface
 	Extensions apiextensionsclient.Interface
-	// AWS is the account's SDK configuration; nil skips the account's checks (with a warning).
-	AWS *aws.Config
+	// AWS is the account's SDK configuration; nil skips the account's checks with a warning
+	// that gives AWSError, why there is none.
+	AWS      *aws.Config
+	AWSError error
 	// Settings are Tailor's, as found in its Deployment or given as flags; Install is what
 	// Discover said of the Deployment, the report's first line.
 	Settings Settings

@@ -45,7 +45,7 @@ func checkIAMPolicy(ctx context.Context, env *Env) []Result {
 			"Tailor's IAM role is unknown: its policy was not checked")}
 	}
 	if env.AWS == nil {
-		return noAWS(check)
+		return env.noAWS(check)
 	}
 	name := role[strings.LastIndex(role, "/")+1:]
 	obj := "role " + name

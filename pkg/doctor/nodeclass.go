@@ -33,8 +33,12 @@ func nodeClasses(ctx context.Context, env *Env, check string) ([]awsv1.EC2NodeCl
 }
 
 // noAWS is the result of an account check when no AWS configuration could be loaded.
-func noAWS(check string) []Result {
-	return []Result{warn(check, "", "configure AWS credentials (the default chain: AWS_PROFILE, environment, SSO) and --region", "not checked: no AWS configuration")}
+func (e *Env) noAWS(check string) []Result {
+	why := "no AWS configuration"
+	if e.AWSError != nil {
+		why = e.AWSError.Error()
+	}
+	return []Result{warn(check, "", "configure AWS credentials (the default chain: AWS_PROFILE, the environment, SSO) and the region (--region)", "not checked: %s", why)}
 }
 
 func classObject(nc *awsv1.EC2NodeClass) string { return "EC2NodeClass " + nc.Name }
@@ -67,7 +71,7 @@ func iamCode(err error) string {
 func checkNodeRoles(ctx context.Context, env *Env) []Result {
 	const check = "node-role"
 	if env.AWS == nil {
-		return noAWS(check)
+		return env.noAWS(check)
 	}
 	classes, problems := nodeClasses(ctx, env, check)
 	if classes == nil {
@@ -159,7 +163,7 @@ func termField(list string, i int, tags map[string]string, id, name string) (fie
 func checkSubnets(ctx context.Context, env *Env) []Result {
 	const check = "subnets"
 	if env.AWS == nil {
-		return noAWS(check)
+		return env.noAWS(check)
 	}
 	classes, problems := nodeClasses(ctx, env, check)
 	if classes == nil {
@@ -195,7 +199,7 @@ func checkSubnets(ctx context.Context, env *Env) []Result {
 func checkSecurityGroups(ctx context.Context, env *Env) []Result {
 	const check = "security-groups"
 	if env.AWS == nil {
-		return noAWS(check)
+		return env.noAWS(check)
 	}
 	classes, problems := nodeClasses(ctx, env, check)
 	if classes == nil {
@@ -231,7 +235,7 @@ func checkSecurityGroups(ctx context.Context, env *Env) []Result {
 func checkAMIs(ctx context.Context, env *Env) []Result {
 	const check = "amis"
 	if env.AWS == nil {
-		return noAWS(check)
+		return env.noAWS(check)
 	}
 	classes, problems := nodeClasses(ctx, env, check)
 	if classes == nil {

@@ -38,7 +38,7 @@ func checkInterruptionQueue(ctx context.Context, env *Env) []Result {
 			"no interruption queue is configured (--interruption-queue): spot interruptions come without the two minutes' warning")}
 	}
 	if env.AWS == nil {
-		return noAWS(check)
+		return env.noAWS(check)
 	}
 	obj := "queue " + name
 	client := sqs.NewFromConfig(*env.AWS)
