@@ -89,7 +89,8 @@ func newSandboxCloud(ctx context.Context, name string, acct account) (*sandboxCl
 		return nil, fmt.Errorf("--cloud=%q: the clouds are aws (the AWS provider on an in-process emulator) and fake", name)
 	}
 	s.emu = emulator.Start(emulator.Options{ClusterName: acct.cluster, Region: acct.region, OnLaunch: s.boot})
-	s.emu.CreateQueue(sandboxQueue)
+	// The queue with its access policy and EventBridge rules, as `tailor doctor` expects.
+	s.emu.SetUpInterruptionQueue(sandboxQueue)
 	var err error
 	// The endpoint and DNS IP only go into user data, which the emulated kubelets read for
 	// labels, taints and reservations; they never dial the API server through it.

@@ -112,6 +112,10 @@ func runDoctor(ctx context.Context, out io.Writer, f *doctorFlags) error {
 	endpoint, region := f.endpoint, ""
 	if endpoint == "" && f.kubeconfig != "" {
 		endpoint, region = emulatorBeside(f.kubeconfig)
+		// The sandbox runs Tailor in its own process, with no Deployment to read the queue from.
+		if endpoint != "" && env.Settings.InterruptionQueue == "" {
+			env.Settings.InterruptionQueue = sandboxQueue
+		}
 	}
 	for _, r := range []string{f.region, env.Settings.Region} {
 		if r != "" {

@@ -451,3 +451,17 @@ func servingCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, dn
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+func TestDoctorRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		flags doctorFlags
+		want  string
+	}{
+		{doctorFlags{output: "yaml"}, "the only format is json"},
+		{doctorFlags{lease: "tailor"}, "want NAMESPACE/NAME"},
+	} {
+		if err := runDoctor(context.Background(), &bytes.Buffer{}, &tc.flags); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.flags, err, tc.want)
+		}
+	}
+}
