@@ -41,7 +41,8 @@ const (
 	// sandboxQueue is the emulated interruption queue, which `tailor sandbox interrupt` writes to.
 	sandboxQueue = "tailor-sandbox-interruptions"
 	// endpointFile, beside the kubeconfig, tells other commands where the running emulator is
-	// (first line) and which region it emulates (second line).
+	// (first line), which region it emulates (second line) and the cluster name its account is
+	// set up for (third line).
 	endpointFile = "emulator-endpoint"
 )
 
@@ -139,7 +140,7 @@ func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kube
 		return nil
 	}
 	s.written = filepath.Join(filepath.Dir(kubeconfig), endpointFile)
-	if err := os.WriteFile(s.written, []byte(s.emu.URL()+"\n"+s.account.region+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(s.written, []byte(s.emu.URL()+"\n"+s.account.region+"\n"+s.account.cluster+"\n"), 0o600); err != nil {
 		return err
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cluster.Kube.EventsV1()})

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -112,9 +114,8 @@ func runDoctor(ctx context.Context, out io.Writer, f *doctorFlags) error {
 	endpoint, region := f.endpoint, ""
 	if endpoint == "" && f.kubeconfig != "" {
 		endpoint, region = emulatorBeside(f.kubeconfig)
-		// The sandbox runs Tailor in its own process, with no Deployment to read the queue from.
-		if endpoint != "" && env.Settings.InterruptionQueue == "" {
-			env.Settings.InterruptionQueue = sandboxQueue
+		if endpoint != "" {
+			sandboxSettings(&env.Settings, f.kubeconfig)
 		}
 	}
 	for _, r := range []string{f.region, env.Settings.Region} {
@@ -150,4 +151,21 @@ func runDoctor(ctx context.Context, out io.Writer, f *doctorFlags) error {
 		return fmt.Errorf("%d check(s) failed", n)
 	}
 	return nil
+}
+
+// sandboxSettings fills what a sandbox on the AWS emulator runs Tailor with: it runs Tailor in
+// its own process, with no Deployment to read the queue and cluster name from (and elects no
+// leader unless it runs replicas).
+func sandboxSettings(s *doctor.Settings, kubeconfig string) {
+	if s.Deployment != "" {
+		return
+	}
+	if s.InterruptionQueue == "" {
+		s.InterruptionQueue = sandboxQueue
+	}
+	if raw, err := os.ReadFile(filepath.Join(filepath.Dir(kubeconfig), endpointFile)); err == nil && s.ClusterName == "" {
+		if fields := strings.Fields(string(raw)); len(fields) > 2 {
+			s.ClusterName = fields[2]
+		}
+	}
 }
