@@ -91,6 +91,9 @@ func Discover(ctx context.Context, kube kubernetes.Interface, namespace string, 
 		}
 	}
 	if found == nil {
+		if s.Namespace == "" {
+			s.Namespace = namespace
+		}
 		if s.OptInLabel == "" {
 			s.OptInLabel = DefaultOptInLabel
 		}
