@@ -32,7 +32,7 @@ StorageClasses and PersistentVolumeClaims) from files or folders, expands worklo
 their controllers would create, and runs Tailor's planner with kube-scheduler's default Filter
 plugins over EC2's instance types and on-demand prices in --region, from the snapshot of EC2's
 published facts built into Tailor (its date is printed; spot prices follow a documented rule,
-see docs/catalog.md). It prints the NodeClaims it would launch, the pods no NodePool
+see docs/reference/ec2-catalog.md). It prints the NodeClaims it would launch, the pods no NodePool
 can hold and why, the total price per hour, and a lower bound on the price of any fleet that holds
 the same pods. Nothing is created anywhere.`,
 		Args: cobra.NoArgs,
