@@ -63,8 +63,11 @@ func runPlan(ctx context.Context, out io.Writer, f *planFlags) error {
 		return err
 	}
 	catalogName := "EC2, " + f.account.region + ", snapshot of " + ec2facts.Date()
-	if !ec2facts.Modelled(f.account.region) {
+	switch {
+	case !ec2facts.Modelled(f.account.region):
 		catalogName += "; " + f.account.region + " is not in the snapshot, so " + ec2facts.FallbackRegion + "'s types and prices stand in"
+	case !ec2facts.Published(f.account.region):
+		catalogName += "; on-demand prices by " + ec2facts.PriceSource(f.account.region)
 	}
 	files, err := sandbox.ManifestFiles(f.files)
 	if err != nil {
