@@ -2,7 +2,8 @@
 // of aws/karpenter-provider-aws into pkg/aws/ec2facts: the catalog (snapshot.json), Karpenter's
 // published labels and allocatable per type, and its recorded DescribeInstanceTypes answers
 // (testdata/), which the conformance test compares Tailor with. It reads figures only; no code
-// of the source is copied. Run by hand (docs/reference/ec2-catalog.md):
+// of the source is copied. Run by `make ec2facts KARPENTER_AWS_REPO=...`, or by hand
+// (docs/reference/ec2-catalog.md):
 //
 //	go run ./hack/ec2facts -repo /path/to/karpenter-provider-aws [-commit HEAD]
 package main
