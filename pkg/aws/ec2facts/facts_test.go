@@ -134,6 +134,9 @@ func TestSnapshotIsWhole(t *testing.T) {
 			}
 		}
 	}
+	for _, line := range Summary() {
+		t.Log(line)
+	}
 	if Modelled("ap-south-1") || len(TypesIn("ap-south-1")) != len(TypesIn(FallbackRegion)) {
 		t.Errorf("a region not modelled should get %s's types", FallbackRegion)
 	}

@@ -101,11 +101,11 @@ func PriceSource(region string) string {
 	case Published(region):
 		return fmt.Sprintf("EC2's published on-demand prices, snapshot %s", date)
 	case Modelled(region) && r.factor != 1:
-		return fmt.Sprintf("rule: %s's published on-demand prices x %g (snapshot %s has none for %s)", r.from, r.factor, date, region)
+		return fmt.Sprintf("rule: %s's published on-demand prices x %g, snapshot %s has none for %s", r.from, r.factor, date, region)
 	case Modelled(region):
-		return fmt.Sprintf("rule: %s's published on-demand prices (snapshot %s has none for %s)", r.from, date, region)
+		return fmt.Sprintf("rule: %s's published on-demand prices, snapshot %s has none for %s", r.from, date, region)
 	}
-	return fmt.Sprintf("rule: %s's published on-demand prices (%s is not in snapshot %s)", r.from, region, date)
+	return fmt.Sprintf("rule: %s's published on-demand prices, %s is not in snapshot %s", r.from, region, date)
 }
 
 // TypesIn lists the types offered in the region, sorted by name: those priced there, as EC2's
@@ -180,7 +180,7 @@ func Summary() []string {
 	var out []string
 	for _, r := range Regions() {
 		types := TypesIn(r)
-		out = append(out, fmt.Sprintf("%s: %d types in %d families", r, len(types), Families(types)))
+		out = append(out, fmt.Sprintf("%s: %d types in %d families; on-demand prices: %s", r, len(types), Families(types), PriceSource(r)))
 	}
 	return out
 }
