@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz fuzz-parsers fuzz-short run bench bench-scale generate lint verify verify-generate chart-lint image
+.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image
 
 all: build test
 
@@ -117,6 +117,18 @@ verify: ## go mod verify, every go run of a tool pinned, then verify-generate
 	$(GO) mod verify
 	@! grep -nE 'go run [^ ]*@latest|go[ ]install ' Makefile hack/*.sh .ci/run || { echo "a tool above is not pinned: name its version (go run module@vX.Y.Z)"; exit 1; }
 	$(MAKE) verify-generate
+
+# EC2's published facts (pkg/aws/ec2facts) are extracted from a copy of
+# github.com/aws/karpenter-provider-aws, which a fresh clone and CI do not have: so not part of
+# make generate. The snapshot is committed; this target rewrites it and runs its checks.
+KARPENTER_AWS_REPO ?=
+EC2FACTS_COMMIT ?= HEAD
+ec2facts: ## rewrite pkg/aws/ec2facts from a checkout or bare clone of aws/karpenter-provider-aws (KARPENTER_AWS_REPO=path, EC2FACTS_COMMIT=HEAD), then test it
+	@test -n "$(KARPENTER_AWS_REPO)" || { echo "make ec2facts: set KARPENTER_AWS_REPO to a checkout or bare clone of github.com/aws/karpenter-provider-aws" >&2; exit 2; }
+	@git -C "$(KARPENTER_AWS_REPO)" rev-parse --git-dir >/dev/null 2>&1 || { echo "make ec2facts: KARPENTER_AWS_REPO=$(KARPENTER_AWS_REPO) is not a git repository" >&2; exit 2; }
+	$(GO) run ./hack/ec2facts -repo "$(KARPENTER_AWS_REPO)" -commit "$(EC2FACTS_COMMIT)"
+	KARPENTER_AWS_REPO="$(KARPENTER_AWS_REPO)" EC2FACTS_COMMIT="$(EC2FACTS_COMMIT)" $(GO) test -count=1 ./hack/ec2facts/ ./pkg/aws/ec2facts/...
+	$(GO) test -count=1 -run 'TestConformance|TestRecordedAnswers|TestPublishedRegionalPrices' ./pkg/aws/
 
 chart-lint: ## helm lint of charts/tailor, through Helm's Go SDK
 	$(GO) test -count=1 -run TestChartLint ./charts/

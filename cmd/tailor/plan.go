@@ -32,7 +32,7 @@ StorageClasses and PersistentVolumeClaims) from files or folders, expands worklo
 their controllers would create, and runs Tailor's planner with kube-scheduler's default Filter
 plugins over EC2's instance types and on-demand prices in --region, from the snapshot of EC2's
 published facts built into Tailor (its date is printed; spot prices follow a documented rule,
-see docs/catalog.md). It prints the NodeClaims it would launch, the pods no NodePool
+see docs/reference/ec2-catalog.md). It prints the NodeClaims it would launch, the pods no NodePool
 can hold and why, the total price per hour, and a lower bound on the price of any fleet that holds
 the same pods. Nothing is created anywhere.`,
 		Args: cobra.NoArgs,
@@ -63,8 +63,11 @@ func runPlan(ctx context.Context, out io.Writer, f *planFlags) error {
 		return err
 	}
 	catalogName := "EC2, " + f.account.region + ", snapshot of " + ec2facts.Date()
-	if !ec2facts.Modelled(f.account.region) {
+	switch {
+	case !ec2facts.Modelled(f.account.region):
 		catalogName += "; " + f.account.region + " is not in the snapshot, so " + ec2facts.FallbackRegion + "'s types and prices stand in"
+	case !ec2facts.Published(f.account.region):
+		catalogName += "; on-demand prices by " + ec2facts.PriceSource(f.account.region)
 	}
 	files, err := sandbox.ManifestFiles(f.files)
 	if err != nil {

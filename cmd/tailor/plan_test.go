@@ -74,7 +74,7 @@ func TestPlanRegions(t *testing.T) {
 		t.Fatal(err)
 	}
 	prices := map[string]float64{}
-	for _, region := range []string{"us-east-1", "eu-west-1", "ap-south-1"} {
+	for _, region := range []string{"us-east-1", "eu-west-1", "us-gov-west-1", "ap-south-1"} {
 		out, err := execute(t, "-f", dir, "-f", "../../examples/inflate.yaml", "-o", "json", "--region", region)
 		if err != nil {
 			t.Fatalf("--region %s: %v\n%s", region, err, out)
@@ -87,6 +87,12 @@ func TestPlanRegions(t *testing.T) {
 		if modelled := !strings.Contains(res.Catalog, "not in the snapshot"); modelled != ec2facts.Modelled(region) {
 			t.Errorf("--region %s: catalog %q", region, res.Catalog)
 		}
+		if rule := strings.Contains(res.Catalog, "rule: "); rule != (ec2facts.Modelled(region) && !ec2facts.Published(region)) {
+			t.Errorf("--region %s: catalog %q says whether a rule prices it %v; published prices: %v", region, res.Catalog, rule, ec2facts.Published(region))
+		}
+	}
+	if prices["us-gov-west-1"] <= prices["us-east-1"] {
+		t.Errorf("us-gov-west-1 plans at $%g/h, us-east-1 at $%g/h: GovCloud's published prices are higher", prices["us-gov-west-1"], prices["us-east-1"])
 	}
 	if prices["eu-west-1"] <= prices["us-east-1"] {
 		t.Errorf("eu-west-1 plans at $%g/h, us-east-1 at $%g/h: Ireland should cost more", prices["eu-west-1"], prices["us-east-1"])

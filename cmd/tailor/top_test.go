@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 	"github.com/tailor-sh/tailor/pkg/top"
@@ -117,8 +118,8 @@ func TestTopAgainstTheSandbox(t *testing.T) {
 	if f.LowerBoundPerHour <= 0 || f.LowerBoundPerHour > f.PricePerHour+1e-9 || math.Abs(f.PriceToBound-f.PricePerHour/f.LowerBoundPerHour) > 1e-9 {
 		t.Errorf("bound $%v/h, ratio %v, for a fleet of $%v/h", f.LowerBoundPerHour, f.PriceToBound, f.PricePerHour)
 	}
-	if !strings.Contains(snap.Prices, "emulator") {
-		t.Errorf("prices from %q: want the emulator's Pricing API beside the sandbox's kubeconfig", snap.Prices)
+	if !strings.Contains(snap.Prices, "emulator") || !strings.Contains(snap.Prices, ec2facts.PriceSource(fake.Region)) {
+		t.Errorf("prices from %q: want the emulator's Pricing API beside the sandbox's kubeconfig, saying what its prices are", snap.Prices)
 	}
 	if len(snap.NodePools) != 1 || snap.NodePools[0].Nodes != len(nodes.Items) || snap.NodePools[0].Limits["cpu"] == "" {
 		t.Errorf("NodePools %+v", snap.NodePools)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
+	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/top"
@@ -66,11 +67,18 @@ func choosePrices(ctx context.Context, f *topFlags, cluster top.Cluster) (*topPr
 		list.Refresh(ctx)
 		name := "AWS Pricing API and spot price history, " + list.Region()
 		if endpoint != "" {
-			name += " (the sandbox's emulator: SIMULATED prices)"
+			name += " (the sandbox's emulator: " + emulatorPrices(list.Region()) + ")"
 		}
 		return &topPrices{name: name, pricer: list, catalog: catalog}, nil
 	}
 	return nil, fmt.Errorf("--prices=%q: one of auto, aws, simulated", f.prices)
+}
+
+// emulatorPrices says what the AWS emulator's prices in the region are: EC2's published on-demand
+// prices of the snapshot built into Tailor where it has the region's list, else the rule that
+// stands in for it; spot prices are always the snapshot's rule, as no snapshot holds a market.
+func emulatorPrices(region string) string {
+	return ec2facts.PriceSource(region) + "; spot by the snapshot's rule"
 }
 
 // emulatorBeside reads the endpoint and region a running sandbox on the AWS emulator wrote beside

@@ -2,7 +2,8 @@
 // of aws/karpenter-provider-aws into pkg/aws/ec2facts: the catalog (snapshot.json), Karpenter's
 // published labels and allocatable per type, and its recorded DescribeInstanceTypes answers
 // (testdata/), which the conformance test compares Tailor with. It reads figures only; no code
-// of the source is copied. Run by hand (docs/catalog.md):
+// of the source is copied. Run by `make ec2facts KARPENTER_AWS_REPO=...`, or by hand
+// (docs/reference/ec2-catalog.md):
 //
 //	go run ./hack/ec2facts -repo /path/to/karpenter-provider-aws [-commit HEAD]
 package main
@@ -28,6 +29,7 @@ const (
 	limitsFile    = "pkg/providers/instancetype/zz_generated.vpclimits.go"
 	bandwidthFile = "pkg/providers/instancetype/zz_generated.bandwidth.go"
 	pricingFile   = "pkg/providers/pricing/zz_generated.pricing_aws.go"
+	govPricesFile = "pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go"
 	recordedFile  = "pkg/fake/zz_generated.describe_instance_types.go"
 )
 
@@ -61,7 +63,7 @@ func run(repo, commit, out string) error {
 	}
 	sha, date, _ := strings.Cut(strings.TrimSpace(string(meta)), " ")
 	files := map[string][]byte{}
-	for _, f := range []string{docFile, limitsFile, bandwidthFile, pricingFile, recordedFile} {
+	for _, f := range []string{docFile, limitsFile, bandwidthFile, pricingFile, govPricesFile, recordedFile} {
 		if files[f], err = git(repo, "show", sha+":"+f); err != nil {
 			return err
 		}
@@ -79,10 +81,6 @@ func run(repo, commit, out string) error {
 	bw, err := readVars(files[bandwidthFile])
 	if err != nil {
 		return fmt.Errorf("%s: %w", bandwidthFile, err)
-	}
-	prices, err := readVars(files[pricingFile])
-	if err != nil {
-		return fmt.Errorf("%s: %w", pricingFile, err)
 	}
 	recorded, err := readVars(files[recordedFile])
 	if err != nil {
@@ -109,12 +107,8 @@ func run(repo, commit, out string) error {
 		}
 		snap.Types = append(snap.Types, t)
 	}
-	snap.OnDemandLinux = map[string]map[string]float64{}
-	for region, byType := range prices["InitialOnDemandPricesAWS"].(map[string]any) {
-		snap.OnDemandLinux[region] = map[string]float64{}
-		for name, p := range byType.(map[string]any) {
-			snap.OnDemandLinux[region][name] = p.(float64)
-		}
+	if snap.OnDemandLinux, err = readPrices(files); err != nil {
+		return err
 	}
 	if err := writeSnapshot(filepath.Join(out, "snapshot.json"), snap); err != nil {
 		return err
@@ -127,7 +121,45 @@ func run(repo, commit, out string) error {
 	}
 	fmt.Printf("%d types from %s@%.12s (%s); %d documented types without ENI limits left out: %v\n",
 		len(snap.Types), snap.Source.Repository, sha, date, len(skipped), skipped)
+	for _, r := range slices.Sorted(maps.Keys(snap.OnDemandLinux)) {
+		fmt.Printf("%s: %d published on-demand prices\n", r, len(snap.OnDemandLinux[r]))
+	}
 	return nil
+}
+
+// priceTables are the generated price tables read, by file: the commercial partition's (us-east-1
+// only) and GovCloud's (us-gov-east-1, us-gov-west-1), both in USD. The China table
+// (zz_generated.pricing_aws_cn.go, cn-north-1) is not read: its prices are in CNY, and it was
+// last generated in 2024, as the source no longer refreshes it.
+var priceTables = map[string]string{pricingFile: "InitialOnDemandPricesAWS", govPricesFile: "InitialOnDemandPricesUSGov"}
+
+// readPrices merges the on-demand Linux prices of every region the price tables publish.
+func readPrices(files map[string][]byte) (map[string]map[string]float64, error) {
+	out := map[string]map[string]float64{}
+	for _, f := range slices.Sorted(maps.Keys(priceTables)) {
+		vars, err := readVars(files[f])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		table, ok := vars[priceTables[f]].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: no variable %s", f, priceTables[f])
+		}
+		for region, byType := range table {
+			if _, dup := out[region]; dup {
+				return nil, fmt.Errorf("%s: region %s is priced in two tables", f, region)
+			}
+			out[region] = map[string]float64{}
+			for name, p := range byType.(map[string]any) {
+				price, ok := p.(float64)
+				if !ok || price <= 0 {
+					return nil, fmt.Errorf("%s: %s %s: price %v", f, region, name, p)
+				}
+				out[region][name] = price
+			}
+		}
+	}
+	return out, nil
 }
 
 // stampPattern finds the time a generator wrote into its file.

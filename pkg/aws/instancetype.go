@@ -91,7 +91,8 @@ func typeLabels(info ec2types.InstanceTypeInfo) map[string]string {
 	family, _, _ := strings.Cut(name, ".")
 	l[awsv1.LabelInstanceCapabilityFlex] = strconv.FormatBool(strings.Contains(family, "-flex"))
 	if strings.Contains(family, "-flex") {
-		// The key before Karpenter v1.7 renamed it, kept with its old meaning (docs/catalog.md).
+		// The key before Karpenter v1.7 renamed it, kept with its old meaning
+		// (docs/reference/ec2-catalog.md).
 		l[awsv1.LabelInstanceCapacityFlex] = "true"
 	}
 	return l

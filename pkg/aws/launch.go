@@ -106,9 +106,6 @@ type launched struct {
 // launch ensures the launch templates and sends one instant CreateFleet. Offerings the fleet
 // reports short of capacity are avoided for the TTL, even when another one launched.
 func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *resolve.Resolution, plan *launchPlan) (*launched, error) {
-	configs := map[string]*ec2types.FleetLaunchTemplateConfigRequest{}
-	var order []string
-	images := map[string]string{}
 	options, taken, block := plan.options, []string(nil), false
 	if plan.capacityType == karpv1.CapacityTypeReserved {
 		if options, taken = p.takeReservations(plan.options); len(options) == 0 {
@@ -118,9 +115,37 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	}
 	launchedInto := ""
 	defer func() { p.reservations.done(taken, launchedInto) }()
+	fleet, err := p.fleetTemplates(ctx, claim, nc, res, options)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.ec2.CreateFleet(ctx, fleetRequest(p.opts.ClusterName, claim, nc, plan, block, fleet))
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %q: CreateFleet: %w", claim.Name, err)
+	}
+	inst, err := p.fleetAnswer(claim, plan, fleet, out)
+	if inst != nil {
+		launchedInto = inst.reservationID
+	}
+	return inst, err
+}
+
+// fleetTemplates are a CreateFleet's launch template configs, with what the answer is read by.
+type fleetTemplates struct {
+	configs map[string]*ec2types.FleetLaunchTemplateConfigRequest
+	// order is the templates' names in the order of the options that first used them.
+	order []string
+	// images is each instance type's image.
+	images map[string]string
 	// reservationOf names each template's reservation: one template per reservation, as its
 	// target is in the template.
-	reservationOf := map[string]string{}
+	reservationOf map[string]string
+}
+
+// fleetTemplates ensures a launch template for each option and groups the options' overrides
+// by template. An option in a zone none of the class's subnets covers is left out.
+func (p *Provider) fleetTemplates(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, res *resolve.Resolution, options []launchOption) (*fleetTemplates, error) {
+	f := &fleetTemplates{configs: map[string]*ec2types.FleetLaunchTemplateConfigRequest{}, images: map[string]string{}, reservationOf: map[string]string{}}
 	rendered := userDataCache{}
 	for _, o := range options {
 		spec, err := p.templateSpec(claim, nc, res, o.t, o.offering, rendered)
@@ -132,24 +157,29 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if err != nil {
 			return nil, fmt.Errorf("nodeclaim %q: %w", claim.Name, err)
 		}
-		reservationOf[name] = spec.CapacityReservationID
+		f.reservationOf[name] = spec.CapacityReservationID
 		subnet := bestSubnet(res, o.offering.Zone)
 		if subnet == "" {
 			continue
 		}
-		cfg, ok := configs[name]
+		cfg, ok := f.configs[name]
 		if !ok {
 			cfg = &ec2types.FleetLaunchTemplateConfigRequest{LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
 				LaunchTemplateName: aws.String(name), Version: aws.String("$Latest")}}
-			configs[name] = cfg
-			order = append(order, name)
+			f.configs[name] = cfg
+			f.order = append(f.order, name)
 		}
 		cfg.Overrides = append(cfg.Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 			InstanceType: ec2types.InstanceType(o.t.it.Name), SubnetId: aws.String(subnet), AvailabilityZone: aws.String(o.offering.Zone),
 			ImageId: aws.String(o.t.imageID), Priority: aws.Float64(o.offering.PricePerHour)})
-		images[o.t.it.Name] = o.t.imageID
+		f.images[o.t.it.Name] = o.t.imageID
 	}
-	tags := ec2Tags(instanceTags(p.opts.ClusterName, claim, nc))
+	return f, nil
+}
+
+// fleetRequest is the instant CreateFleet of one instance over the templates' overrides.
+func fleetRequest(clusterName string, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, plan *launchPlan, block bool, f *fleetTemplates) *ec2.CreateFleetInput {
+	tags := ec2Tags(instanceTags(clusterName, claim, nc))
 	// A reserved launch is an on-demand launch aimed at a reservation (a Capacity Block's has a
 	// capacity type of its own); the templates name the reservations.
 	target := plan.capacityType
@@ -180,13 +210,15 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	case karpv1.CapacityTypeOnDemand:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
-	for _, name := range order {
-		in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, *configs[name])
+	for _, name := range f.order {
+		in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, *f.configs[name])
 	}
-	out, err := p.ec2.CreateFleet(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("nodeclaim %q: CreateFleet: %w", claim.Name, err)
-	}
+	return in
+}
+
+// fleetAnswer reads CreateFleet's answer: the instance it launched, or why it launched none.
+// Offerings short of capacity are marked unavailable (a reservation, full) either way.
+func (p *Provider) fleetAnswer(claim *karpv1.NodeClaim, plan *launchPlan, f *fleetTemplates, out *ec2.CreateFleetOutput) (*launched, error) {
 	var iced []cloud.OfferingKey
 	var other []string
 	for _, e := range out.Errors {
@@ -196,7 +228,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			key := cloud.OfferingKey{InstanceType: string(ov.InstanceType), Zone: aws.ToString(ov.AvailabilityZone), CapacityType: plan.capacityType}
 			if plan.capacityType == karpv1.CapacityTypeReserved {
 				// A full reservation says nothing of the type's other reservations or pools.
-				p.reservations.full(reservationOf[templateName(e.LaunchTemplateAndOverrides)])
+				p.reservations.full(f.reservationOf[templateName(e.LaunchTemplateAndOverrides)])
 			} else {
 				p.unavailable.mark(key)
 			}
@@ -214,21 +246,27 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			zone = aws.ToString(ov.AvailabilityZone)
 		}
 		inst := &launched{id: fi.InstanceIds[0], instanceType: string(fi.InstanceType), zone: zone,
-			capacityType: string(fi.Lifecycle), imageID: images[string(fi.InstanceType)]}
+			capacityType: string(fi.Lifecycle), imageID: f.images[string(fi.InstanceType)]}
 		// An instance from a reservation's template is in it. (A repeated client token can
 		// answer with an earlier on-demand fallback's instance, whose template is not one.)
 		name := templateName(fi.LaunchTemplateAndOverrides)
-		if id := cmp.Or(reservationOf[name], p.templates.reservationOf(name)); id != "" {
-			inst.capacityType, inst.reservationID, launchedInto = karpv1.CapacityTypeReserved, id, id
+		if id := cmp.Or(f.reservationOf[name], p.templates.reservationOf(name)); id != "" {
+			inst.capacityType, inst.reservationID = karpv1.CapacityTypeReserved, id
 		}
 		return inst, nil
 	}
+	return nil, fleetFailure(claim, iced, other)
+}
+
+// fleetFailure is the error of a fleet that launched nothing: short of capacity when every
+// override was, permanent when every override failed permanently, else one to retry.
+func fleetFailure(claim *karpv1.NodeClaim, iced []cloud.OfferingKey, other []string) error {
 	if len(other) == 0 && len(iced) > 0 {
-		return nil, &cloud.InsufficientCapacityError{Offerings: iced,
+		return &cloud.InsufficientCapacityError{Offerings: iced,
 			Message: fmt.Sprintf("nodeclaim %q: EC2 has no capacity for any of the %d offerings tried", claim.Name, len(iced))}
 	}
 	if len(other) > 0 && strings.HasPrefix(other[0], "InvalidLaunchTemplateName.NotFoundException") {
-		return nil, &fleetError{code: "InvalidLaunchTemplateName.NotFoundException", msg: other[0]}
+		return &fleetError{code: "InvalidLaunchTemplateName.NotFoundException", msg: other[0]}
 	}
 	msg := fmt.Sprintf("nodeclaim %q: CreateFleet launched nothing: %s", claim.Name, strings.Join(other, "; "))
 	// The fleet's error is permanent only when every override failed permanently: one that
@@ -247,9 +285,9 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		}
 	}
 	if code != "" {
-		return nil, &fleetError{code: code, msg: msg, detail: strings.Join(other, "; ")}
+		return &fleetError{code: code, msg: msg, detail: strings.Join(other, "; ")}
 	}
-	return nil, errors.New(msg)
+	return errors.New(msg)
 }
 
 // clientToken is the idempotency token; EC2 allows 64 ASCII characters and a UID has 36.

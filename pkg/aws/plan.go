@@ -44,6 +44,43 @@ func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[st
 	if err != nil {
 		return nil, fmt.Errorf("nodeclaim %q: %w", claim.Name, err)
 	}
+	candidates, err := launchCandidates(claim, sel, types, zoneIDs, region, allowReserved)
+	if err != nil {
+		return nil, err
+	}
+	cheapestOnDemand := -1.0
+	for _, c := range candidates {
+		if c.offering.CapacityType == karpv1.CapacityTypeOnDemand && (cheapestOnDemand < 0 || c.offering.PricePerHour < cheapestOnDemand) {
+			cheapestOnDemand = c.offering.PricePerHour
+		}
+	}
+	// Spot dearer than the cheapest on-demand offering is never worth its interruptions.
+	worthIt := func(c launchOption) bool {
+		return c.offering.CapacityType != karpv1.CapacityTypeSpot || cheapestOnDemand < 0 || c.offering.PricePerHour <= cheapestOnDemand
+	}
+	plan := &launchPlan{capacityType: karpv1.CapacityTypeOnDemand}
+	for _, c := range candidates {
+		if c.offering.CapacityType == karpv1.CapacityTypeSpot && worthIt(c) {
+			plan.capacityType = karpv1.CapacityTypeSpot
+			break
+		}
+	}
+	if reserved := reservedOptions(candidates); len(reserved) > 0 {
+		plan.capacityType = karpv1.CapacityTypeReserved
+		candidates = reserved
+	}
+	for _, c := range candidates {
+		if c.offering.CapacityType == plan.capacityType && worthIt(c) {
+			plan.options = append(plan.options, c)
+		}
+	}
+	plan.options = cheapestTypes(plan.options)
+	return plan, nil
+}
+
+// launchCandidates are the available offerings whose labels meet the claim's requirements and
+// whose allocatable covers its requests; with none, an error that says which of the two failed.
+func launchCandidates(claim *karpv1.NodeClaim, sel *scheduling.Selector, types []*launchableType, zoneIDs map[string]string, region string, allowReserved bool) ([]launchOption, error) {
 	var (
 		candidates  []launchOption
 		unavailable []cloud.OfferingKey
@@ -82,35 +119,14 @@ func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[st
 	case len(candidates) == 0:
 		return nil, fmt.Errorf("nodeclaim %q: no offering of the node class meets its requirements", claim.Name)
 	}
+	return candidates, nil
+}
 
-	cheapestOnDemand := -1.0
-	for _, c := range candidates {
-		if c.offering.CapacityType == karpv1.CapacityTypeOnDemand && (cheapestOnDemand < 0 || c.offering.PricePerHour < cheapestOnDemand) {
-			cheapestOnDemand = c.offering.PricePerHour
-		}
-	}
-	plan := &launchPlan{capacityType: karpv1.CapacityTypeOnDemand}
-	var spot []launchOption
-	for _, c := range candidates {
-		if c.offering.CapacityType == karpv1.CapacityTypeSpot && (cheapestOnDemand < 0 || c.offering.PricePerHour <= cheapestOnDemand) {
-			spot = append(spot, c)
-		}
-	}
-	if len(spot) > 0 {
-		plan.capacityType = karpv1.CapacityTypeSpot
-	}
-	if reserved := reservedOptions(candidates); len(reserved) > 0 {
-		plan.capacityType = karpv1.CapacityTypeReserved
-		candidates = reserved
-	}
-	for _, c := range candidates {
-		if c.offering.CapacityType == plan.capacityType && (plan.capacityType != karpv1.CapacityTypeSpot ||
-			cheapestOnDemand < 0 || c.offering.PricePerHour <= cheapestOnDemand) {
-			plan.options = append(plan.options, c)
-		}
-	}
-	sort.SliceStable(plan.options, func(i, j int) bool {
-		a, b := plan.options[i], plan.options[j]
+// cheapestTypes orders options by price (then type and zone, so that a plan is deterministic)
+// and keeps every offering of the maxInstanceTypes cheapest types.
+func cheapestTypes(options []launchOption) []launchOption {
+	sort.SliceStable(options, func(i, j int) bool {
+		a, b := options[i], options[j]
 		if a.offering.PricePerHour != b.offering.PricePerHour {
 			return a.offering.PricePerHour < b.offering.PricePerHour
 		}
@@ -120,16 +136,15 @@ func planLaunch(claim *karpv1.NodeClaim, types []*launchableType, zoneIDs map[st
 		return a.offering.Zone < b.offering.Zone
 	})
 	kept := sets.New[string]()
-	options := plan.options[:0]
-	for _, o := range plan.options {
+	out := options[:0]
+	for _, o := range options {
 		if !kept.Has(o.t.it.Name) && kept.Len() == maxInstanceTypes {
 			continue
 		}
 		kept.Insert(o.t.it.Name)
-		options = append(options, o)
+		out = append(out, o)
 	}
-	plan.options = options
-	return plan, nil
+	return out
 }
 
 // reservedOptions are the reserved candidates of the reservation type of the cheapest one.

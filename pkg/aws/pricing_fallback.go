@@ -1,6 +1,12 @@
 package aws
 
-import "github.com/tailor-sh/tailor/pkg/aws/ec2facts"
+import (
+	"context"
+
+	"k8s.io/klog/v2"
+
+	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
+)
 
 // fallbackOnDemandPrices are the built-in on-demand Linux prices of the region, used from start-up
 // until the Pricing API answers (or when it cannot be reached at all): EC2's published price of
@@ -17,4 +23,17 @@ func fallbackOnDemandPrices(region string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// logBuiltInPrices says where the region's built-in prices come from. A region whose prices
+// the snapshot does not publish is priced by a rule until the Pricing API answers, which is
+// worth a line at the default level; a published list is not.
+func logBuiltInPrices(ctx context.Context, region string) {
+	logger := klog.FromContext(ctx)
+	if !ec2facts.Published(region) {
+		logger.Info("built-in on-demand prices are a rule until the Pricing API answers", "region", region,
+			"source", ec2facts.PriceSource(region))
+		return
+	}
+	logger.V(2).Info("built-in on-demand prices", "region", region, "source", ec2facts.PriceSource(region))
 }

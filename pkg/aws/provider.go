@@ -93,6 +93,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		resolutions:  map[string]cachedResolution{},
 	}
 	p.resolver = resolve.New(cfg, opts.ClusterName, opts.KubernetesVersion, opts.Clock, p.reservations.describing)
+	logBuiltInPrices(ctx, cfg.Region)
 	return p, nil
 }
 

@@ -62,13 +62,9 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 		return fmt.Errorf("feature gate %s is not supported by tailor-scheduler; turn it off or set leaderElection.leaderElect: false", kubefeatures.CoordinatedLeaderElection)
 	}
 	cfg := cc.ComponentConfig.LeaderElection
-	id := e.identity
-	if id == "" {
-		host, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("naming this replica for leader election: %w", err)
-		}
-		id = host + "_" + string(uuid.NewUUID())
+	id, err := replicaIdentity(e)
+	if err != nil {
+		return err
 	}
 	// The lock's own client times out at the renew deadline, so a silent API server cannot hold a
 	// renewal past it.
@@ -77,34 +73,19 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 	if err != nil {
 		return fmt.Errorf("leaderElection: building the %s lock %s/%s: %w", cfg.ResourceLock, cfg.ResourceNamespace, cfg.ResourceName, err)
 	}
-	logger := klog.FromContext(ctx).WithValues("lease", cfg.ResourceNamespace+"/"+cfg.ResourceName, "identity", id)
 	// The elector has a context of its own, ended only once the scheduler it ran has returned:
 	// the Lease is released (ReleaseOnCancel) when the elector stops, and releasing it while the
 	// scheduler and Tailor's controllers still wind down would let a standby act beside them.
 	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElecting()
-	// began is closed when this replica starts leading, done when the scheduler it ran returned:
-	// OnStartedLeading runs on a goroutine of its own that elector.Run does not wait for.
-	// stopped, once set, keeps a late OnStartedLeading from starting anything.
-	began, done := make(chan struct{}), make(chan struct{})
-	var (
-		mu      sync.Mutex
-		stopped bool
-		lost    bool
-		runErr  error
-	)
+	r := &leaderRun{
+		ctx: ctx, schedule: schedule, stopElecting: stopElecting,
+		logger: klog.FromContext(ctx).WithValues("lease", cfg.ResourceNamespace+"/"+cfg.ResourceName, "identity", id),
+		began:  make(chan struct{}), done: make(chan struct{}),
+	}
 	// Asked to stop while standing by: stop electing at once. While leading, the scheduler's
-	// return stops it (below).
-	stopWatching := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		select {
-		case <-began:
-		default:
-			stopped = true
-			stopElecting()
-		}
-	})
+	// return stops it (see lead).
+	stopWatching := context.AfterFunc(ctx, r.stopStandingBy)
 	defer stopWatching()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
@@ -114,33 +95,11 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 		ReleaseOnCancel: !e.keepLease,
 		Name:            "tailor-scheduler",
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leading context.Context) {
-				defer close(done)
-				// Whatever ends the scheduler, this replica stops electing: it holds no Lease it
-				// does not act on (a scheduler that returned early would otherwise keep the Lease
-				// renewed and nothing scheduling).
-				defer stopElecting()
-				mu.Lock()
-				if stopped {
-					mu.Unlock()
-					return
-				}
-				close(began)
-				mu.Unlock()
-				runCtx, cancel := context.WithCancel(leading)
-				defer cancel()
-				stopOnCancel := context.AfterFunc(ctx, cancel)
-				defer stopOnCancel()
-				logger.Info("Leading: starting the scheduler and Tailor")
-				err := schedule(runCtx)
-				mu.Lock()
-				runErr, lost = err, leading.Err() != nil && ctx.Err() == nil
-				mu.Unlock()
-			},
-			OnStoppedLeading: func() { logger.Info("Stopped leading") },
+			OnStartedLeading: r.lead,
+			OnStoppedLeading: func() { r.logger.Info("Stopped leading") },
 			OnNewLeader: func(holder string) {
 				if holder != id {
-					logger.Info("Standing by", "leader", holder)
+					r.logger.Info("Standing by", "leader", holder)
 				}
 			},
 		},
@@ -149,29 +108,102 @@ func leadThenRun(ctx context.Context, cc *schedulerconfig.CompletedConfig, e ele
 		return fmt.Errorf("leaderElection: %w", err)
 	}
 	elector.Run(electCtx)
-	mu.Lock()
-	stopped = true
-	mu.Unlock()
+	return r.outcome()
+}
+
+// replicaIdentity names this replica in the Lease: as configured, or hostname_uuid as
+// kube-scheduler names it.
+func replicaIdentity(e election) (string, error) {
+	if e.identity != "" {
+		return e.identity, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("naming this replica for leader election: %w", err)
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
+}
+
+// leaderRun is one replica's election, from standing by to the scheduler it ran having returned.
+type leaderRun struct {
+	// ctx is the caller's: its end asks the replica to stop.
+	ctx          context.Context
+	schedule     func(context.Context) error
+	stopElecting context.CancelFunc
+	logger       klog.Logger
+	// began is closed when this replica starts leading, done when the scheduler it ran returned:
+	// OnStartedLeading runs on a goroutine of its own that elector.Run does not wait for.
+	began, done chan struct{}
+
+	mu sync.Mutex
+	// stopped, once set, keeps a late OnStartedLeading from starting anything.
+	stopped bool
+	lost    bool
+	runErr  error
+}
+
+// stopStandingBy stops electing when the caller asks to stop before this replica leads.
+func (r *leaderRun) stopStandingBy() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	select {
-	case <-began:
+	case <-r.began:
+	default:
+		r.stopped = true
+		r.stopElecting()
+	}
+}
+
+// lead runs the scheduler while this replica holds the Lease (OnStartedLeading).
+func (r *leaderRun) lead(leading context.Context) {
+	defer close(r.done)
+	// Whatever ends the scheduler, this replica stops electing: it holds no Lease it does not
+	// act on (a scheduler that returned early would otherwise keep the Lease renewed and nothing
+	// scheduling).
+	defer r.stopElecting()
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	close(r.began)
+	r.mu.Unlock()
+	runCtx, cancel := context.WithCancel(leading)
+	defer cancel()
+	stopOnCancel := context.AfterFunc(r.ctx, cancel)
+	defer stopOnCancel()
+	r.logger.Info("Leading: starting the scheduler and Tailor")
+	err := r.schedule(runCtx)
+	r.mu.Lock()
+	r.runErr, r.lost = err, leading.Err() != nil && r.ctx.Err() == nil
+	r.mu.Unlock()
+}
+
+// outcome is what leadThenRun returns once the elector has stopped.
+func (r *leaderRun) outcome() error {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	select {
+	case <-r.began:
 		// The elector stops on its own when the Lease is lost; the scheduler is then winding
 		// down: no goroutine of this replica may still write once a standby leads.
-		<-done
+		<-r.done
 	default:
-		if ctx.Err() != nil {
+		if r.ctx.Err() != nil {
 			return nil // asked to stop while standing by
 		}
 		return errors.New("leader election ended while standing by")
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	switch {
-	case ctx.Err() != nil:
+	case r.ctx.Err() != nil:
 		return nil
-	case lost:
-		return errors.Join(ErrLostLease, runErr)
-	case runErr != nil:
-		return fmt.Errorf("the scheduler stopped while this replica led: %w", runErr)
+	case r.lost:
+		return errors.Join(ErrLostLease, r.runErr)
+	case r.runErr != nil:
+		return fmt.Errorf("the scheduler stopped while this replica led: %w", r.runErr)
 	default:
 		return errors.New("the scheduler stopped while this replica led")
 	}

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -86,161 +84,22 @@ func (o *Operator) Attach(h fwk.Handle, args *tailor.Args) error {
 	if o.handle != nil {
 		return fmt.Errorf("plugin %s attached twice", tailor.Name)
 	}
-	// The scheduler's config may ask for protobuf, which the API server does not speak for
-	// custom resources.
-	cfg := rest.CopyConfig(h.KubeConfig())
-	cfg.ContentType = runtime.ContentTypeJSON
-	clients, err := clientset.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building the client for Tailor's resources: %w", err)
-	}
-	if o.cloud, err = o.newCloud(h.ClientSet()); err != nil {
+	if err := o.attachClients(h, args); err != nil {
 		return err
 	}
-	o.handle, o.args, o.clients = h, args, clients
-	// One informer per resource, shared by every controller; Start starts the factory.
-	o.informers = tailorinformers.NewSharedInformerFactory(clients, 0)
-	claims, pools := o.informers.Karpenter().V1().NodeClaims(), o.informers.Karpenter().V1().NodePools()
-	o.claimInform, o.claimLister = claims.Informer(), claims.Lister()
-	o.poolInform, o.poolLister = pools.Informer(), pools.Lister()
-	claimLister, poolLister := o.claimLister, o.poolLister
-	nodeClaims := clients.KarpenterV1().NodeClaims()
-	podInformer := h.SharedInformerFactory().Core().V1().Pods()
-	nodeInformer := h.SharedInformerFactory().Core().V1().Nodes()
-	// Shared by the lifecycle controller, which holds a NodePool back after a permanent launch
-	// failure, and the provisioner, which leaves it out of plans meanwhile.
-	backoff := cloud.NewLaunchBackoff(o.clock)
-
-	o.provisioner = provision.New(provision.Options{
-		SchedulerName: h.ProfileName(),
-		Kube:          h.ClientSet(),
-		NodeClaims:    nodeClaims,
-		ClaimLister:   claimLister,
-		PoolLister:    poolLister,
-		Pods:          podInformer.Lister(),
-		Nodes:         nodeInformer.Lister(),
-		DaemonSets:    h.SharedInformerFactory().Apps().V1().DaemonSets().Lister(),
-		Cloud:         o.cloud,
-		Recorder:      h.EventRecorder(),
-		Clock:         o.clock,
-		BatchIdle:     args.BatchIdleDuration.Duration,
-		BatchMax:      args.BatchMaxDuration.Duration,
-		StrandedAfter: args.StrandedAfter.Duration,
-		Activate:      func(pods map[string]*corev1.Pod) { h.Activate(klog.Background(), pods) },
-		Backoff:       backoff,
-	})
-	o.lifecycle, err = lifecycle.New(lifecycle.Options{
-		Kube:         h.ClientSet(),
-		NodeClaims:   nodeClaims,
-		ClaimLister:  claimLister,
-		ClaimInform:  o.claimInform,
-		NodeInformer: nodeInformer.Informer(),
-		Nodes:        nodeInformer.Lister(),
-		Cloud:        o.cloud,
-		Recorder:     h.EventRecorder(),
-		Clock:        o.clock,
-		Replan:       o.provisioner.Trigger,
-		Backoff:      backoff,
-	})
-	if err != nil {
+	if err := o.attachControllers(h, args); err != nil {
 		return err
 	}
-	o.readiness, err = readiness.New(readiness.Options{NodePools: clients.KarpenterV1().NodePools(), PoolLister: poolLister, PoolInform: o.poolInform,
-		Cloud: o.cloud, Clock: o.clock})
-	if err != nil {
+	if err := o.watchForProvisioner(h); err != nil {
 		return err
 	}
-	o.counter, err = counter.New(counter.Options{NodePools: clients.KarpenterV1().NodePools(), PoolLister: poolLister, PoolInform: o.poolInform,
-		ClaimLister: claimLister, ClaimInform: o.claimInform, Clock: o.clock})
-	if err != nil {
+	if err := o.attachSignals(h, o.clients); err != nil {
 		return err
 	}
-	o.termination, err = termination.New(termination.Options{
-		Kube:              h.ClientSet(),
-		NodeClaims:        nodeClaims,
-		ClaimLister:       claimLister,
-		NodeInformer:      nodeInformer.Informer(),
-		PodInformer:       podInformer.Informer(),
-		VolumeAttachments: h.SharedInformerFactory().Storage().V1().VolumeAttachments().Lister(),
-		Nodes:             nodeInformer.Lister(),
-		PDBs:              h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
-		Cloud:             o.cloud,
-		Recorder:          h.EventRecorder(),
-		Clock:             o.clock,
-		Metrics:           terminationMetrics{clock: o.clock},
-		Placer:            placer{o},
-	})
-	if err != nil {
+	if err := o.attachDisruption(h, o.clients); err != nil {
 		return err
 	}
-	o.gc = gc.New(gc.Options{
-		Kube:        h.ClientSet(),
-		NodeClaims:  nodeClaims,
-		ClaimLister: claimLister,
-		Nodes:       nodeInformer.Lister(),
-		Cloud:       o.cloud,
-		Clock:       o.clock,
-	})
-	// Unschedulable pods of this scheduler also reach the provisioner through the informer: with
-	// zero nodes the scheduler never calls PostFilter.
-	if _, err = podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.podChanged(nil, obj) },
-		UpdateFunc: o.podChanged,
-	}); err != nil {
-		return err
-	}
-	// A launching claim whose node name became known lets its planned pods be nominated to it, and
-	// one that initialized wakes them in the scheduler's queue; a deleted one is no capacity in
-	// flight any more. One that initialized (Initialized) or is going away (Released) no longer holds
-	// its pods.
-	if _, err = o.claimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if c, ok := obj.(*karpv1.NodeClaim); ok {
-				o.provisioner.ClaimGone(c.Name)
-				o.provisioner.Released(c.Name)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			if old, ok := oldObj.(*karpv1.NodeClaim); ok {
-				c, ok := newObj.(*karpv1.NodeClaim)
-				if !ok {
-					return
-				}
-				if old.Status.NodeName == "" && c.Status.NodeName != "" {
-					o.provisioner.Launched()
-					o.provisioner.Trigger()
-				}
-				if !old.IsTrue(karpv1.ConditionTypeInitialized) && c.IsTrue(karpv1.ConditionTypeInitialized) {
-					o.provisioner.Initialized(c.Name, c.Status.NodeName)
-				}
-				if old.DeletionTimestamp == nil && c.DeletionTimestamp != nil {
-					o.provisioner.Released(c.Name)
-				}
-			}
-		},
-	}); err != nil {
-		return err
-	}
-	if err = o.attachSignals(h, clients); err != nil {
-		return err
-	}
-	if err = o.attachDisruption(h, clients); err != nil {
-		return err
-	}
-	// A node that starts leaving has pods that will need room elsewhere: plan it before they go.
-	_, err = nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			if old, ok := oldObj.(*corev1.Node); ok {
-				if n, ok := newObj.(*corev1.Node); ok && provision.IsLeaving(n, nil) && !provision.IsLeaving(old, nil) {
-					o.provisioner.Trigger()
-				}
-			}
-		},
-	})
-	return err
+	return o.watchLeavingNodes(h)
 }
 
 func (o *Operator) podChanged(oldObj, obj any) {

@@ -107,63 +107,46 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &Cluster{Config: cp.Config, cp: cp, cancel: cancel, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), dir: opts.Dir, clock: opts.Clock, tailorArgs: opts.TailorArgs, election: opts.LeaderElection}
-	fail := func(err error) (*Cluster, error) {
+	if err := c.start(ctx, opts); err != nil {
 		c.Stop()
 		return nil, err
 	}
-	if c.Kube, err = kubernetes.NewForConfig(cp.Config); err != nil {
-		return fail(err)
+	logger.Info("Sandbox cluster is up", "kubeconfig", c.Kubeconfig, "took", time.Since(began).Round(time.Millisecond))
+	return c, nil
+}
+
+// start brings up everything after the control plane: the CRDs, the kubeconfig, the workload
+// controllers, kwok, and Tailor's scheduler.
+func (c *Cluster) start(ctx context.Context, opts Options) error {
+	var err error
+	if c.Kube, c.Tailor, err = clientsFor(c.cp.Config); err != nil {
+		return err
 	}
-	// The control plane's config asks for protobuf, which the API server does not speak for
-	// custom resources.
-	tailorConfig := rest.CopyConfig(cp.Config)
-	tailorConfig.ContentType = runtime.ContentTypeJSON
-	if c.Tailor, err = clientset.NewForConfig(tailorConfig); err != nil {
-		return fail(err)
+	if err := InstallCRDs(ctx, c.cp.Config); err != nil {
+		return err
 	}
-	if err := InstallCRDs(ctx, cp.Config); err != nil {
-		return fail(err)
+	if err := WriteKubeconfig(c.cp.Config, c.Kubeconfig); err != nil {
+		return err
 	}
-	if err := WriteKubeconfig(cp.Config, c.Kubeconfig); err != nil {
-		return fail(err)
+	components, err := c.componentsConfig(opts)
+	if err != nil {
+		return err
 	}
-	components, componentKube, componentTailor := cp.Config, c.Kube, c.Tailor
-	c.schedKubeconfig = c.Kubeconfig
-	if opts.Outages {
-		if c.Outage, components, err = startOutageProxy(cp.Config); err != nil {
-			return fail(err)
-		}
-		if componentKube, err = kubernetes.NewForConfig(components); err != nil {
-			return fail(err)
-		}
-		viaProxy := rest.CopyConfig(components)
-		viaProxy.ContentType = runtime.ContentTypeJSON
-		if componentTailor, err = clientset.NewForConfig(viaProxy); err != nil {
-			return fail(err)
-		}
-		c.schedKubeconfig = filepath.Join(opts.Dir, "scheduler-kubeconfig")
-		if err := WriteKubeconfig(components, c.schedKubeconfig); err != nil {
-			return fail(err)
-		}
-	}
-	if opts.SchedulerConfig != nil {
-		schedConfig, err := opts.SchedulerConfig(rest.CopyConfig(components))
-		if err != nil {
-			return fail(err)
-		}
-		c.schedKubeconfig = filepath.Join(opts.Dir, "scheduler-own-kubeconfig")
-		if err := WriteKubeconfig(schedConfig, c.schedKubeconfig); err != nil {
-			return fail(err)
+	// Without the outage proxy the components share the cluster's clients (and their rate limits).
+	componentKube, componentTailor := c.Kube, c.Tailor
+	if components != c.cp.Config {
+		if componentKube, componentTailor, err = clientsFor(components); err != nil {
+			return err
 		}
 	}
 	if err := StartWorkloadControllers(ctx, components, componentKube); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := StartVolumeControllers(ctx, componentKube); err != nil {
-		return fail(err)
+		return err
 	}
 	if c.kubelets, err = StartKubelets(ctx, componentKube); err != nil {
-		return fail(err)
+		return err
 	}
 	StartStartupTaintAgent(ctx, componentKube, componentTailor)
 	if opts.CloudPerReplica {
@@ -172,20 +155,68 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 		c.Cloud = opts.NewCloud(c.Kube)
 	}
 	if opts.Webhook != nil {
-		port, err := freePort()
-		if err != nil {
-			return fail(err)
+		if err := c.placeWebhook(*opts.Webhook); err != nil {
+			return err
 		}
-		w := *opts.Webhook
-		w.Port, w.BindAddress, w.ExtraHosts = port, "127.0.0.1", append(slices.Clone(w.ExtraHosts), "127.0.0.1")
-		c.webhook = &w
-		c.WebhookURL = fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.Path)
 	}
-	if err := c.startScheduler(ctx); err != nil {
-		return fail(err)
+	return c.startScheduler(ctx)
+}
+
+// clientsFor are the clients of the built-in and of Tailor's resources through cfg. The control
+// plane's config asks for protobuf, which the API server does not speak for custom resources.
+func clientsFor(cfg *rest.Config) (kubernetes.Interface, clientset.Interface, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
 	}
-	logger.Info("Sandbox cluster is up", "kubeconfig", c.Kubeconfig, "took", time.Since(began).Round(time.Millisecond))
-	return c, nil
+	asJSON := rest.CopyConfig(cfg)
+	asJSON.ContentType = runtime.ContentTypeJSON
+	tailor, err := clientset.NewForConfig(asJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kube, tailor, nil
+}
+
+// componentsConfig is the config the cluster's components (controllers, kwok, the scheduler)
+// reach the API server through: through the outage proxy when opts asks for outages, else
+// directly. It writes the scheduler's kubeconfig: that config, or opts.SchedulerConfig's.
+func (c *Cluster) componentsConfig(opts Options) (*rest.Config, error) {
+	components := c.cp.Config
+	c.schedKubeconfig = c.Kubeconfig
+	if opts.Outages {
+		var err error
+		if c.Outage, components, err = startOutageProxy(c.cp.Config); err != nil {
+			return nil, err
+		}
+		c.schedKubeconfig = filepath.Join(opts.Dir, "scheduler-kubeconfig")
+		if err := WriteKubeconfig(components, c.schedKubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	if opts.SchedulerConfig != nil {
+		schedConfig, err := opts.SchedulerConfig(rest.CopyConfig(components))
+		if err != nil {
+			return nil, err
+		}
+		c.schedKubeconfig = filepath.Join(opts.Dir, "scheduler-own-kubeconfig")
+		if err := WriteKubeconfig(schedConfig, c.schedKubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	return components, nil
+}
+
+// placeWebhook gives the admission webhook a free local port; the scheduler serves it.
+func (c *Cluster) placeWebhook(w webhook.Options) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	w.Port, w.BindAddress, w.ExtraHosts = port, "127.0.0.1", append(slices.Clone(w.ExtraHosts), "127.0.0.1")
+	c.webhook = &w
+	c.WebhookURL = fmt.Sprintf("https://127.0.0.1:%d%s", port, webhook.Path)
+	return nil
 }
 
 // KubeletStageErrors counts the stages kwok failed to play (see Kubelets.StageErrors).

@@ -113,13 +113,36 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	if deps.InformerFactory == nil {
 		return nil, fmt.Errorf("building the simulation framework for profile %q: no informer factory", profile.SchedulerName)
 	}
+	if deps.CSIManager == nil {
+		deps.CSIManager = nodevolumelimits.NewCSIManager(deps.InformerFactory.Storage().V1().CSINodes().Lister())
+	}
+	p := simulationProfile(profile, deps, exclude)
+
+	// The framework observes into the scheduler's metrics, which are nil until registered. A
+	// running scheduler has registered them; Register is guarded by a sync.Once, so this is a
+	// no-op then. (InitMetrics itself is not idempotent: it would replace the scheduler's
+	// registered metrics with unregistered ones, so it must not be called here.)
+	schedulermetrics.Register()
+
+	lister := &swappableLister{}
+	lister.Set(schedcache.NewSnapshot(nil, nil), nil)
+	sim := &Simulator{snapshot: lister, profile: p, nominated: &nominations{}}
+	opts := append(frameworkOptions(ctx, deps),
+		frameworkruntime.WithSnapshotSharedLister(lister),
+		frameworkruntime.WithPodNominator(sim.nominated))
+	if err := sim.buildFrameworks(ctx, profile.SchedulerName, opts); err != nil {
+		return nil, err
+	}
+	return sim, nil
+}
+
+// simulationProfile is profile without the plugins of exclude, without DynamicResources when
+// there is no DRA manager, and without PostFilter.
+func simulationProfile(profile *config.KubeSchedulerProfile, deps Deps, exclude []string) *config.KubeSchedulerProfile {
 	drop := sets.New(exclude...)
 	if deps.DRAManager == nil {
 		// DynamicResources calls its DRA manager without a nil check; without one it would panic.
 		drop.Insert(names.DynamicResources)
-	}
-	if deps.CSIManager == nil {
-		deps.CSIManager = nodevolumelimits.NewCSIManager(deps.InformerFactory.Storage().V1().CSINodes().Lister())
 	}
 	p := profile.DeepCopy()
 	for _, set := range pluginSets(p.Plugins) {
@@ -133,13 +156,11 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 		}
 	}
 	p.PluginConfig = args
+	return p
+}
 
-	// The framework observes into the scheduler's metrics, which are nil until registered. A
-	// running scheduler has registered them; Register is guarded by a sync.Once, so this is a
-	// no-op then. (InitMetrics itself is not idempotent: it would replace the scheduler's
-	// registered metrics with unregistered ones, so it must not be called here.)
-	schedulermetrics.Register()
-
+// frameworkOptions are the options every framework of the simulation is built with, from deps.
+func frameworkOptions(ctx context.Context, deps Deps) []frameworkruntime.Option {
 	opts := []frameworkruntime.Option{
 		frameworkruntime.WithClientSet(deps.Client),
 		frameworkruntime.WithKubeConfig(deps.KubeConfig),
@@ -156,23 +177,26 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	if deps.Parallelism > 0 {
 		opts = append(opts, frameworkruntime.WithParallelism(deps.Parallelism))
 	}
-	lister := &swappableLister{}
-	lister.Set(schedcache.NewSnapshot(nil, nil), nil)
-	opts = append(opts, frameworkruntime.WithSnapshotSharedLister(lister))
-	sim := &Simulator{snapshot: lister, profile: p, nominated: &nominations{}}
-	opts = append(opts, frameworkruntime.WithPodNominator(sim.nominated))
+	return opts
+}
+
+// buildFrameworks builds the simulation's frameworks from its profile: the whole profile, the
+// capacity and placement halves of its Filter plugins, and InterPodAffinity alone when the
+// profile runs it.
+func (sim *Simulator) buildFrameworks(ctx context.Context, schedulerName string, opts []frameworkruntime.Option) error {
 	registry := plugins.NewInTreeRegistry()
 	registry[names.PodTopologySpread] = sim.keepSpread(registry[names.PodTopologySpread])
 	build := func(p *config.KubeSchedulerProfile) (framework.Framework, error) {
 		fw, err := frameworkruntime.NewFramework(ctx, registry, p, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("building the simulation framework for profile %q: %w", profile.SchedulerName, err)
+			return nil, fmt.Errorf("building the simulation framework for profile %q: %w", schedulerName, err)
 		}
 		return fw, nil
 	}
+	p := sim.profile
 	var err error
 	if sim.fw, err = build(p); err != nil {
-		return nil, err
+		return err
 	}
 	var filters []string
 	for _, pl := range sim.fw.ListPlugins().Filter.Enabled {
@@ -180,17 +204,17 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	}
 	sim.resourcesFiltered = filtersResources(filters)
 	if sim.capacity, err = build(withFilters(p, true)); err != nil {
-		return nil, err
+		return err
 	}
 	if sim.placement, err = build(withFilters(p, false)); err != nil {
-		return nil, err
+		return err
 	}
 	if slices.Contains(filters, names.InterPodAffinity) {
 		if sim.affinity, err = build(onlyPlugin(p, names.InterPodAffinity)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return sim, nil
+	return nil
 }
 
 // onlyFilter returns p with only the named plugin at Filter.

@@ -6,10 +6,10 @@ import (
 )
 
 // Describe is the type as DescribeInstanceTypes answers for it. What the snapshot does not hold
-// is filled by rule (docs/catalog.md): every type is of the current generation and HVM, and has
-// no Nitro Enclaves; each network card carries an equal share of the instance's bandwidth; the
-// local NVMe store is one disk of the whole size; a type without a published EBS bandwidth is
-// EBS-optimized on request only.
+// is filled by rule (docs/reference/ec2-catalog.md): every type is of the current generation and
+// HVM, and has no Nitro Enclaves; each network card carries an equal share of the instance's
+// bandwidth; the local NVMe store is one disk of the whole size; a type without a published EBS
+// bandwidth is EBS-optimized on request only.
 func Describe(t *Type) ec2types.InstanceTypeInfo {
 	info := ec2types.InstanceTypeInfo{
 		InstanceType:                 ec2types.InstanceType(t.Name),

@@ -1,12 +1,12 @@
 // Package ec2facts is a dated snapshot of what EC2 publishes about its instance types (the data
 // files aws/karpenter-provider-aws generates from EC2's DescribeInstanceTypes answers, ENI limits,
-// network bandwidth table and on-demand price list), and the documented rules that fill in what
-// those files do not say (which regions and zones offer a type, prices outside us-east-1, spot
-// prices). The emulator serves it as EC2, `tailor plan` plans over it, and the AWS provider falls
+// network bandwidth table and on-demand price lists), and the documented rules that fill in what
+// those files do not say (which zones offer a type, prices in regions without a published list,
+// spot prices). The emulator serves it as EC2, `tailor plan` plans over it, and the AWS provider falls
 // back on its prices and tables.
 //
-// snapshot.json is written by hack/ec2facts (see docs/catalog.md to refresh it); nothing here is
-// written by hand except the rules in rules.go.
+// snapshot.json is written by hack/ec2facts (`make ec2facts`; docs/reference/ec2-catalog.md says
+// how to refresh it); nothing here is written by hand except the rules in rules.go.
 package ec2facts
 
 import (
@@ -23,7 +23,7 @@ type Snapshot struct {
 	// Types are every instance type the source documents, sorted by name.
 	Types []Type `json:"types"`
 	// OnDemandLinux is the published on-demand Linux price (USD per hour, shared tenancy) per
-	// region and type, for the regions the source prices.
+	// region and type, for the regions the source prices (us-east-1, us-gov-east-1, us-gov-west-1).
 	OnDemandLinux map[string]map[string]float64 `json:"onDemandLinux"`
 }
 

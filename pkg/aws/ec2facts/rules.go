@@ -10,7 +10,8 @@ import (
 
 // The rules below fill in what the snapshot's sources do not publish. Each is deterministic, so
 // every run of the emulator and of `tailor plan` sees the same catalog, and each is listed in
-// docs/catalog.md. None invents a type: a region offers a subset of the snapshot's types.
+// docs/reference/ec2-catalog.md. None invents a type: a region offers a subset of the
+// snapshot's types.
 
 // pricedRegion is where a region's prices come from: its own published list, or another
 // region's list times a factor.
@@ -19,15 +20,17 @@ type pricedRegion struct {
 	factor float64
 }
 
-// regions are the regions the catalog models. The source publishes on-demand prices for
-// us-east-1 only (Karpenter's generator reads no other region), so:
+// ruleRegions are the regions the catalog models without a published price list of their own.
+// The source publishes on-demand prices for us-east-1, us-gov-east-1 and us-gov-west-1 only
+// (Karpenter's generator reads no other commercial region), so:
 //   - us-east-2 and us-west-2 take us-east-1's types and prices: EC2 lists the same on-demand
 //     price in the three US regions for nearly every current type;
 //   - eu-west-1 takes us-east-1's types at 1.11 times the price, the usual premium of Ireland over
 //     N. Virginia on current general-purpose, compute and memory types. An approximation, not a
 //     published figure.
-var regions = map[string]pricedRegion{
-	"us-east-1": {from: "us-east-1", factor: 1},
+//
+// A region with a published list of its own always uses it, and is modelled without a rule.
+var ruleRegions = map[string]pricedRegion{
 	"us-east-2": {from: "us-east-1", factor: 1},
 	"us-west-2": {from: "us-east-1", factor: 1},
 	"eu-west-1": {from: "us-east-1", factor: 1.11},
@@ -37,10 +40,28 @@ var regions = map[string]pricedRegion{
 // prices fall back on us-east-1's.
 const FallbackRegion = "us-east-1"
 
-// Regions lists the modelled regions, sorted.
+// Regions lists the modelled regions, sorted: those with a published price list, and those
+// priced by a rule.
 func Regions() []string {
-	out := make([]string, 0, len(regions))
-	for r := range regions {
+	seen := map[string]bool{}
+	for r := range Load().OnDemandLinux {
+		seen[r] = true
+	}
+	for r := range ruleRegions {
+		seen[r] = true
+	}
+	out := make([]string, 0, len(seen))
+	for r := range seen {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PublishedRegions lists the regions whose on-demand prices are EC2's published figures, sorted.
+func PublishedRegions() []string {
+	out := make([]string, 0, len(Load().OnDemandLinux))
+	for r := range Load().OnDemandLinux {
 		out = append(out, r)
 	}
 	sort.Strings(out)
@@ -49,20 +70,47 @@ func Regions() []string {
 
 // Modelled says whether the catalog models the region (else FallbackRegion stands in).
 func Modelled(region string) bool {
-	_, ok := regions[region]
+	_, ok := Load().OnDemandLinux[region]
+	_, rule := ruleRegions[region]
+	return ok || rule
+}
+
+// Published says whether the region's on-demand prices are EC2's published figures for it, not
+// a rule.
+func Published(region string) bool {
+	_, ok := Load().OnDemandLinux[region]
 	return ok
 }
 
 func ruleOf(region string) pricedRegion {
-	if r, ok := regions[region]; ok {
+	if Published(region) {
+		return pricedRegion{from: region, factor: 1}
+	}
+	if r, ok := ruleRegions[region]; ok {
 		return r
 	}
-	return regions[FallbackRegion]
+	return pricedRegion{from: FallbackRegion, factor: 1}
+}
+
+// PriceSource says, for people, where the region's on-demand prices come from: EC2's published
+// list for the region, or the rule that stands in for one.
+func PriceSource(region string) string {
+	date := Load().Source.CommitDate
+	r := ruleOf(region)
+	switch {
+	case Published(region):
+		return fmt.Sprintf("EC2's published on-demand prices, snapshot %s", date)
+	case Modelled(region) && r.factor != 1:
+		return fmt.Sprintf("rule: %s's published on-demand prices x %g, snapshot %s has none for %s", r.from, r.factor, date, region)
+	case Modelled(region):
+		return fmt.Sprintf("rule: %s's published on-demand prices, snapshot %s has none for %s", r.from, date, region)
+	}
+	return fmt.Sprintf("rule: %s's published on-demand prices, %s is not in snapshot %s", r.from, region, date)
 }
 
 // TypesIn lists the types offered in the region, sorted by name: those priced there, as EC2's
-// price list has no price for a type a region does not sell. A region not modelled gets
-// FallbackRegion's.
+// price list has no price for a type a region does not sell (a region priced by a rule offers
+// the types of the region its prices come from). A region not modelled gets FallbackRegion's.
 func TypesIn(region string) []*Type {
 	s := Load()
 	prices := s.OnDemandLinux[ruleOf(region).from]
@@ -132,7 +180,7 @@ func Summary() []string {
 	var out []string
 	for _, r := range Regions() {
 		types := TypesIn(r)
-		out = append(out, fmt.Sprintf("%s: %d types in %d families", r, len(types), Families(types)))
+		out = append(out, fmt.Sprintf("%s: %d types in %d families; on-demand prices: %s", r, len(types), Families(types), PriceSource(r)))
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"k8s.io/klog/v2"
 
 	"github.com/tailor-sh/tailor/pkg/aws/ec2facts"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
@@ -9,9 +10,14 @@ import (
 
 // buildCatalog is the region's instance types as DescribeInstanceTypes describes them, from the
 // snapshot of EC2's published facts (pkg/aws/ec2facts), with its prices in the region's zones:
-// the published on-demand price, and the snapshot's spot rule per zone. A region the snapshot
-// does not model gets ec2facts.FallbackRegion's types and prices.
+// the region's published on-demand price, and the snapshot's spot rule per zone applied to it.
+// A region without a published price list is priced by the snapshot's rule for it (logged); one
+// the snapshot does not model gets ec2facts.FallbackRegion's types and prices.
 func buildCatalog(region string, zones []fake.Zone) []*instanceTypeInfo {
+	if !ec2facts.Published(region) {
+		klog.V(1).Info("AWS emulator: the snapshot publishes no prices for the region; a rule prices it",
+			"region", region, "source", ec2facts.PriceSource(region))
+	}
 	types := ec2facts.TypesIn(region)
 	out := make([]*instanceTypeInfo, 0, len(types))
 	for _, t := range types {

@@ -167,8 +167,9 @@ type describeSpotPriceHistoryOutput struct {
 	NextToken string         `xml:"nextToken,omitempty"`
 }
 
-// describeSpotPriceHistory returns the current SIMULATED price of every (type, zone): the
-// emulator's prices do not move, so the history is one point long.
+// describeSpotPriceHistory returns the current spot price of every (type, zone): the snapshot's
+// rule (pkg/aws/ec2facts.Spot) applied to the region's own on-demand price, SIMULATED as no
+// snapshot holds a market. The emulator's prices do not move, so the history is one point long.
 func (e *Emulator) describeSpotPriceHistory(q query) (ec2Response, error) {
 	// EC2 names the products of a VPC launch with and without " (Amazon VPC)"; the emulator
 	// answers under the plain names, which both spellings ask for.

@@ -53,9 +53,11 @@ type getProductsInput struct {
 	NextToken  string `json:"NextToken"`
 }
 
-// pricing serves GetProducts over the SIMULATED on-demand prices: one Linux and one Windows
-// product per instance type in the emulator's region (shared tenancy, or dedicated for bare
-// metal), in the price-list JSON EC2's has.
+// pricing serves GetProducts over the catalog's on-demand prices (EC2's published Linux price
+// of the region where the snapshot has its list, else the snapshot's rule; Windows by the
+// licence rule): one Linux and one Windows product per instance type in the emulator's region
+// (shared tenancy, or dedicated for bare metal), in the price-list JSON EC2's has. The SKUs are
+// SIMULATED.
 func (e *Emulator) pricing(action string, body []byte) (any, error) {
 	if action != "GetProducts" {
 		return nil, &apiError{Code: "UnknownOperationException", Message: "the AWS emulator does not serve Pricing " + action}
@@ -146,7 +148,7 @@ func productJSON(it *instanceTypeInfo, attrs map[string]string, price float64) m
 		"terms": map[string]any{"OnDemand": map[string]any{term: map[string]any{
 			"sku": sku, "offerTermCode": "JRTCKXETXF",
 			"priceDimensions": map[string]any{term + ".6YS6EN2CT7": map[string]any{
-				"unit": "Hrs", "description": "SIMULATED price",
+				"unit": "Hrs", "description": fmt.Sprintf("$%s per On Demand %s %s Instance Hour", strconv.FormatFloat(price, 'f', -1, 64), attrs["operatingSystem"], it.InstanceType),
 				"pricePerUnit": map[string]string{"USD": strconv.FormatFloat(price, 'f', 10, 64)},
 			}},
 		}}},
