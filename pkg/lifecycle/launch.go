@@ -161,9 +161,9 @@ func mergeAnnotations(claim *karpv1.NodeClaim, annotations map[string]string) bo
 
 // truncate keeps condition messages within what the API accepts and a human reads.
 func truncate(s string) string {
-	const max = 1024
-	if len(s) > max {
-		return s[:max-3] + "..."
+	const maxLen = 1024
+	if len(s) > maxLen {
+		return s[:maxLen-3] + "..."
 	}
 	return s
 }

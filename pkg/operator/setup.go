@@ -88,6 +88,8 @@ func Setup(ctx context.Context, opts *options.Options, registryOptions ...app.Op
 // capEventWrites returns the scheduler's broadcaster with its recorders writing through a client
 // capped at eventWritesInFlight requests. The scheduler's own broadcaster stays for the legacy
 // recorder that leader election was given before this runs.
+//
+//nolint:staticcheck // SA1019: kube-scheduler's CompletedConfig still carries an EventBroadcasterAdapter.
 func capEventWrites(ctx context.Context, kubeConfig *rest.Config, own events.EventBroadcasterAdapter) (events.EventBroadcasterAdapter, error) {
 	capped := rest.CopyConfig(kubeConfig)
 	capped.Wrap(limitInFlight(eventWritesInFlight))
@@ -100,6 +102,8 @@ func capEventWrites(ctx context.Context, kubeConfig *rest.Config, own events.Eve
 
 // cappedEvents records through capped and keeps the scheduler's own broadcaster for legacy
 // recorders; both are started and shut down together.
+//
+//nolint:staticcheck // SA1019: see capEventWrites.
 type cappedEvents struct {
 	events.EventBroadcasterAdapter
 	capped events.EventBroadcasterAdapter

@@ -183,9 +183,9 @@ func frameworkOptions(ctx context.Context, deps Deps) []frameworkruntime.Option 
 // buildFrameworks builds the simulation's frameworks from its profile: the whole profile, the
 // capacity and placement halves of its Filter plugins, and InterPodAffinity alone when the
 // profile runs it.
-func (sim *Simulator) buildFrameworks(ctx context.Context, schedulerName string, opts []frameworkruntime.Option) error {
+func (s *Simulator) buildFrameworks(ctx context.Context, schedulerName string, opts []frameworkruntime.Option) error {
 	registry := plugins.NewInTreeRegistry()
-	registry[names.PodTopologySpread] = sim.keepSpread(registry[names.PodTopologySpread])
+	registry[names.PodTopologySpread] = s.keepSpread(registry[names.PodTopologySpread])
 	build := func(p *config.KubeSchedulerProfile) (framework.Framework, error) {
 		fw, err := frameworkruntime.NewFramework(ctx, registry, p, opts...)
 		if err != nil {
@@ -193,24 +193,24 @@ func (sim *Simulator) buildFrameworks(ctx context.Context, schedulerName string,
 		}
 		return fw, nil
 	}
-	p := sim.profile
+	p := s.profile
 	var err error
-	if sim.fw, err = build(p); err != nil {
+	if s.fw, err = build(p); err != nil {
 		return err
 	}
 	var filters []string
-	for _, pl := range sim.fw.ListPlugins().Filter.Enabled {
+	for _, pl := range s.fw.ListPlugins().Filter.Enabled {
 		filters = append(filters, pl.Name)
 	}
-	sim.resourcesFiltered = filtersResources(filters)
-	if sim.capacity, err = build(withFilters(p, true)); err != nil {
+	s.resourcesFiltered = filtersResources(filters)
+	if s.capacity, err = build(withFilters(p, true)); err != nil {
 		return err
 	}
-	if sim.placement, err = build(withFilters(p, false)); err != nil {
+	if s.placement, err = build(withFilters(p, false)); err != nil {
 		return err
 	}
 	if slices.Contains(filters, names.InterPodAffinity) {
-		if sim.affinity, err = build(onlyPlugin(p, names.InterPodAffinity)); err != nil {
+		if s.affinity, err = build(onlyPlugin(p, names.InterPodAffinity)); err != nil {
 			return err
 		}
 	}

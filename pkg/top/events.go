@@ -54,10 +54,10 @@ const sameDecision = 5 * time.Second
 
 var savesPattern = regexp.MustCompile(`(saves|costs) \$([0-9]+(?:\.[0-9]+)?)/h`)
 
-// decisions folds the claims' Events into decisions, latest first, at most max. The loop writes
+// decisions folds the claims' Events into decisions, latest first, at most limit. The loop writes
 // the same message on every claim of a decision, and its savings are the decision's, so the
 // claims are grouped rather than their savings summed.
-func decisions(events []*eventsv1.Event, max int) []Decision {
+func decisions(events []*eventsv1.Event, limit int) []Decision {
 	var evs []*eventsv1.Event
 	for _, ev := range events {
 		if (decisionReasons[ev.Reason] || ev.Action == disruptAction) && ev.Regarding.Kind == "NodeClaim" {
@@ -72,7 +72,7 @@ func decisions(events []*eventsv1.Event, max int) []Decision {
 			out[n-1].NodeClaims = append(out[n-1].NodeClaims, ev.Regarding.Name)
 			continue
 		}
-		if len(out) == max {
+		if len(out) == limit {
 			break
 		}
 		d := Decision{Time: at, Reason: ev.Reason, Message: ev.Note, NodeClaims: []string{ev.Regarding.Name}}

@@ -91,7 +91,7 @@ func TestOrphanInstanceIsCollected(t *testing.T) {
 func TestNodeThatNeverRegistersIsReplaced(t *testing.T) {
 	dropped := make(chan string, 1)
 	var once sync.Once
-	e := newEnvWithJoiner(t, func(real fake.Joiner) fake.Joiner {
+	e := newEnvWithJoiner(t, func(joiner fake.Joiner) fake.Joiner {
 		return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
 			first := false
 			once.Do(func() { first = true })
@@ -99,7 +99,7 @@ func TestNodeThatNeverRegistersIsReplaced(t *testing.T) {
 				dropped <- inst.ClaimName // the first instance's kubelet never comes up
 				return nil
 			}
-			return real.Join(ctx, inst)
+			return joiner.Join(ctx, inst)
 		})
 	})
 	e.applyExample("ec2nodeclass.yaml")

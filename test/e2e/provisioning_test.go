@@ -177,14 +177,14 @@ func TestScaleUpBesideExistingNodes(t *testing.T) {
 // (status.nominatedNodeName, KEP-5278), before the node exists; they then bind to it.
 func TestPlannedPodsAreNominatedToTheLaunchingNode(t *testing.T) {
 	release := make(chan struct{})
-	e := newEnvWithJoiner(t, func(real fake.Joiner) fake.Joiner {
+	e := newEnvWithJoiner(t, func(joiner fake.Joiner) fake.Joiner {
 		return joinerFunc(func(ctx context.Context, inst fake.Instance) error {
 			select { // the kubelet comes up only once the test has seen the nomination
 			case <-release:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			return real.Join(ctx, inst)
+			return joiner.Join(ctx, inst)
 		})
 	})
 	e.applyExample("ec2nodeclass.yaml")

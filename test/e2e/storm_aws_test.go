@@ -211,7 +211,6 @@ func (e *awsEnv) createOnePerNode(name string, n int) {
 type stormNotice struct {
 	kind  eventbridge.Kind
 	state string
-	body  string
 	due   time.Time
 }
 

@@ -170,7 +170,7 @@ func settle(ctx context.Context, cluster *sandbox.Cluster, want int, quiet time.
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-cluster.SchedulerErr():
-			return last, fmt.Errorf("Tailor's scheduler exited: %v", err)
+			return last, fmt.Errorf("the scheduler (Tailor) exited: %v", err)
 		default:
 		}
 		r, err := Read(ctx, cluster)

@@ -42,8 +42,7 @@ func TestFidelityShapesAreDrawnAndValid(t *testing.T) {
 			}
 		}
 		for _, d := range s.Deployments {
-			switch {
-			case d.Name == "preferences":
+			if d.Name == "preferences" {
 				counts["preferences"]++
 			}
 		}

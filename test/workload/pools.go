@@ -161,8 +161,8 @@ func requirements(r *rand.Rand, gpu bool) []karpv1.NodeSelectorRequirementWithMi
 	return out
 }
 
-// pick returns a non-empty random subset of from, at least min long, in from's order.
-func pick(r *rand.Rand, from []string, min int) []string {
+// pick returns a non-empty random subset of from, at least atLeast long, in from's order.
+func pick(r *rand.Rand, from []string, atLeast int) []string {
 	for {
 		var out []string
 		for _, v := range from {
@@ -170,7 +170,7 @@ func pick(r *rand.Rand, from []string, min int) []string {
 				out = append(out, v)
 			}
 		}
-		if len(out) >= min {
+		if len(out) >= atLeast {
 			return out
 		}
 	}

@@ -89,11 +89,11 @@ func checkInterfaces(lt *LaunchTemplate, it *instanceTypeInfo) (code, msg string
 			efa++
 		}
 	}
-	switch max := maxEFA(it); {
-	case efa > 0 && max == 0:
+	switch most := maxEFA(it); {
+	case efa > 0 && most == 0:
 		return "InvalidParameterCombination", fmt.Sprintf("The instance type %s does not support Elastic Fabric Adapter (EFA) interfaces", it.InstanceType)
-	case efa > max:
-		return "InvalidParameterValue", fmt.Sprintf("The instance type %s supports at most %d EFA interfaces; %d were requested", it.InstanceType, max, efa)
+	case efa > most:
+		return "InvalidParameterValue", fmt.Sprintf("The instance type %s supports at most %d EFA interfaces; %d were requested", it.InstanceType, most, efa)
 	}
 	return "", ""
 }

@@ -169,7 +169,7 @@ func writeJSONError(w http.ResponseWriter, err *apiError) {
 func ec2Time(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // page cuts items to one page. The token is the offset, opaque to callers as EC2's are.
-func page[T any](items []T, maxResults int, token string, cap int) ([]T, string, error) {
+func page[T any](items []T, maxResults int, token string, limit int) ([]T, string, error) {
 	start := 0
 	if token != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(token)
@@ -184,8 +184,8 @@ func page[T any](items []T, maxResults int, token string, cap int) ([]T, string,
 	if maxResults > 0 && maxResults < size {
 		size = maxResults
 	}
-	if cap > 0 && cap < size {
-		size = cap
+	if limit > 0 && limit < size {
+		size = limit
 	}
 	end := start + size
 	next := ""

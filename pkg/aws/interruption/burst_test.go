@@ -169,7 +169,9 @@ func BenchmarkDrain(b *testing.B) {
 				}
 				total += time.Since(start)
 				cancel()
-				<-done
+				if err := <-done; err != nil {
+					b.Fatalf("Run = %v", err)
+				}
 			}
 			b.ReportMetric(float64(notices*b.N)/total.Seconds(), "notices/s")
 			b.ReportMetric(total.Seconds()/float64(b.N), "s/burst")

@@ -251,7 +251,7 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, pod *corev1.Pod,
 		planned = name
 	}
 	if planned != "" && node.Node().Name == planned {
-		return fwk.MaxNodeScore, nil
+		return fwk.MaxScore, nil
 	}
 	return 0, nil
 }

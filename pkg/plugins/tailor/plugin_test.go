@@ -56,8 +56,8 @@ func TestPreScoreLooksUpThePlanOnceAndScoreRanksThePlannedNode(t *testing.T) {
 		wantLookups int
 	}{
 		{name: "no plan: Score is skipped after one lookup", preScore: true, wantSkip: true, wantLookups: 1},
-		{name: "planned onto b", planned: "b", preScore: true, wantScores: []int64{0, fwk.MaxNodeScore, 0}, wantLookups: 1},
-		{name: "planned onto b, Score without PreScore", planned: "b", wantScores: []int64{0, fwk.MaxNodeScore, 0}, wantLookups: 3},
+		{name: "planned onto b", planned: "b", preScore: true, wantScores: []int64{0, fwk.MaxScore, 0}, wantLookups: 1},
+		{name: "planned onto b, Score without PreScore", planned: "b", wantScores: []int64{0, fwk.MaxScore, 0}, wantLookups: 3},
 		{name: "no plan, Score without PreScore", wantScores: []int64{0, 0, 0}, wantLookups: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ type Published struct {
 
 const (
 	podENI       corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
-	bandwidthKey                     = "karpenter.k8s.aws/instance-network-bandwidth"
+	bandwidthKey string              = "karpenter.k8s.aws/instance-network-bandwidth"
 )
 
 // Mismatch is one field of one type where Tailor and Karpenter differ.
