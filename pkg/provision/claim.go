@@ -10,7 +10,6 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -63,7 +62,8 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 		annotations[k] = v
 	}
 	// The template hash it was made from: the drift controller compares it with the pool's.
-	annotations = hash.Stamp(annotations, pool)
+	annotations[karpv1.NodePoolHashAnnotationKey] = pool.Hash()
+	annotations[karpv1.NodePoolHashVersionAnnotationKey] = karpv1.NodePoolHashVersion
 
 	var types, zones, capacityTypes []string
 	seen := map[string]bool{}
