@@ -18,6 +18,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/provision"
+	pricebound "github.com/tailor-sh/tailor/pkg/provision/bound"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -56,7 +57,7 @@ type Result struct {
 	Warnings []string `json:"warnings"`
 	// PricePerHour sums each NodeClaim at its cheapest option.
 	PricePerHour float64 `json:"pricePerHour"`
-	// LowerBoundPerHour is provision.LowerBound of the pods on the NodeClaims over the whole
+	// LowerBoundPerHour is pricebound.LowerBound of the pods on the NodeClaims over the whole
 	// catalog: no set of nodes holding them costs less.
 	LowerBoundPerHour float64 `json:"lowerBoundPerHour"`
 	// PriceToBound is PricePerHour / LowerBoundPerHour (0 when the bound is 0): how far from the
@@ -177,7 +178,7 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 		sort.Slice(up.Reasons, func(i, j int) bool { return up.Reasons[i].NodePool < up.Reasons[j].NodePool })
 		res.Unplaceable = append(res.Unplaceable, up)
 	}
-	bound64, err := provision.LowerBound(placed, opts.Catalog)
+	bound64, err := pricebound.LowerBound(placed, opts.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("computing the lower bound: %w", err)
 	}

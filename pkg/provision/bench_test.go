@@ -16,6 +16,7 @@ import (
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/bound"
 )
 
 // The workload of Karpenter's scheduling benchmark (scheduling_benchmark_test.go): five equal
@@ -188,15 +189,15 @@ func benchmarkPlan(b *testing.B, catalog []*cloud.InstanceType, pending []*corev
 		price += c.Options[0].Offering.PricePerHour
 		placed = append(placed, c.Pods...)
 	}
-	bound, err := LowerBound(placed, catalog)
+	lower, err := bound.LowerBound(placed, catalog)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(len(pending)*b.N)/b.Elapsed().Seconds(), "pods/s")
 	b.ReportMetric(float64(len(plan.Claims)), "nodes")
 	b.ReportMetric(price, "$/h")
-	if bound > 0 {
-		b.ReportMetric(price/bound, "price/bound")
+	if lower > 0 {
+		b.ReportMetric(price/lower, "price/bound")
 	}
 	b.ReportMetric(float64(len(plan.Unplaceable)), "unplaced")
 }

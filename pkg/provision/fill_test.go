@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-sh/tailor/pkg/provision/bound"
 )
 
 // TestClaimsWithRoomFillFirst plans Karpenter's mix, where hostname spread and anti-affinity
@@ -47,12 +49,12 @@ func TestClaimsWithRoomFillFirst(t *testing.T) {
 			if len(plan.Claims) < tc.atLeastN {
 				t.Errorf("%d claims, want at least %d (one per hostname-bound pod)", len(plan.Claims), tc.atLeastN)
 			}
-			bound, err := LowerBound(placed, karpenterCatalog())
+			lower, err := bound.LowerBound(placed, karpenterCatalog())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := price / bound; got > tc.atMost {
-				t.Errorf("price %.2f is %.3f × the LP bound %.2f, want at most %.3f", price, got, bound, tc.atMost)
+			if got := price / lower; got > tc.atMost {
+				t.Errorf("price %.2f is %.3f × the LP bound %.2f, want at most %.3f", price, got, lower, tc.atMost)
 			}
 		})
 	}

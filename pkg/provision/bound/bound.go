@@ -1,4 +1,7 @@
-package provision
+// Package bound is the price lower bound of a set of pods over a catalog: what no plan can beat.
+// It is its own package so that a caller that wants only the figure (tailor top) links the
+// catalog and the resource algebra, not the scheduler framework the planner runs on.
+package bound
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package provision
+package bound
 
 import (
 	"fmt"
@@ -9,10 +9,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // boundType is an instance type with the given allocatable (no overhead) and one available
@@ -168,7 +171,7 @@ func TestLowerBoundFakeCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, whole := offeringsHolding(ps, func(*cloud.InstanceType, cloud.Offering) bool { return true })
+	whole := cheapestHolding(ps)
 	if got <= 0 || got > whole {
 		t.Errorf("LowerBound = %g, want in (0, %g]", got, whole)
 	}
@@ -216,4 +219,42 @@ func dualOptimum(ps []*corev1.Pod, types []*cloud.InstanceType) float64 {
 		}
 	}
 	return best
+}
+
+func newPod(name, cpu, mem string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
+		}}}},
+	}
+}
+
+func pods(n int, cpu, mem string) []*corev1.Pod {
+	out := make([]*corev1.Pod, n)
+	for i := range out {
+		out[i] = newPod(fmt.Sprintf("p%03d", i), cpu, mem)
+	}
+	return out
+}
+
+// cheapestHolding is the lowest price of an available offering of the simulated catalog whose
+// allocatable holds all of ps at once, from the catalog's numbers alone.
+func cheapestHolding(ps []*corev1.Pod) float64 {
+	sum := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(len(ps)), resource.DecimalSI)}
+	for _, p := range ps {
+		sum = scheduling.Add(sum, scheduling.PodRequests(p))
+	}
+	cheapest := math.Inf(1)
+	for _, it := range fake.Catalog() {
+		if !scheduling.Fits(sum, it.Allocatable()) {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Available {
+				cheapest = math.Min(cheapest, o.PricePerHour)
+			}
+		}
+	}
+	return cheapest
 }
