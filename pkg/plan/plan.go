@@ -17,8 +17,8 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/provision"
 	pricebound "github.com/tailor-sh/tailor/pkg/provision/bound"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -77,7 +77,7 @@ type NodeClaim struct {
 	// fits, which the cloud may fall back on.
 	Options int `json:"options"`
 	// InstanceTypes are the instance types the NodeClaim would list, cheapest first, at most
-	// provision.MaxInstanceTypes.
+	// planner.MaxInstanceTypes.
 	InstanceTypes []string `json:"instanceTypes"`
 	// Requests sums the requests of the pods and the DaemonSet pods, as the NodeClaim's
 	// spec.resources.requests would; Allocatable is the cheapest option's.
@@ -138,7 +138,7 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 	}
 	res.Pending = len(pending)
 
-	pools := make([]provision.Pool, 0, len(m.NodePools))
+	pools := make([]planner.Pool, 0, len(m.NodePools))
 	used := usedByPool(m.Nodes)
 	classes := map[string]bool{}
 	for _, nc := range m.NodeClasses {
@@ -149,16 +149,16 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && !classes[ref.Name] {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s refers to EC2NodeClass %s, which is not in the manifests; planned as if it were ready", np.Name, ref.Name))
 		}
-		pools = append(pools, provision.Pool{NodePool: np, InstanceTypes: opts.Catalog, Used: used[np.Name]})
+		pools = append(pools, planner.Pool{NodePool: np, InstanceTypes: opts.Catalog, Used: used[np.Name]})
 	}
-	provision.SortPools(pools)
+	planner.SortPools(pools)
 
 	sim, err := simulation.NewOffline(ctx, opts.SchedulerName, simulatorObjects(m)...)
 	if err != nil {
 		return nil, err
 	}
-	plan := provision.NewPlanner(sim).Plan(ctx, provision.Input{Pending: pending, Nodes: m.Nodes, Pods: bound, Pools: pools,
-		DaemonSets: provision.DaemonSetPods(m.DaemonSets)})
+	plan := planner.NewPlanner(sim).Plan(ctx, planner.Input{Pending: pending, Nodes: m.Nodes, Pods: bound, Pools: pools,
+		DaemonSets: planner.DaemonSetPods(m.DaemonSets)})
 
 	var placed []*corev1.Pod
 	for _, pc := range plan.Claims {
@@ -189,7 +189,7 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func nodeClaim(pc *provision.PlannedClaim) NodeClaim {
+func nodeClaim(pc *planner.PlannedClaim) NodeClaim {
 	cheapest := pc.Options[0]
 	out := NodeClaim{
 		NodePool:     pc.NodePool.Name,
@@ -200,7 +200,7 @@ func nodeClaim(pc *provision.PlannedClaim) NodeClaim {
 		Options:      len(pc.Options),
 		Allocatable:  quantities(cheapest.InstanceType.Allocatable()),
 	}
-	claim := provision.NewNodeClaim(pc)
+	claim := planner.NewNodeClaim(pc)
 	for _, r := range claim.Spec.Requirements {
 		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
 			out.InstanceTypes = r.Values
@@ -231,7 +231,7 @@ func usedByPool(nodes []*corev1.Node) map[string]corev1.ResourceList {
 			continue
 		}
 		used := scheduling.Add(out[pool], n.Status.Capacity)
-		out[pool] = scheduling.Add(used, corev1.ResourceList{provision.ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
+		out[pool] = scheduling.Add(used, corev1.ResourceList{planner.ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // LaunchHold bounds how long a pod waits for the node launched for it (see HeldFor), from the
@@ -77,7 +78,7 @@ func (p *Provisioner) lapsedHolds(claims []*karpv1.NodeClaim, now time.Time) []s
 // view counts on a node in flight that are held to the node launched for them. A pod the
 // scheduler has assumed, or one counted on the replacement of a node that is leaving, is not
 // held, and will not pass Filter there again.
-func (p *Provisioner) spared(pending []*corev1.Pod, view *View) map[types.UID]bool {
+func (p *Provisioner) spared(pending []*corev1.Pod, view *planner.View) map[types.UID]bool {
 	out := map[types.UID]bool{}
 	note := func(pod *corev1.Pod) {
 		if _, held := p.HeldFor(pod); held {

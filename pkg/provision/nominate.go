@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // nominateWorkers bounds the nomination patches in flight at once.
@@ -273,7 +274,7 @@ func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node s
 // for every pod no plan places, nominated or not;
 // and the patch applies only if the nomination is still the one read before the plan, so a
 // nomination the scheduler's preemption wrote since stays.
-func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []Unplaceable) {
+func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []planner.Unplaceable) {
 	pods := make([]*corev1.Pod, len(unplaceable))
 	for i, u := range unplaceable {
 		pods[i] = u.Pod

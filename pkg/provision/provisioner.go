@@ -30,6 +30,7 @@ import (
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -217,7 +218,7 @@ func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
 
 // Run plans after every batch until ctx ends. checker is a simulator of the scheduler's profile
 // other than the planner's, for questions asked beside planning (see schedulerView).
-func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simulation.Simulator) {
+func (p *Provisioner) Run(ctx context.Context, pl *planner.Planner, checker *simulation.Simulator) {
 	logger := klog.FromContext(ctx).WithName("provisioner")
 	ctx = klog.NewContext(ctx, logger)
 	p.mu.Lock()
@@ -232,7 +233,7 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simula
 	go controller.Every(ctx, p.opts.Clock, ResyncInterval, p.batcher.Nudge)
 	for p.batcher.Wait(ctx) {
 		waiters := p.takeWaiters()
-		err := p.reconcile(ctx, planner)
+		err := p.reconcile(ctx, pl)
 		answer(waiters, err)
 		if err != nil {
 			logger.Error(err, "Provisioning failed; retrying")
@@ -247,7 +248,7 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simula
 	}
 }
 
-func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
+func (p *Provisioner) reconcile(ctx context.Context, pl *planner.Planner) error {
 	logger := klog.FromContext(ctx)
 	start := p.opts.Clock.Now()
 	listed := p.listed()
@@ -268,14 +269,14 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	if err != nil {
 		return err
 	}
-	usage := PoolUsage(claims, typesByPool)
+	usage := planner.PoolUsage(claims, typesByPool)
 	for i := range pools {
 		pools[i].Used = usage[pools[i].NodePool.Name]
 	}
 
 	cluster, enqueued := p.forgetStale(nodes, pods, claims, listed)
 	view := cluster.View(typesByPool)
-	if loose := planner.Ungrounded(ctx, view); len(loose) > 0 {
+	if loose := pl.Ungrounded(ctx, view); len(loose) > 0 {
 		view.Uncount(loose)
 		p.forgetHeadings(ctx, loose)
 		logger.V(2).Info("Planning again pods the scheduler would now refuse where a plan sent them", "pods", len(loose))
@@ -337,8 +338,8 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	if err != nil {
 		return err
 	}
-	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Unsettled: view.Unsettled, Spared: p.spared(pending, view), Pools: pools,
-		DaemonSets: DaemonSetPods(dss), Destined: p.destinations(pending)})
+	plan := pl.Plan(ctx, planner.Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Unsettled: view.Unsettled, Spared: p.spared(pending, view), Pools: pools,
+		DaemonSets: planner.DaemonSetPods(dss), Destined: p.destinations(pending)})
 	planned := p.opts.Clock.Since(planStart)
 	metrics.PlanDuration.Observe(planned.Seconds())
 	metrics.PodsPerPlan.Observe(float64(len(pending)))
@@ -418,13 +419,13 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 }
 
 // create creates the NodeClaim for a planned claim and books its pods on it.
-func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.NodeClaim, error) {
-	created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc), metav1.CreateOptions{})
+func (p *Provisioner) create(ctx context.Context, pc *planner.PlannedClaim) (*karpv1.NodeClaim, error) {
+	created, err := p.opts.NodeClaims.Create(ctx, planner.NewNodeClaim(pc), metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
-	metrics.NodeClaimCreated(pc.NodePool.Name, "provisioned", created.Annotations[MinValuesRelaxedAnnotationKey] == "true")
+	metrics.NodeClaimCreated(pc.NodePool.Name, "provisioned", created.Annotations[planner.MinValuesRelaxedAnnotationKey] == "true")
 	p.mu.Lock()
 	for _, pod := range pc.Pods {
 		p.planned[pod.UID] = created.Name
@@ -450,8 +451,8 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 // and those that may not launch now for a reason replanning cannot change (their node class is
 // not ready, or a permanent launch failure holds them back). Other errors fail the plan, which
 // is retried.
-func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.InstanceType, []unavailablePool, error) {
-	var pools []Pool
+func (p *Provisioner) pools(ctx context.Context) ([]planner.Pool, map[string][]*cloud.InstanceType, []unavailablePool, error) {
+	var pools []planner.Pool
 	var unavailable []unavailablePool
 	byPool := map[string][]*cloud.InstanceType{}
 	listed, err := p.opts.PoolLister.List(labels.Everything())
@@ -478,35 +479,16 @@ func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.In
 			return nil, nil, nil, fmt.Errorf("listing instance types for NodePool %q: %w", np.Name, err)
 		}
 		byPool[np.Name] = its
-		pools = append(pools, Pool{NodePool: np, InstanceTypes: its})
+		pools = append(pools, planner.Pool{NodePool: np, InstanceTypes: its})
 	}
-	SortPools(pools)
+	planner.SortPools(pools)
 	return pools, byPool, unavailable, nil
-}
-
-// SortPools orders pools as the planner wants them: highest weight first (no weight is 0), then
-// by name so that plans are deterministic.
-func SortPools(pools []Pool) {
-	sort.SliceStable(pools, func(i, j int) bool {
-		wi, wj := weight(pools[i].NodePool), weight(pools[j].NodePool)
-		if wi != wj {
-			return wi > wj
-		}
-		return pools[i].NodePool.Name < pools[j].NodePool.Name
-	})
-}
-
-func weight(np *karpv1.NodePool) int32 {
-	if np.Spec.Weight == nil {
-		return 0
-	}
-	return *np.Spec.Weight
 }
 
 // explain records, as Events on the pod, why each NodePool could not hold it. Each Event names
 // its NodePool as the related object, which also keeps the recorder from folding the NodePools'
 // Events into one series.
-func (p *Provisioner) explain(u Unplaceable) {
+func (p *Provisioner) explain(u planner.Unplaceable) {
 	names := make([]string, 0, len(u.Reasons))
 	for name := range u.Reasons {
 		names = append(names, name)
