@@ -17,9 +17,9 @@ const LaunchHold = 5 * time.Minute
 
 // HeldFor returns the only node pod may bind to, while it waits for the node a plan launched
 // for it: the node of its NodeClaim, until the claim initializes or LaunchHold has passed.
-// Before the cloud has named the node, the pod is held to none (""): harness seed 1873 had a
-// pod bind, in the 0.4 s between its plan and its launch, to a node launched for others that
-// came up meanwhile, and its own node stayed empty. The pods the nomination pass has not
+// Before the cloud has named the node, the pod is held to none (""), so that it cannot bind, in
+// the moment between its plan and its launch, to a node launched for others that comes up
+// meanwhile, and leave its own node empty. The pods the nomination pass has not
 // admitted there yet (see nominate) are held too: they wait for that pass, which runs in the
 // background after the launch, and a node that initializes first must not take them meanwhile. None is held past
 // its node's initialization, when the scheduler may refuse some of them there.

@@ -146,8 +146,8 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 // taints that go away while it starts. A Node may join with fewer labels than its claim holds (the
 // capacity type, custom labels of the NodePool); weighed as it joined, it would count the pods
 // planned onto it in no domain of those keys, and the next plan would put siblings into a domain
-// the scheduler then finds full (harness seed 1544: three replicas planned onto spot where a
-// capacity-type spread allowed two).
+// the scheduler then finds full (three replicas planned onto spot where a capacity-type spread
+// allowed two).
 func asItsClaimSays(n *corev1.Node, claim *karpv1.NodeClaim) *corev1.Node {
 	out := n.DeepCopy()
 	if out.Labels == nil {

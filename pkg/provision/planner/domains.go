@@ -25,8 +25,8 @@ import (
 // The scheduler does not count them: it knows the domains of the nodes there are. So the domains
 // are a preference, honoured where new capacity can honour them, like those of preferences.go.
 // A pod they leave no new capacity is weighed last as the scheduler will weigh it, against the
-// nodes there are and the claims of the plan only. Harness seed 1413 left pods Pending for
-// good without this: replicas that must share a zone (required pod affinity by zone to each
+// nodes there are and the claims of the plan only. Without that, these pods would stay Pending
+// for good: replicas that must share a zone (required pod affinity by zone to each
 // other) and spread over two zones with maxSkew 1. With a replica in zone a, the empty domain of
 // zone b refused them zone a (skew 2) while their affinity refused zone b, though the scheduler,
 // with no node in zone b, takes them on any new node in zone a.
@@ -167,7 +167,7 @@ func newCapacityViews(pod *corev1.Pod, defaultKeys []string, haveDomains bool) [
 // the scheduler does now, without the empty domains. The caller does so while a claim in flight
 // may still launch in several domains of a key the pod spreads over (View.Unsettled): the plugins count
 // that claim in no domain until it launches, and then in one, so what the scheduler would take
-// now it may refuse once that node runs. Harness seed 2404: a Job's pods that must share a zone
+// now it may refuse once that node runs. For example, a Job's pods that must share a zone
 // and spread over zones with maxSkew 1, one of them bound in zone c, the only zone with nodes,
 // and a claim for other pods in flight, open in three zones. The view without domains counted
 // zone c alone and sent the others to new nodes there; the claim launched in zone a, and the

@@ -14,7 +14,7 @@ import (
 
 // A pod that an earlier plan sent to capacity in flight is counted there by the next plan, as if
 // bound: the scheduler will bind it there, and the plans after it must leave it its room. For a
-// pod with required pod affinity that promise can break while the pod waits. Harness seed 2404:
+// pod with required pod affinity that promise can break while the pod waits. For example,
 // a Job's pods must share a zone with each other and spread over zones with maxSkew 1, so only
 // one can run. A plan sent one to a node launching in zone c, by the first-pod rule (no pod of
 // the Job ran anywhere). Before that node came up the scheduler bound another of them to a node

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -116,11 +115,8 @@ type Planner struct {
 	// question, one per kind of question, so that the questions allocate no node. Filter plugins
 	// do not keep the nodes they are shown.
 	scratch struct{ capacity, placement, cover framework.NodeInfo }
-	// fresh asks every question afresh: PreFilter for every pod instead of keeping states (see
-	// preFilters and beside), and Filter on every claim, where a domain that refused a pod would
-	// answer for its other claims (see byDomain). Tests compare the two, and read reused, how
-	// many states the last plan brought up to date.
-	fresh  bool
+	// reused is how many PreFilter states the last plan brought up to date rather than made
+	// anew; tests read it to know that a case exercises the kept states.
 	reused int
 }
 
@@ -149,38 +145,119 @@ type option struct {
 // Plan places in.Pending: first on nodes that exist or are in flight, then on claims opened by
 // this plan, then on new claims from the pools in order. A pod with preferences, or one that
 // spreads, goes to ready nodes first, and then weighs nodes in flight beside the claims of the
-// plan, strictest shape of itself first.
-func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
+// plan, strictest shape of itself first. The pods go one at a time (planning.place), in packing
+// order, the destined ones first; finish then checks the plan as a whole as the scheduler will
+// see it.
+func (pl *Planner) Plan(ctx context.Context, in Input) *Plan { return pl.plan(ctx, in, false) }
+
+// plan is Plan; fresh asks every question afresh: PreFilter for every pod instead of keeping
+// states (see preFilters and beside), and Filter on every claim, where a domain that refused a
+// pod would answer for its other claims (see byDomain). The two must plan alike, which tests
+// check; only Plan, which keeps them, is for use.
+func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
+	p, err := pl.newPlanning(ctx, in, fresh)
+	if err != nil {
+		plan := &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}
+		for _, pod := range in.Pending {
+			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
+		}
+		return plan
+	}
+	// The plan counts its pods on the snapshot's nodes as it goes; the fork it made leaves the
+	// caller's snapshot as it was.
+	defer p.snapshot.Revert()
+	for _, pod := range destinedFirst(firstOf(sortedForPacking(in.Pending, p.ratio), in.First), in.Destined) {
+		p.place(ctx, pod)
+	}
+	pl.reused = p.pf.reused
+	p.launching = append(p.launching, countedInFlight(p.nodeInfos, in.InFlight, in.Spared)...)
+	p.finish(ctx)
+	return p.plan
+}
+
+// planning is one call of Plan in progress: what it reads (the input, the snapshot it counts pods
+// on, the pools and the empty domains) and what it has decided so far (the plan, the claims it
+// opened, what PreFilter and Filter answered). It lives as long as the call.
+type planning struct {
+	pl *Planner
+	in Input
+	// fresh asks every question afresh (see Planner.plan).
+	fresh    bool
+	snapshot *simulation.Snapshot
+	// nodeInfos are the snapshot's nodes, listed by name: first fit goes in that order, so that
+	// a plan is the same for the same input. ready are those not in flight, launchingNodes the
+	// others.
+	nodeInfos             []fwk.NodeInfo
+	byName                map[string]fwk.NodeInfo
+	ready, launchingNodes []fwk.NodeInfo
+	unsettled             *openKeys
+	pools                 []*poolState
+	ratio                 float64
+	plan                  *Plan
+	defaultKeys           []string
+	rel                   *relevance
+	domains               []fwk.NodeInfo
+	open                  []*openClaim
+	rooms                 claimRooms
+	kinds                 kindIDs
+	memo                  *rejections
+	specs                 map[*corev1.Pod]string
+	pf                    *preFilters
+	// planned are the nodes of the claims this plan opened, as PreFilter is shown them beside
+	// the snapshot's; one slice, refilled for each pod.
+	planned []fwk.NodeInfo
+	// launching are the pods this plan leaves to capacity in flight: the claims it opens must
+	// not break them.
+	launching []onItsNode
+}
+
+// newPlanning forks the snapshot (in.Snapshot, or one built from in.Nodes and in.Pods) and
+// prepares what every pod's placement reads: the pools rated for the pending pods, the
+// DaemonSet pods, the empty domains and the relevance of label keys.
+func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*planning, error) {
 	snapshot := in.Snapshot
 	if snapshot == nil {
 		var err error
 		if snapshot, err = simulation.NewSnapshot(in.Pods, in.Nodes); err != nil {
-			plan := &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}
-			for _, pod := range in.Pending {
-				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
-			}
-			return plan
+			return nil, err
 		}
 	}
-	// The plan counts its pods on the snapshot's nodes as it goes; the fork leaves the caller's
-	// snapshot as it was.
 	snapshot.Fork()
-	defer snapshot.Revert()
-	// The snapshot lists nodes by name: first fit goes in that order, so that a plan is the same
-	// for the same input.
-	nodeInfos, _ := snapshot.NodeInfos().List()
-	byName := make(map[string]fwk.NodeInfo, len(nodeInfos))
-	var ready, launchingNodes []fwk.NodeInfo
-	unsettled := newOpenKeys(in.Unsettled)
-	for _, ni := range nodeInfos {
-		byName[ni.Node().Name] = ni
+	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: newOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
+		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
+	p.nodeInfos, _ = snapshot.NodeInfos().List()
+	p.byName = make(map[string]fwk.NodeInfo, len(p.nodeInfos))
+	for _, ni := range p.nodeInfos {
+		p.byName[ni.Node().Name] = ni
 		if _, ok := in.InFlight[ni.Node().Name]; ok {
-			launchingNodes = append(launchingNodes, ni)
+			p.launchingNodes = append(p.launchingNodes, ni)
 		} else {
-			ready = append(ready, ni)
+			p.ready = append(p.ready, ni)
 		}
 	}
+	p.pools = pl.ratePools(in)
+	if len(p.pools) > 0 {
+		p.ratio = p.pools[0].ratio
+	}
+	pl.sim.Use(snapshot)
+	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
+	pl.reserveDaemonsInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
+	var selectorKeys []string
+	selectorKeys, p.defaultKeys = pl.sim.ProfileNodeKeys()
+	p.rel = newRelevance(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
+	p.domains = emptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
+	p.planned = make([]fwk.NodeInfo, 0, len(in.Pending)+len(p.domains))
+	p.specs = make(map[*corev1.Pod]string, len(in.Pending))
+	for _, pod := range in.Pending {
+		p.specs[pod] = specKey(pod)
+	}
+	p.pf = newPreFilters(pl.sim, fresh, slices.Collect(maps.Values(p.specs)))
+	return p, nil
+}
 
+// ratePools caches the pending pods' requests and returns the pools in order, each rated for how
+// efficiently its instance types hold the batch's mix of cpu and memory.
+func (pl *Planner) ratePools(in Input) []*poolState {
 	var cpu, mem, maxCPU, maxMem float64
 	pl.requests = make(map[*corev1.Pod]corev1.ResourceList, len(in.Pending))
 	for _, p := range in.Pending {
@@ -196,259 +273,7 @@ func (pl *Planner) Plan(ctx context.Context, in Input) *Plan {
 		ps.rateEfficiency(cpu, mem, maxCPU, maxMem)
 		pools = append(pools, ps)
 	}
-	plan := &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}
-	pl.sim.Use(snapshot)
-	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
-	pl.reserveDaemonsInFlight(ctx, snapshot, nodeInfos, in.InFlight)
-	selectorKeys, defaultKeys := pl.sim.ProfileNodeKeys()
-	rel := newRelevance(selectorKeys, defaultKeys, in.Pending, in.Pods, in.DaemonSets)
-	domains := emptyDomains(pools, readBySpreaders(in.Pending, rel, defaultKeys))
-	var open []*openClaim
-	var rooms claimRooms
-	kinds := kindIDs{}
-	planned := make([]fwk.NodeInfo, 0, len(in.Pending)+len(domains))
-	memo := newRejections()
-	ratio := 0.0
-	if len(pools) > 0 {
-		ratio = pools[0].ratio
-	}
-	specs := make(map[*corev1.Pod]string, len(in.Pending))
-	for _, pod := range in.Pending {
-		specs[pod] = specKey(pod)
-	}
-	pf := newPreFilters(pl.sim, pl.fresh, slices.Collect(maps.Values(specs)))
-	// The pods this plan leaves to capacity in flight: the claims it opens must not break them.
-	var launching []onItsNode
-	for _, pod := range destinedFirst(firstOf(sortedForPacking(in.Pending, ratio), in.First), in.Destined) {
-		spec := specs[pod]
-		group := groupOf(pod, spec, defaultKeys)
-		info, err := framework.NewPodInfo(pod)
-		if err != nil {
-			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
-			continue
-		}
-		// PreFilter must see the pods placed on claims opened by this plan, or inter-pod
-		// (anti-)affinity and topology spread judge each pod as if it were alone: pods that
-		// must not share a node were packed onto one claim, and pods that must join another
-		// were Unplaceable.
-		planned = planned[:0]
-		for _, oc := range open {
-			planned = append(planned, oc.info)
-		}
-		// A pod that spreads is weighed for new capacity against the empty domains too (below);
-		// the view without them is for the nodes that exist, when there are any.
-		withDomains := spreads(pod, defaultKeys) && len(domains) > 0
-		var state fwk.CycleState
-		var pre *fwk.PreFilterResult
-		if len(nodeInfos) > 0 || !withDomains {
-			pl.sim.Use(snapshot, planned...)
-			var status *fwk.Status
-			if state, pre, status = pf.run(ctx, pod, spec, -1, false); status != nil {
-				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
-				continue
-			}
-		}
-		// Count the pod on the node whether it is ready or in flight: the room it takes is gone
-		// for the pods after it. (Only in-flight nodes used to be charged, so any number of pods
-		// could "fit" the last free slot of a ready node and no capacity was planned for all but
-		// one of them.)
-		placeOn := func(ni fwk.NodeInfo) {
-			snapshot.AddPod(ni, pod)
-			pf.add(info, ni)
-			if claim, ok := in.InFlight[ni.Node().Name]; ok {
-				plan.InFlight[claim] = append(plan.InFlight[claim], pod)
-				if in.Spared[pod.UID] {
-					launching = append(launching, onItsNode{pod: pod, node: ni})
-				}
-			} else {
-				plan.FitsExisting = append(plan.FitsExisting, pod)
-				plan.FitsExistingOn[pod.UID] = ni.Node().Name
-			}
-		}
-		// A pod that prefers where it runs beside other pods, or one that spreads, weighs the
-		// claims in flight in each of its views of new capacity below (its preference ladder, the
-		// empty domains), as it weighs the claims this plan opens: both are capacity on its way,
-		// which a pod planned there waits for (HeldFor). Weighed here as it is, a replica that
-		// prefers another zone than its sibling's took room on the sibling's claim whenever the
-		// two were planned in two batches, a few milliseconds apart, and ran beside it; so did
-		// the second replica of a zone spread, which sees no other zone while no node runs there.
-		// A ready node takes the pod as it is: the scheduler binds it there whatever it prefers.
-		// A node-affinity preference alone does not count: a claim in flight that may launch as
-		// spot or on-demand carries neither label yet, so every shape that prefers spot would
-		// refuse it and open a claim of its own.
-		nowNodes, laddered := nodeInfos, len(launchingNodes) > 0 && (withDomains || hasTopologyPreferences(pod))
-		if laddered {
-			nowNodes = ready
-		}
-		var passOver map[string]bool
-		if len(in.Unsettled) > 0 {
-			passOver = unsettled.passOver(rel.keys(pod).topology)
-		}
-		// The node the pod is on its way to first, then first fit.
-		var ni fwk.NodeInfo
-		if destined := byName[in.Destined[pod.UID]]; destined != nil {
-			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, []fwk.NodeInfo{destined}, memo, passOver)
-		}
-		if ni == nil {
-			ni = pl.firstFit(ctx, fitCheck{state, pre, pod, group}, nowNodes, memo, passOver)
-		}
-		if ni != nil {
-			placeOn(ni)
-			continue
-		}
-		asIs := fitCheck{state, pre, pod, group}
-		// New capacity: in each shape of the ladder (preferences.go), strictest first, and last as
-		// the scheduler sees the pod (domains.go); on the claims this plan opened and then on new
-		// claims. The claim books the pod itself.
-		var reasons map[string]string
-		placed := false
-		r := pl.requestsOf(pod)
-		asks := simulation.Requests{MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}
-		passes, shy := passesFor(pod, defaultKeys)
-		var kind kindID
-		if shy {
-			kind = kinds.of(pod)
-		}
-		guards := podGuards{pod: pod, spec: spec, without: state}
-		shunned := shunnedPools(pod, pools)
-		capacityViews := shunningViews(pod, newCapacityViews(pod, defaultKeys, len(domains) > 0), shunned)
-		waits := false
-		// passOver, for every topology key the pod reads, is the cheap test; the spread keys
-		// alone decide.
-		if len(passOver) > 0 && len(unsettled.passOver(spreadKeysOfPods([]*corev1.Pod{pod}, defaultKeys))) > 0 {
-			capacityViews, waits = withoutTheSchedulersView(capacityViews)
-		}
-		for _, w := range capacityViews {
-			as := w.as
-			asGroup := group
-			if as != pod {
-				// A shape is a function of the pod's spec: the spec and the step name it.
-				asGroup = groupOf(as, fmt.Sprintf("%s/%d", spec, w.step), defaultKeys)
-			}
-			views := planned
-			if w.domains {
-				views = append(planned, domains...)
-			}
-			pl.sim.Use(snapshot, views...)
-			state, pre := state, pre
-			// The state above is the pod's against the nodes and claims, without the domains;
-			// there is none when it spreads and no node exists.
-			if as != pod || w.domains || state == nil {
-				var status *fwk.Status
-				if state, pre, status = pf.run(ctx, as, spec, w.step, w.domains); status != nil {
-					reasons = map[string]string{"": status.Message()}
-					continue
-				}
-			}
-			var guard *asScheduled
-			if as != pod {
-				var status *fwk.Status
-				if guard, status = guards.of(ctx, pf, w.domains); status != nil {
-					reasons = map[string]string{"": status.Message()}
-					continue
-				}
-			}
-			keys := rel.keys(as)
-			if laddered {
-				// The pod is held to the claim it is planned onto: the scheduler must take it
-				// there as it is, whatever the shape says; and, as on the claims this plan
-				// opens, the pod must pass beside a shape that is not strictly stricter
-				// (preferences.go), with the empty domains when the shape has them.
-				shape, also := fitCheck{state, pre, as, asGroup}, make([]fitCheck, 0, 2)
-				if as != pod || w.domains {
-					also = append(also, asIs)
-				}
-				if guard != nil && guard.state != asIs.state {
-					also = append(also, fitCheck{guard.state, nil, pod, ""})
-				}
-				// A shape reads every topology key the pod reads, and the keys of the terms
-				// its preferences became.
-				if ni := pl.firstFit(ctx, shape, launchingNodes, memo, unsettled.passOver(keys.topology), also...); ni != nil {
-					placeOn(ni)
-					placed = true
-					break
-				}
-			}
-			// The claims with room for the pod first, then the others; for a pod that repels its
-			// own kind, the claims without it first (fill.go).
-			var by byDomain
-			if !pl.fresh {
-				by = byDomainOf(as, keys)
-			}
-			for _, pass := range passes {
-				rejecting := memo.claimsRejecting(asGroup)
-				for i := range rooms.order(open, pass, asks, kind, shy, rejecting, by) {
-					oc := open[i]
-					if simulation.AllowedByPreFilter(pre, oc.name) && (as == pod || !shunned[oc.pool]) {
-						alive, choice := pl.weigh(ctx, oc, as, state, guard, keys)
-						if alive == nil {
-							rooms.refused(oc)
-						} else {
-							before, n := oc.info.Node(), len(oc.info.GetPods())
-							if pl.add(ctx, oc, pod, info, state, alive, choice) {
-								pf.relabelled(oc.info, before, n)
-							}
-							rooms.changed(i)
-							pf.add(info, oc.info)
-							if shy {
-								oc.holds(kind)
-							}
-							placed = true
-							break
-						}
-					}
-					memo.rejectClaim(asGroup, oc)
-				}
-				if placed {
-					break
-				}
-			}
-			if placed {
-				break
-			}
-			reasons = map[string]string{}
-			for _, ps := range pools {
-				if why, ok := memo.poolRejected(asGroup, ps); ok {
-					reasons[ps.NodePool.Name] = why
-					continue
-				}
-				if as != pod && shunned[ps] {
-					reasons[ps.NodePool.Name] = shunnedReason(ps)
-					continue
-				}
-				oc, why := pl.open(ctx, state, pre, as, guard, info, keys, fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(open)), ps)
-				if oc != nil {
-					oc.book(pod)
-					if shy {
-						oc.holds(kind)
-					}
-					pf.opened(oc.info)
-					open = append(open, oc)
-					rooms.opened()
-					ps.open = append(ps.open, oc)
-					placed = true
-					break
-				}
-				reasons[ps.NodePool.Name] = why
-				memo.rejectPool(asGroup, ps, why)
-			}
-			if placed {
-				break
-			}
-		}
-		if !placed {
-			if len(pools) == 0 {
-				reasons = map[string]string{"": "no NodePool is ready to launch capacity"}
-			} else if waits {
-				reasons = waitingForOpenClaims(reasons)
-			}
-			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: reasons})
-		}
-	}
-	pl.reused = pf.reused
-	launching = append(launching, countedInFlight(nodeInfos, in.InFlight, in.Spared)...)
-	pl.finish(ctx, plan, snapshot, open, launching, defaultKeys, specs)
-	return plan
+	return pools
 }
 
 // templateInfo is the node the candidate would register as, named name and labelled with choice,

@@ -154,9 +154,7 @@ func TestKeptPreFilterStatesPlanAsFreshOnes(t *testing.T) {
 			if pl.reused == 0 {
 				t.Fatal("no PreFilter state was kept and reused: the case tests nothing")
 			}
-			fresh := testPlanner(t)
-			fresh.fresh = true
-			want := fresh.Plan(context.Background(), tc.in())
+			want := testPlanner(t).plan(context.Background(), tc.in(), true)
 			if got, want := planShape(kept), planShape(want); got != want {
 				t.Fatalf("plan with kept states differs from the plan with fresh ones:\n kept: %s\nfresh: %s", got, want)
 			}
@@ -204,9 +202,7 @@ func TestKeptPreFilterStatesOnMixedBatches(t *testing.T) {
 			pl := testPlanner(t)
 			kept := pl.Plan(context.Background(), mixedInput(seed))
 			reused += pl.reused
-			fresh := testPlanner(t)
-			fresh.fresh = true
-			if got, want := planShape(kept), planShape(fresh.Plan(context.Background(), mixedInput(seed))); got != want {
+			if got, want := planShape(kept), planShape(testPlanner(t).plan(context.Background(), mixedInput(seed), true)); got != want {
 				t.Fatalf("plan with kept states differs from the plan with fresh ones:\n kept: %s\nfresh: %s", got, want)
 			}
 			verifyPlan(t, sim, mixedInput(seed), kept)

@@ -108,8 +108,8 @@ func (r *relevance) keys(p *corev1.Pod) podKeys {
 func (r *relevance) compute(p *corev1.Pod) podKeys {
 	// A pod that reads more than its spec tells is weighed per offering, but its topology keys
 	// are settled all the same: a StatefulSet's replica with a volume still spreads over zones,
-	// and a claim left free to launch in any zone counts it in none (harness seed 1545: four
-	// replicas of a zone spread planned onto claims free in three zones, all launched in one).
+	// and a claim left free to launch in any zone counts it in none (four replicas of a zone
+	// spread would be planned onto claims free in three zones, and all launch in one).
 	all := len(p.Spec.ResourceClaims) > 0 || slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
 		return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
 	})

@@ -137,7 +137,7 @@ func countedInFlight(nodes []fwk.NodeInfo, inFlight map[string]string, counted m
 
 // sparingTheLaunching returns the claims of the plan to hold back, with why: those that would add
 // a domain to a spread of a pod on its way to capacity already launching (an earlier plan's),
-// where the scheduler would refuse that pod beside them. Harness seed 2145: replicas that must
+// where the scheduler would refuse that pod beside them. For example, replicas that must
 // share a zone and spread over zones (maxSkew 1) went, by one plan, to eight claims in zone b,
 // the only zone with nodes; the next plan launched a node in zone c for pods that need zone c,
 // and the replicas that had not bound yet were refused on their new nodes. The held claims' pods

@@ -22,7 +22,7 @@ import (
 //
 //   - Topology spread (DoNotSchedule): a claim opened later for other pods can be a domain the
 //     spread counts, empty of the spreading pods, so the skew the earlier pods were placed with
-//     grows past maxSkew. Harness seed 2008: replicas that must share a zone (required pod
+//     grows past maxSkew. For example, replicas that must share a zone (required pod
 //     affinity) and spread by zone with maxSkew 1 went, four of them, to claims in one zone, as
 //     the scheduler would take them while that was the only zone with nodes; claims opened next
 //     for a Job put nodes in two more zones, and the scheduler refused all but one replica there.
@@ -40,7 +40,8 @@ import (
 
 // finish turns the plan's open claims into the claims to create, less the pods the scheduler
 // would refuse beside the rest of the plan (besideThePlan), which become unplaceable.
-func (pl *Planner) finish(ctx context.Context, plan *Plan, snapshot *simulation.Snapshot, open []*openClaim, launching []onItsNode, defaultKeys []string, specs map[*corev1.Pod]string) {
+func (p *planning) finish(ctx context.Context) {
+	pl, plan, snapshot, open, defaultKeys, specs := p.pl, p.plan, p.snapshot, p.open, p.defaultKeys, p.specs
 	// The claims' offerings first: besideThePlan takes pods off the claims' nodes, and fewer pods
 	// never need a bigger type.
 	offerings := make([][]int, len(open))
@@ -64,8 +65,8 @@ func (pl *Planner) finish(ctx context.Context, plan *Plan, snapshot *simulation.
 			offerings[i] = oc.settleFor(offerings[i], spreadKeys, domains)
 		}
 	}
-	refused := pl.besideThePlan(ctx, snapshot, live, defaultKeys, specs)
-	held := pl.sparingTheLaunching(ctx, snapshot, live, launching, refused, defaultKeys, specs)
+	refused := pl.besideThePlan(ctx, snapshot, live, defaultKeys, specs, p.fresh)
+	held := pl.sparingTheLaunching(ctx, snapshot, live, p.launching, refused, defaultKeys, specs)
 	for i, oc := range open {
 		if offerings[i] == nil {
 			continue
@@ -98,9 +99,9 @@ func (pl *Planner) finish(ctx context.Context, plan *Plan, snapshot *simulation.
 
 // besideThePlan returns the pods of the claims that the scheduler would refuse on their claims
 // beside the rest of the plan, and takes them off the claims' nodes (oc.info). specs are the
-// pods' spec keys.
-func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snapshot, claims []*openClaim, defaultKeys []string, specs map[*corev1.Pod]string) map[types.UID]Unplaceable {
-	b := &beside{pl: pl, snapshot: snapshot, logger: klog.FromContext(ctx), states: map[string]*specState{}}
+// pods' spec keys; fresh makes a PreFilter state per pod rather than one per spec (see Planner.plan).
+func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snapshot, claims []*openClaim, defaultKeys []string, specs map[*corev1.Pod]string, fresh bool) map[types.UID]Unplaceable {
+	b := &beside{pl: pl, snapshot: snapshot, logger: klog.FromContext(ctx), states: map[string]*specState{}, fresh: fresh}
 	b.show(claims)
 	refused := map[types.UID]Unplaceable{}
 	left := map[*openClaim]int{}
@@ -146,6 +147,8 @@ type beside struct {
 	snapshot *simulation.Snapshot
 	logger   klog.Logger
 	states   map[string]*specState
+	// fresh shares no state between the pods of a spec.
+	fresh bool
 }
 
 // specState is the PreFilter state of pod with every pod in view, shared by its spec's pods when
@@ -224,7 +227,7 @@ func (b *beside) refusedAt(ctx context.Context, node fwk.NodeInfo, pod *corev1.P
 func (b *beside) stateOf(ctx context.Context, pod *corev1.Pod, spec string) *specState {
 	// A planner that keeps no PreFilter states keeps none here either: the tests that compare
 	// the two check this one too.
-	shared := spec != "" && keepable(pod) && !b.pl.fresh
+	shared := spec != "" && keepable(pod) && !b.fresh
 	if st := b.states[spec]; shared && st != nil && !st.spoilt {
 		return st
 	}
