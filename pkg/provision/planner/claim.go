@@ -22,40 +22,7 @@ const MaxInstanceTypes = 60
 func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 	pool := pc.NodePool
 	tmpl := pool.Spec.Template
-	labels := map[string]string{}
-	for k, v := range tmpl.Labels {
-		labels[k] = v
-	}
-	var custom []karpv1.NodeSelectorRequirementWithMinValues
-	if len(pc.Options) > 0 {
-		// Custom labels the pool's requirements pin to one value are part of the claim's
-		// identity; an instance type's own label for the key is the cloud's to set.
-		types := make([]*cloud.InstanceType, len(pc.Options))
-		for i, o := range pc.Options {
-			types[i] = o.InstanceType
-		}
-		pinned, free, _ := customKeys(pool, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements), types)
-		for k, v := range pinned {
-			if pc.Options[0].InstanceType.Labels[k] == "" {
-				labels[k] = v
-			}
-		}
-		// A key the requirements leave open gets the value the plan chose, or the first the pool
-		// lists, as a label and as a requirement: the claim then says which value its node has.
-		chosen := maps.Clone(pc.Labels)
-		for _, f := range free {
-			if _, ok := chosen[f.key]; !ok && len(f.values) > 0 {
-				if chosen == nil {
-					chosen = map[string]string{}
-				}
-				chosen[f.key] = f.values[0]
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(chosen)) {
-			labels[k] = chosen[k]
-			custom = append(custom, karpv1.NodeSelectorRequirementWithMinValues{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{chosen[k]}})
-		}
-	}
+	labels, custom := nodeClaimLabels(pc)
 	labels[karpv1.NodePoolLabelKey] = pool.Name
 	annotations := map[string]string{}
 	for k, v := range tmpl.Annotations {
@@ -65,31 +32,7 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 	annotations[karpv1.NodePoolHashAnnotationKey] = pool.Hash()
 	annotations[karpv1.NodePoolHashVersionAnnotationKey] = karpv1.NodePoolHashVersion
 
-	var types, zones, capacityTypes []string
-	seen := map[string]bool{}
-	// The planner keeps at most MaxInstanceTypes types, more only where a requirement's
-	// minValues needs them (see widen).
-	for _, o := range pc.Options {
-		if !seen["t/"+o.InstanceType.Name] {
-			seen["t/"+o.InstanceType.Name] = true
-			types = append(types, o.InstanceType.Name)
-		}
-	}
-	for _, o := range pc.Options {
-		if !seen["t/"+o.InstanceType.Name] {
-			continue
-		}
-		if !seen["z/"+o.Offering.Zone] {
-			seen["z/"+o.Offering.Zone] = true
-			zones = append(zones, o.Offering.Zone)
-		}
-		if !seen["c/"+o.Offering.CapacityType] {
-			seen["c/"+o.Offering.CapacityType] = true
-			capacityTypes = append(capacityTypes, o.Offering.CapacityType)
-		}
-	}
-	sort.Strings(zones)
-	sort.Strings(capacityTypes)
+	types, zones, capacityTypes := offeredValues(pc.Options)
 	reqs := append([]karpv1.NodeSelectorRequirementWithMinValues{}, tmpl.Spec.Requirements...)
 	reqs = append(reqs, custom...)
 	reqs = append(reqs,
@@ -130,6 +73,77 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
 		},
 	}
+}
+
+// nodeClaimLabels are the labels of the claim's node: the template's, the custom labels its
+// pool pins to one value, and the value chosen for each custom key the pool leaves open, which
+// custom also requires, so that the node registers with the value its pods were placed for.
+func nodeClaimLabels(pc *PlannedClaim) (labels map[string]string, custom []karpv1.NodeSelectorRequirementWithMinValues) {
+	pool := pc.NodePool
+	tmpl := pool.Spec.Template
+	labels = map[string]string{}
+	for k, v := range tmpl.Labels {
+		labels[k] = v
+	}
+	if len(pc.Options) > 0 {
+		// Custom labels the pool's requirements pin to one value are part of the claim's
+		// identity; an instance type's own label for the key is the cloud's to set.
+		types := make([]*cloud.InstanceType, len(pc.Options))
+		for i, o := range pc.Options {
+			types[i] = o.InstanceType
+		}
+		pinned, free, _ := customKeys(pool, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements), types)
+		for k, v := range pinned {
+			if pc.Options[0].InstanceType.Labels[k] == "" {
+				labels[k] = v
+			}
+		}
+		// A key the requirements leave open gets the value the plan chose, or the first the pool
+		// lists, as a label and as a requirement: the claim then says which value its node has.
+		chosen := maps.Clone(pc.Labels)
+		for _, f := range free {
+			if _, ok := chosen[f.key]; !ok && len(f.values) > 0 {
+				if chosen == nil {
+					chosen = map[string]string{}
+				}
+				chosen[f.key] = f.values[0]
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(chosen)) {
+			labels[k] = chosen[k]
+			custom = append(custom, karpv1.NodeSelectorRequirementWithMinValues{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{chosen[k]}})
+		}
+	}
+	return labels, custom
+}
+
+// offeredValues are the instance types, zones and capacity types of the options, the types in
+// the options' order (cheapest first) and the others sorted. The planner keeps at most
+// MaxInstanceTypes types, more only where a requirement's minValues needs them (see widen).
+func offeredValues(options []Option) (types, zones, capacityTypes []string) {
+	seen := map[string]bool{}
+	for _, o := range options {
+		if !seen["t/"+o.InstanceType.Name] {
+			seen["t/"+o.InstanceType.Name] = true
+			types = append(types, o.InstanceType.Name)
+		}
+	}
+	for _, o := range options {
+		if !seen["t/"+o.InstanceType.Name] {
+			continue
+		}
+		if !seen["z/"+o.Offering.Zone] {
+			seen["z/"+o.Offering.Zone] = true
+			zones = append(zones, o.Offering.Zone)
+		}
+		if !seen["c/"+o.Offering.CapacityType] {
+			seen["c/"+o.Offering.CapacityType] = true
+			capacityTypes = append(capacityTypes, o.Offering.CapacityType)
+		}
+	}
+	sort.Strings(zones)
+	sort.Strings(capacityTypes)
+	return types, zones, capacityTypes
 }
 
 // relaxMinValues lowers each requirement's minValues to the number of values the options have.
