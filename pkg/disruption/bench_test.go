@@ -10,7 +10,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 const (
@@ -112,9 +112,9 @@ func cpuSeconds(b *testing.B) float64 {
 // simulation's cost without its success.
 type refusingPlanner struct{ Planner }
 
-func (r refusingPlanner) Plan(ctx context.Context, in provision.Input) *provision.Plan {
+func (r refusingPlanner) Plan(ctx context.Context, in planner.Input) *planner.Plan {
 	plan := r.Planner.Plan(ctx, in)
-	plan.Unplaceable = append(plan.Unplaceable, provision.Unplaceable{Pod: in.Pending[0], Reasons: map[string]string{"": "the benchmark says no"}})
+	plan.Unplaceable = append(plan.Unplaceable, planner.Unplaceable{Pod: in.Pending[0], Reasons: map[string]string{"": "the benchmark says no"}})
 	return plan
 }
 

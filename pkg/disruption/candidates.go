@@ -12,7 +12,6 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/provision"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -82,7 +81,7 @@ func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.
 		return fmt.Sprintf("its NodePool %q does not exist", claim.Labels[karpv1.NodePoolLabelKey])
 	case !claim.IsTrue(karpv1.ConditionTypeInitialized):
 		return "it is not initialized yet"
-	case closed[n.Name] || provision.IsLeaving(n, claim):
+	case closed[n.Name] || scheduling.IsLeaving(n, claim):
 		return "it is already being disrupted"
 	case nominated[n.Name]:
 		return "pods are nominated to it"

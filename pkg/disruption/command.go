@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // Command is one decision: remove these candidates, launching these replacements first.
@@ -16,7 +16,7 @@ type Command struct {
 	// single-node consolidation.
 	Method       string
 	Candidates   []*Candidate
-	Replacements []*provision.PlannedClaim
+	Replacements []*planner.PlannedClaim
 	// Savings is the hourly price of the candidates minus that of the replacements' cheapest
 	// offerings.
 	Savings float64
@@ -95,7 +95,7 @@ func priceOf(cands []*Candidate) float64 {
 }
 
 // replacementPrice is what the replacements cost at their cheapest offerings.
-func replacementPrice(rs []*provision.PlannedClaim) float64 {
+func replacementPrice(rs []*planner.PlannedClaim) float64 {
 	total := 0.0
 	for _, r := range rs {
 		total += r.Options[0].Offering.PricePerHour
@@ -110,18 +110,18 @@ func replacementPrice(rs []*provision.PlannedClaim) float64 {
 // pool would chase the price into the pools most likely to be interrupted, and interruption
 // would then bring the node back up the price ladder, over and over.
 //
-// The NodeClaim lists instance types, zones and capacity types apart (provision.NewNodeClaim), so
+// The NodeClaim lists instance types, zones and capacity types apart (planner.NewNodeClaim), so
 // the cloud may launch any combination of the kept ones: a type is kept only if none of its
 // offerings in those zones and capacity types costs as much as the nodes replaced. So that a
 // cheap on-demand option does not rule out every spot type by its on-demand price (or the other
 // way round), both capacity types together, spot alone and on-demand alone are each tried, and
 // the replacement takes the one with the cheapest option, then the most options.
-func cheaper(r *provision.PlannedClaim, than float64, spot bool, spotMin int) (*provision.PlannedClaim, bool) {
+func cheaper(r *planner.PlannedClaim, than float64, spot bool, spotMin int) (*planner.PlannedClaim, bool) {
 	choices := [][]string{{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand}, {karpv1.CapacityTypeSpot}, {karpv1.CapacityTypeOnDemand}}
 	if spot {
 		choices = [][]string{{karpv1.CapacityTypeSpot}}
 	}
-	var best []provision.Option
+	var best []planner.Option
 	for _, cts := range choices {
 		kept, types := cheaperAs(r.Options, cts, than, spot, spotMin)
 		if len(kept) == 0 || (spot && types < spotMin) {
@@ -143,8 +143,8 @@ func cheaper(r *provision.PlannedClaim, than float64, spot bool, spotMin int) (*
 // cheaperAs keeps the options of the capacity types cts whose instance types cost less than than
 // in every zone and capacity type the kept options span, at most spotMin types when spot; and
 // counts the types.
-func cheaperAs(options []provision.Option, cts []string, than float64, spot bool, spotMin int) ([]provision.Option, int) {
-	var cheap []provision.Option
+func cheaperAs(options []planner.Option, cts []string, than float64, spot bool, spotMin int) ([]planner.Option, int) {
+	var cheap []planner.Option
 	zones, capacityTypes := map[string]bool{}, map[string]bool{}
 	for _, o := range options {
 		if slices.Contains(cts, o.Offering.CapacityType) && o.Offering.PricePerHour < than {
@@ -160,7 +160,7 @@ func cheaperAs(options []provision.Option, cts []string, than float64, spot bool
 			}
 		}
 	}
-	var kept []provision.Option
+	var kept []planner.Option
 	types := map[string]bool{}
 	for _, o := range cheap {
 		if dear[o.InstanceType.Name] || (spot && !types[o.InstanceType.Name] && len(types) == spotMin) {

@@ -11,7 +11,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 func TestCommandString(t *testing.T) {
@@ -29,8 +29,8 @@ func TestCommandString(t *testing.T) {
 		c.Claim.SetCondition(karpv1.ConditionTypeDrifted, metav1.ConditionTrue, reason, "", testNow)
 		return c
 	}
-	replacement := func(instanceType string) *provision.PlannedClaim {
-		return &provision.PlannedClaim{Options: []provision.Option{{InstanceType: &cloud.InstanceType{Name: instanceType}}}}
+	replacement := func(instanceType string) *planner.PlannedClaim {
+		return &planner.PlannedClaim{Options: []planner.Option{{InstanceType: &cloud.InstanceType{Name: instanceType}}}}
 	}
 	cases := []struct {
 		name string
@@ -40,7 +40,7 @@ func TestCommandString(t *testing.T) {
 		{
 			name: "replace",
 			cmd: Command{Reason: karpv1.DisruptionReasonUnderutilized, Candidates: []*Candidate{cand("m6i.2xlarge")},
-				Replacements: []*provision.PlannedClaim{replacement("c7g.large")}, Savings: 0.123},
+				Replacements: []*planner.PlannedClaim{replacement("c7g.large")}, Savings: 0.123},
 			want: "Disrupting: Underutilized, replacing m6i.2xlarge with c7g.large, saves $0.12/h",
 		},
 		{
@@ -57,7 +57,7 @@ func TestCommandString(t *testing.T) {
 			name: "more than three nodes",
 			cmd: Command{Reason: karpv1.DisruptionReasonUnderutilized,
 				Candidates:   []*Candidate{cand("a.large"), cand("b.large"), cand("c.large"), cand("d.large")},
-				Replacements: []*provision.PlannedClaim{replacement("m7g.xlarge")}, Savings: 0.4},
+				Replacements: []*planner.PlannedClaim{replacement("m7g.xlarge")}, Savings: 0.4},
 			want: "Disrupting: Underutilized, replacing 4 nodes (a.large, b.large, c.large, ...) with m7g.xlarge, saves $0.40/h",
 		},
 		{
@@ -68,7 +68,7 @@ func TestCommandString(t *testing.T) {
 		{
 			name: "drift says why and what it costs",
 			cmd: Command{Reason: karpv1.DisruptionReasonDrifted, Candidates: []*Candidate{driftedCand("m5.xlarge", "NodePoolDrifted")},
-				Replacements: []*provision.PlannedClaim{replacement("m7i.xlarge")}, Savings: -0.0124},
+				Replacements: []*planner.PlannedClaim{replacement("m7i.xlarge")}, Savings: -0.0124},
 			want: "Disrupting: Drifted (NodePoolDrifted), replacing m5.xlarge with m7i.xlarge, costs $0.01/h more",
 		},
 	}
@@ -90,7 +90,7 @@ func TestCheaper(t *testing.T) {
 		"c": {0.05, 0.06, 0.15, 0.15},
 		"d": {0.35, 0.45, 0.90, 0.90},
 	}
-	var options []provision.Option
+	var options []planner.Option
 	for name, p := range prices {
 		it := &cloud.InstanceType{Name: name}
 		for i, o := range []cloud.Offering{
@@ -101,7 +101,7 @@ func TestCheaper(t *testing.T) {
 			it.Offerings = append(it.Offerings, o)
 		}
 		for _, o := range it.Offerings {
-			options = append(options, provision.Option{InstanceType: it, Offering: o})
+			options = append(options, planner.Option{InstanceType: it, Offering: o})
 		}
 	}
 	// Cheapest first, as the planner orders a claim's options.
@@ -140,7 +140,7 @@ func TestCheaper(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &provision.PlannedClaim{NodePool: newPool("default"), Options: append([]provision.Option(nil), options...)}
+			r := &planner.PlannedClaim{NodePool: newPool("default"), Options: append([]planner.Option(nil), options...)}
 			got, ok := cheaper(r, tc.than, tc.spot, tc.spotMin)
 			if len(r.Options) != len(options) {
 				t.Errorf("cheaper changed the planned claim's options")
@@ -172,11 +172,11 @@ func TestCheaper(t *testing.T) {
 	}
 }
 
-func key(o provision.Option) string {
+func key(o planner.Option) string {
 	return fmt.Sprintf("%s/%s/%s", o.InstanceType.Name, o.Offering.Zone, o.Offering.CapacityType)
 }
 
-func keys(options []provision.Option) []string {
+func keys(options []planner.Option) []string {
 	out := make([]string, len(options))
 	for i, o := range options {
 		out[i] = key(o)
@@ -184,7 +184,7 @@ func keys(options []provision.Option) []string {
 	return out
 }
 
-func typesOf(options []provision.Option) []*cloud.InstanceType {
+func typesOf(options []planner.Option) []*cloud.InstanceType {
 	seen := map[string]bool{}
 	var out []*cloud.InstanceType
 	for _, o := range options {
@@ -196,9 +196,9 @@ func typesOf(options []provision.Option) []*cloud.InstanceType {
 	return out
 }
 
-// admitted reports whether a NodeClaim made from options (see provision.NewNodeClaim: types,
+// admitted reports whether a NodeClaim made from options (see planner.NewNodeClaim: types,
 // zones and capacity types listed apart) lets the cloud launch offering o of type name.
-func admitted(options []provision.Option, name string, o cloud.Offering) bool {
+func admitted(options []planner.Option, name string, o cloud.Offering) bool {
 	var typeOK, zoneOK, ctOK bool
 	for _, opt := range options {
 		typeOK = typeOK || opt.InstanceType.Name == name

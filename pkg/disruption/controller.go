@@ -22,6 +22,7 @@ import (
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // Gate is the provisioner's side of a disruption: it keeps the scheduler from reserving pods onto
@@ -238,7 +239,7 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Nodes: nodes, Pods: pods, Claims: claims, PDBs: pdbs, DaemonSets: provision.DaemonSetPods(dss),
+	s := &State{Nodes: nodes, Pods: pods, Claims: claims, PDBs: pdbs, DaemonSets: planner.DaemonSetPods(dss),
 		Pools: map[string]*karpv1.NodePool{}, TypesByPool: map[string][]*cloud.InstanceType{}, Now: c.opts.Clock.Now()}
 	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
 	s.Unavailable = map[string]string{}

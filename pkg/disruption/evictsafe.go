@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -55,7 +55,7 @@ func (c *Controller) Unplaceable(ctx context.Context, node string, pods []*corev
 // the nodes that stay, capacity in flight and the NodePools, after the pods that wait.
 func unplaceable(ctx context.Context, pl Planner, s *State, check map[types.UID]*corev1.Pod) map[types.UID]string {
 	view := s.cluster().View(s.TypesByPool)
-	in := provision.Input{Nodes: view.Nodes, InFlight: view.InFlight, Unsettled: view.Unsettled, Pools: s.pools(), DaemonSets: s.DaemonSets}
+	in := planner.Input{Nodes: view.Nodes, InFlight: view.InFlight, Unsettled: view.Unsettled, Pools: s.pools(), DaemonSets: s.DaemonSets}
 	for _, p := range view.Pods {
 		// A pod counted on the replacement planned for it is planned anew: the room it was
 		// promised may have gone to another pod.
@@ -70,7 +70,7 @@ func unplaceable(ctx context.Context, pl Planner, s *State, check map[types.UID]
 	}
 	for uid, p := range check {
 		if !pending[uid] {
-			in.Pending = append(in.Pending, provision.Unbound(p))
+			in.Pending = append(in.Pending, scheduling.Unbound(p))
 		}
 	}
 	waiting := waitingOf(s.Pods, view)
@@ -91,7 +91,7 @@ func unplaceable(ctx context.Context, pl Planner, s *State, check map[types.UID]
 }
 
 // reasonsOf is an Unplaceable's reasons, one per NodePool, in order.
-func reasonsOf(u provision.Unplaceable) string {
+func reasonsOf(u planner.Unplaceable) string {
 	var reasons []string
 	for pool, why := range u.Reasons {
 		if pool != "" {
@@ -122,7 +122,7 @@ type lockedPlanner struct {
 	Planner
 }
 
-func (l *lockedPlanner) Plan(ctx context.Context, in provision.Input) *provision.Plan {
+func (l *lockedPlanner) Plan(ctx context.Context, in planner.Input) *planner.Plan {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.Planner.Plan(ctx, in)

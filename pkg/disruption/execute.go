@@ -19,7 +19,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // execute carries out a command: wait out the validation period, close the nodes to the
@@ -212,12 +212,12 @@ func (c *Controller) validate(ctx context.Context, s *State, cmd *Command) (*Com
 func (c *Controller) launch(ctx context.Context, cmd *Command) ([]string, error) {
 	var names []string
 	for _, r := range cmd.Replacements {
-		claim, err := c.opts.NodeClaims.Create(ctx, provision.NewNodeClaim(r), metav1.CreateOptions{})
+		claim, err := c.opts.NodeClaims.Create(ctx, planner.NewNodeClaim(r), metav1.CreateOptions{})
 		if err != nil {
 			return names, fmt.Errorf("creating the replacement NodeClaim in NodePool %s: %w", r.NodePool.Name, err)
 		}
 		metrics.NodeClaimsCreated.WithLabelValues(r.NodePool.Name, "disruption").Inc()
-		metrics.NodeClaimCreated(r.NodePool.Name, string(cmd.Reason), claim.Annotations[provision.MinValuesRelaxedAnnotationKey] == "true")
+		metrics.NodeClaimCreated(r.NodePool.Name, string(cmd.Reason), claim.Annotations[planner.MinValuesRelaxedAnnotationKey] == "true")
 		c.opts.Gate.Adopt(claim.Name, r.Pods)
 		names = append(names, claim.Name)
 		klog.FromContext(ctx).Info("Launching replacement", "nodeClaim", claim.Name, "nodePool", r.NodePool.Name,

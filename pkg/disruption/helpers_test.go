@@ -18,7 +18,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -35,7 +35,7 @@ var (
 
 // testPlanner is the provisioning planner over the shared simulator: the very planner the
 // disruption loop asks in production.
-func testPlanner(tb testing.TB) *provision.Planner {
+func testPlanner(tb testing.TB) *planner.Planner {
 	tb.Helper()
 	simOnce.Do(func() {
 		// The simulator's informers live as long as the test binary.
@@ -44,7 +44,7 @@ func testPlanner(tb testing.TB) *provision.Planner {
 	if simErr != nil {
 		tb.Fatalf("building the offline simulator: %v", simErr)
 	}
-	return provision.NewPlanner(sim)
+	return planner.NewPlanner(sim)
 }
 
 // countingPlanner counts the plans, i.e. the simulations, a pass asks for.
@@ -53,7 +53,7 @@ type countingPlanner struct {
 	plans int
 }
 
-func (c *countingPlanner) Plan(ctx context.Context, in provision.Input) *provision.Plan {
+func (c *countingPlanner) Plan(ctx context.Context, in planner.Input) *planner.Plan {
 	c.plans++
 	return c.Planner.Plan(ctx, in)
 }

@@ -9,7 +9,8 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	poolbudget "github.com/tailor-sh/tailor/pkg/nodepool/budget"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // maxMultiNodeCandidates bounds the candidates multi-node consolidation weighs at once, as
@@ -172,11 +173,11 @@ func (d *decider) consolidate(ctx context.Context, cands []*Candidate, method st
 	cmd := &Command{Reason: karpv1.DisruptionReasonUnderutilized, Method: method, Candidates: cands, Savings: price}
 	if len(out.Replacements) == 1 {
 		r, ok := cheaper(out.Replacements[0], price, spot, d.spotMin)
-		if !ok || provision.OptionsShort(r.NodePool, r.Options) != "" {
+		if !ok || planner.OptionsShort(r.NodePool, r.Options) != "" {
 			// Nothing cheaper, or not with as many values as the pool's minValues ask for.
 			return nil
 		}
-		cmd.Replacements = []*provision.PlannedClaim{r}
+		cmd.Replacements = []*planner.PlannedClaim{r}
 		cmd.Savings = price - replacementPrice(cmd.Replacements)
 	}
 	return cmd
@@ -210,11 +211,11 @@ func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int
 			continue
 		}
 		// Nodes still starting are not the pool's yet: they neither count nor use up the budget.
-		if !claim.IsTrue(karpv1.ConditionTypeInitialized) && !provision.IsLeaving(n, claim) {
+		if !claim.IsTrue(karpv1.ConditionTypeInitialized) && !scheduling.IsLeaving(n, claim) {
 			continue
 		}
 		total[pool]++
-		if closed[n.Name] || provision.IsLeaving(n, claim) || !nodeReady(n) {
+		if closed[n.Name] || scheduling.IsLeaving(n, claim) || !nodeReady(n) {
 			disrupting[pool]++
 		}
 	}

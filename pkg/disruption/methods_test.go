@@ -11,7 +11,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 func TestEmptiness(t *testing.T) {
@@ -223,7 +223,7 @@ func TestConsolidation(t *testing.T) {
 				}
 				wantCheaper(t, cmd)
 				// Whatever the cloud launches within the NodeClaim's requirements saves money.
-				claim := provision.NewNodeClaim(cmd.Replacements[0])
+				claim := planner.NewNodeClaim(cmd.Replacements[0])
 				for _, o := range launchable(c, claim) {
 					if o.PricePerHour >= cmd.Candidates[0].Price {
 						t.Errorf("the replacement NodeClaim admits %s/%s/%s at $%.4f/h, the node costs $%.4f/h",

@@ -7,7 +7,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -56,7 +56,7 @@ type pricedRoom struct {
 }
 
 // newRoom reads what the snapshot's nodes have left, leaving out nodes in flight (see room).
-func newRoom(snapshot *simulation.Snapshot, view *provision.View, pools []provision.Pool) *room {
+func newRoom(snapshot *simulation.Snapshot, view *planner.View, pools []planner.Pool) *room {
 	r := &room{spare: map[string]amount{}}
 	nodes, _ := snapshot.NodeInfos().List()
 	for _, ni := range nodes {

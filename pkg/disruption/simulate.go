@@ -11,13 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
 // Planner is the part of the provisioning planner a simulation asks.
 type Planner interface {
-	Plan(ctx context.Context, in provision.Input) *provision.Plan
+	Plan(ctx context.Context, in planner.Input) *planner.Plan
 	// ResourcesFiltered reports whether the planner's Filter refuses a pod where it asks for more
 	// than a node has left; only then may a probe be cut by resources (see room).
 	ResourcesFiltered() bool
@@ -26,7 +27,7 @@ type Planner interface {
 // Outcome is what removing a set of candidates would take: new NodeClaims for the pods that fit
 // nowhere else (none when the others hold them all), or why it cannot be done.
 type Outcome struct {
-	Replacements []*provision.PlannedClaim
+	Replacements []*planner.PlannedClaim
 	// Unplaceable says why some pod would fit nowhere; the removal is then off.
 	Unplaceable string
 }
@@ -52,8 +53,8 @@ type prober struct {
 
 // passCluster is what every probe of a pass shares.
 type passCluster struct {
-	view     *provision.View
-	pools    []provision.Pool
+	view     *planner.View
+	pools    []planner.Pool
 	snapshot *simulation.Snapshot
 	// err is why the snapshot could not be built; every probe then answers with it.
 	err error
@@ -78,7 +79,7 @@ func (p *prober) cluster() *passCluster {
 	}
 	view := p.state.cluster().View(p.state.TypesByPool)
 	// Every probe plans with the same pools: their offerings are worked out once.
-	pc := &passCluster{view: view, pools: provision.PreparePools(p.state.pools()), waiting: waitingOf(p.state.Pods, view)}
+	pc := &passCluster{view: view, pools: planner.PreparePools(p.state.pools()), waiting: waitingOf(p.state.Pods, view)}
 	pc.snapshot, pc.err = simulation.NewSnapshot(view.Pods, view.Nodes)
 	for _, pod := range view.Pods {
 		if declaresTopology(pod) {
@@ -120,7 +121,7 @@ func (p *prober) simulate(ctx context.Context, removed []*Candidate) *Outcome {
 			return &Outcome{Unplaceable: err.Error()}
 		}
 	}
-	in := provision.Input{Pending: pending, InFlight: pc.view.InFlight, Unsettled: pc.view.Unsettled, Pools: pc.pools, DaemonSets: p.state.DaemonSets,
+	in := planner.Input{Pending: pending, InFlight: pc.view.InFlight, Unsettled: pc.view.Unsettled, Pools: pc.pools, DaemonSets: p.state.DaemonSets,
 		Snapshot: pc.snapshot}
 	for _, pod := range pc.topology {
 		if !gone[pod.Spec.NodeName] {
@@ -144,7 +145,7 @@ func (p *prober) hopeless(cands []*Candidate, price float64, spot bool) bool {
 func (p *prober) simulateRebuilt(ctx context.Context, removed []*Candidate) *Outcome {
 	gone := nodeSet(removed)
 	view := p.state.cluster().View(p.state.TypesByPool)
-	in := provision.Input{InFlight: view.InFlight, Unsettled: view.Unsettled, Pools: p.state.pools(), DaemonSets: p.state.DaemonSets}
+	in := planner.Input{InFlight: view.InFlight, Unsettled: view.Unsettled, Pools: p.state.pools(), DaemonSets: p.state.DaemonSets}
 	for _, n := range view.Nodes {
 		if gone[n.Name] {
 			in.Nodes = append(in.Nodes, ghost(n))
@@ -187,11 +188,11 @@ func (p *prober) inTurns(removed []*Candidate, pending []*corev1.Pod) []*corev1.
 
 // pendingOf are the pods a removal must place: the candidates' own, and those of nodes that are
 // already leaving, which need room too (a plan that took it from them would strand them).
-func pendingOf(removed []*Candidate, view *provision.View) []*corev1.Pod {
+func pendingOf(removed []*Candidate, view *planner.View) []*corev1.Pod {
 	var pending []*corev1.Pod
 	for _, c := range removed {
 		for _, p := range c.Pods {
-			pending = append(pending, provision.Unbound(p))
+			pending = append(pending, scheduling.Unbound(p))
 		}
 	}
 	return append(pending, view.Reschedulable...)
@@ -201,7 +202,7 @@ func pendingOf(removed []*Candidate, view *provision.View) []*corev1.Pod {
 // nowhere, or only on capacity in flight, do not stop it, and a claim that holds nothing but
 // waiting pods is the provisioner's to make once the removal has freed the room, not a
 // replacement.
-func outcomeOf(plan *provision.Plan, waiting map[types.UID]bool) *Outcome {
+func outcomeOf(plan *planner.Plan, waiting map[types.UID]bool) *Outcome {
 	for _, u := range plan.Unplaceable {
 		if waiting[u.Pod.UID] {
 			continue

@@ -9,7 +9,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // State is the cluster one disruption pass decides from: what the informers show, plus the part
@@ -29,7 +29,7 @@ type State struct {
 	PDBs        []*policyv1.PodDisruptionBudget
 	// DaemonSets are the pods DaemonSets would run on a new node.
 	DaemonSets []*corev1.Pod
-	// Planned and Assumed are the provisioner's ledger (see provision.Cluster).
+	// Planned and Assumed are the provisioner's ledger (see planner.Cluster).
 	Planned, Assumed map[types.UID]string
 	// Awaited are NodeClaims that pods planned onto them are still on their way to: such a node
 	// looks empty, or emptier than it will be.
@@ -61,22 +61,22 @@ func (s *State) claimOf(n *corev1.Node) (*karpv1.NodeClaim, bool) {
 }
 
 // cluster is the state as the provisioner's planner reads it.
-func (s *State) cluster() *provision.Cluster {
-	return &provision.Cluster{Nodes: s.Nodes, Pods: s.Pods, Claims: s.Claims, Planned: s.Planned, Assumed: s.Assumed}
+func (s *State) cluster() *planner.Cluster {
+	return &planner.Cluster{Nodes: s.Nodes, Pods: s.Pods, Claims: s.Claims, Planned: s.Planned, Assumed: s.Assumed}
 }
 
 // pools returns the NodePools the planner may launch replacements from, in its order, with what
 // each already uses counted against its limits.
-func (s *State) pools() []provision.Pool {
-	usage := provision.PoolUsage(s.Claims, s.TypesByPool)
-	var out []provision.Pool
+func (s *State) pools() []planner.Pool {
+	usage := planner.PoolUsage(s.Claims, s.TypesByPool)
+	var out []planner.Pool
 	for name, np := range s.Pools {
 		if np.DeletionTimestamp != nil {
 			continue
 		}
-		out = append(out, provision.Pool{NodePool: np, InstanceTypes: s.TypesByPool[name], Used: usage[name]})
+		out = append(out, planner.Pool{NodePool: np, InstanceTypes: s.TypesByPool[name], Used: usage[name]})
 	}
-	provision.SortPools(out)
+	planner.SortPools(out)
 	return out
 }
 

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // Pods that wait unplaced compete for the room a removal frees, and the scheduler may give it to
@@ -22,7 +22,7 @@ import (
 
 // waitingOf are the pods that wait for a node and that no plan counts yet: unbound, not being
 // deleted, not planned or nominated onto capacity in flight.
-func waitingOf(pods []*corev1.Pod, view *provision.View) []*corev1.Pod {
+func waitingOf(pods []*corev1.Pod, view *planner.View) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
 		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodPending && !view.Counted[p.UID] {
@@ -34,7 +34,7 @@ func waitingOf(pods []*corev1.Pod, view *provision.View) []*corev1.Pod {
 
 // planWithWaiting plans in's pending pods after the waiting ones, and reads the outcome for the
 // pending pods alone.
-func planWithWaiting(ctx context.Context, pl Planner, in provision.Input, waiting []*corev1.Pod) *Outcome {
+func planWithWaiting(ctx context.Context, pl Planner, in planner.Input, waiting []*corev1.Pod) *Outcome {
 	first := make(map[types.UID]bool, len(waiting))
 	for _, p := range waiting {
 		first[p.UID] = true

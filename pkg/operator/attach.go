@@ -21,6 +21,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/nodepool/readiness"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // The steps of Attach, in order. Each runs with o.mu held.
@@ -204,7 +205,7 @@ func (o *Operator) watchLeavingNodes(h fwk.Handle) error {
 	_, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			if old, ok := oldObj.(*corev1.Node); ok {
-				if n, ok := newObj.(*corev1.Node); ok && provision.IsLeaving(n, nil) && !provision.IsLeaving(old, nil) {
+				if n, ok := newObj.(*corev1.Node); ok && scheduling.IsLeaving(n, nil) && !scheduling.IsLeaving(old, nil) {
 					o.provisioner.Trigger()
 				}
 			}

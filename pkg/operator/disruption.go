@@ -14,7 +14,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/disruption"
 	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -90,16 +90,16 @@ func (o *Operator) buildDisruption(ctx context.Context, h fwk.Handle, profile *c
 		return err
 	}
 	opts := o.voluntary.opts
-	planner := provision.NewPlanner(sim)
-	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
-	opts.Planner = planner
+	pl := planner.NewPlanner(sim)
+	pl.SetMinValuesPolicy(planner.MinValuesPolicy(o.args.MinValuesPolicy))
+	opts.Planner = pl
 	// The drains' re-checks plan on a simulator of their own, beside the loop's probes.
 	checkSim, err := simulation.New(ctx, profile, simulation.DepsFromHandle(h, parallelism), tailor.Name)
 	if err != nil {
 		return err
 	}
-	checker := provision.NewPlanner(checkSim)
-	checker.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
+	checker := planner.NewPlanner(checkSim)
+	checker.SetMinValuesPolicy(planner.MinValuesPolicy(o.args.MinValuesPolicy))
 	opts.CheckPlanner = checker
 	loop := disruption.New(opts)
 	o.mu.Lock()

@@ -33,6 +33,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/nodepool/readiness"
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -194,9 +195,9 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	o.wg.Go(func() { o.gc.Run(ctx) })
 	o.wg.Go(func() { o.readiness.Run(ctx) })
 	o.wg.Go(func() { o.counter.Run(ctx) })
-	planner := provision.NewPlanner(sim)
-	planner.SetMinValuesPolicy(provision.MinValuesPolicy(o.args.MinValuesPolicy))
-	o.wg.Go(func() { o.provisioner.Run(ctx, planner, checker) })
+	pl := planner.NewPlanner(sim)
+	pl.SetMinValuesPolicy(planner.MinValuesPolicy(o.args.MinValuesPolicy))
+	o.wg.Go(func() { o.provisioner.Run(ctx, pl, checker) })
 	o.startSignals(ctx)
 	o.runDisruption(ctx)
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run

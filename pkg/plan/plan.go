@@ -17,7 +17,8 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	pricebound "github.com/tailor-sh/tailor/pkg/provision/bound"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -56,7 +57,7 @@ type Result struct {
 	Warnings []string `json:"warnings"`
 	// PricePerHour sums each NodeClaim at its cheapest option.
 	PricePerHour float64 `json:"pricePerHour"`
-	// LowerBoundPerHour is provision.LowerBound of the pods on the NodeClaims over the whole
+	// LowerBoundPerHour is pricebound.LowerBound of the pods on the NodeClaims over the whole
 	// catalog: no set of nodes holding them costs less.
 	LowerBoundPerHour float64 `json:"lowerBoundPerHour"`
 	// PriceToBound is PricePerHour / LowerBoundPerHour (0 when the bound is 0): how far from the
@@ -76,7 +77,7 @@ type NodeClaim struct {
 	// fits, which the cloud may fall back on.
 	Options int `json:"options"`
 	// InstanceTypes are the instance types the NodeClaim would list, cheapest first, at most
-	// provision.MaxInstanceTypes.
+	// planner.MaxInstanceTypes.
 	InstanceTypes []string `json:"instanceTypes"`
 	// Requests sums the requests of the pods and the DaemonSet pods, as the NodeClaim's
 	// spec.resources.requests would; Allocatable is the cheapest option's.
@@ -137,7 +138,7 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 	}
 	res.Pending = len(pending)
 
-	pools := make([]provision.Pool, 0, len(m.NodePools))
+	pools := make([]planner.Pool, 0, len(m.NodePools))
 	used := usedByPool(m.Nodes)
 	classes := map[string]bool{}
 	for _, nc := range m.NodeClasses {
@@ -148,16 +149,16 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && !classes[ref.Name] {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s refers to EC2NodeClass %s, which is not in the manifests; planned as if it were ready", np.Name, ref.Name))
 		}
-		pools = append(pools, provision.Pool{NodePool: np, InstanceTypes: opts.Catalog, Used: used[np.Name]})
+		pools = append(pools, planner.Pool{NodePool: np, InstanceTypes: opts.Catalog, Used: used[np.Name]})
 	}
-	provision.SortPools(pools)
+	planner.SortPools(pools)
 
 	sim, err := simulation.NewOffline(ctx, opts.SchedulerName, simulatorObjects(m)...)
 	if err != nil {
 		return nil, err
 	}
-	plan := provision.NewPlanner(sim).Plan(ctx, provision.Input{Pending: pending, Nodes: m.Nodes, Pods: bound, Pools: pools,
-		DaemonSets: provision.DaemonSetPods(m.DaemonSets)})
+	plan := planner.NewPlanner(sim).Plan(ctx, planner.Input{Pending: pending, Nodes: m.Nodes, Pods: bound, Pools: pools,
+		DaemonSets: planner.DaemonSetPods(m.DaemonSets)})
 
 	var placed []*corev1.Pod
 	for _, pc := range plan.Claims {
@@ -177,7 +178,7 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 		sort.Slice(up.Reasons, func(i, j int) bool { return up.Reasons[i].NodePool < up.Reasons[j].NodePool })
 		res.Unplaceable = append(res.Unplaceable, up)
 	}
-	bound64, err := provision.LowerBound(placed, opts.Catalog)
+	bound64, err := pricebound.LowerBound(placed, opts.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("computing the lower bound: %w", err)
 	}
@@ -188,7 +189,7 @@ func Run(ctx context.Context, m *Manifests, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func nodeClaim(pc *provision.PlannedClaim) NodeClaim {
+func nodeClaim(pc *planner.PlannedClaim) NodeClaim {
 	cheapest := pc.Options[0]
 	out := NodeClaim{
 		NodePool:     pc.NodePool.Name,
@@ -199,7 +200,7 @@ func nodeClaim(pc *provision.PlannedClaim) NodeClaim {
 		Options:      len(pc.Options),
 		Allocatable:  quantities(cheapest.InstanceType.Allocatable()),
 	}
-	claim := provision.NewNodeClaim(pc)
+	claim := planner.NewNodeClaim(pc)
 	for _, r := range claim.Spec.Requirements {
 		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
 			out.InstanceTypes = r.Values
@@ -230,7 +231,7 @@ func usedByPool(nodes []*corev1.Node) map[string]corev1.ResourceList {
 			continue
 		}
 		used := scheduling.Add(out[pool], n.Status.Capacity)
-		out[pool] = scheduling.Add(used, corev1.ResourceList{provision.ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
+		out[pool] = scheduling.Add(used, corev1.ResourceList{planner.ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
 	}
 	return out
 }

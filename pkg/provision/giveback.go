@@ -13,6 +13,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // DefaultGiveBackAfter is Options.GiveBackAfter when unset: how long a NodeClaim this process
@@ -160,7 +161,7 @@ func leavingNodes(nodes []*corev1.Node, claims []*karpv1.NodeClaim) map[string]b
 	}
 	out := map[string]bool{}
 	for _, n := range nodes {
-		if IsLeaving(n, byNode[n.Name]) {
+		if scheduling.IsLeaving(n, byNode[n.Name]) {
 			out[n.Name] = true
 		}
 	}

@@ -3,8 +3,6 @@ package provision
 import (
 	"context"
 	"fmt"
-	"math"
-	"sort"
 	"sync"
 	"testing"
 
@@ -16,21 +14,24 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
-	"github.com/tailor-sh/tailor/pkg/scheduling"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
+// The provisioner's tests build pods, nodes and planners as the planner's own tests do; these are
+// the few helpers they share with them, kept here so that neither package's tests import the
+// other's.
+
 // One offline simulator (default kube-scheduler profile, fake clientset, no scheduler) serves
-// every test and benchmark in the package; they run one at a time, as one planner owns it.
+// every test in the package; they run one at a time, as one planner owns it.
 var (
 	simOnce sync.Once
 	sim     *simulation.Simulator
 	simErr  error
 )
 
-func testPlanner(tb testing.TB) *Planner {
+func testPlanner(tb testing.TB) *planner.Planner {
 	tb.Helper()
 	simOnce.Do(func() {
 		ctx := context.Background() // lives as long as the test binary
@@ -52,7 +53,7 @@ func testPlanner(tb testing.TB) *Planner {
 	if simErr != nil {
 		tb.Fatalf("building the offline simulator: %v", simErr)
 	}
-	return NewPlanner(sim)
+	return planner.NewPlanner(sim)
 }
 
 type podOpt func(*corev1.Pod)
@@ -79,11 +80,7 @@ func nodeSelector(key, value string) podOpt {
 	}
 }
 
-func tolerates(key string) podOpt {
-	return func(p *corev1.Pod) {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
-	}
-}
+func onNodeNamed(node string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
 
 func pods(n int, cpu, mem string) []*corev1.Pod {
 	out := make([]*corev1.Pod, n)
@@ -93,132 +90,10 @@ func pods(n int, cpu, mem string) []*corev1.Pod {
 	return out
 }
 
-type poolOpt func(*karpv1.NodePool)
-
 // newPool is a NodePool over the whole simulated catalog.
-func newPool(name string, opts ...poolOpt) Pool {
+func newPool(name string) planner.Pool {
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-pool-" + name)}}
-	for _, o := range opts {
-		o(np)
-	}
-	return Pool{NodePool: np, InstanceTypes: fake.Catalog()}
-}
-
-func requirement(key string, op corev1.NodeSelectorOperator, values ...string) poolOpt {
-	return func(np *karpv1.NodePool) {
-		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
-			karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values})
-	}
-}
-
-func taint(key string) poolOpt {
-	return func(np *karpv1.NodePool) {
-		np.Spec.Template.Spec.Taints = append(np.Spec.Template.Spec.Taints,
-			corev1.Taint{Key: key, Value: "true", Effect: corev1.TaintEffectNoSchedule})
-	}
-}
-
-func limitCPU(cpu string) poolOpt {
-	return func(np *karpv1.NodePool) {
-		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse(cpu)}
-	}
-}
-
-func weighted(w int32) poolOpt {
-	return func(np *karpv1.NodePool) { np.Spec.Weight = &w }
-}
-
-// sumRequests is what the pods ask for together, with "pods" counting them.
-func sumRequests(ps []*corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(len(ps)), resource.DecimalSI)}
-	for _, p := range ps {
-		out = scheduling.Add(out, scheduling.PodRequests(p))
-	}
-	return out
-}
-
-// holds reports, from the catalog's numbers alone, whether a node of it has room for ps.
-func holds(it *cloud.InstanceType, ps []*corev1.Pod) bool {
-	return scheduling.Fits(sumRequests(ps), it.Allocatable())
-}
-
-// catalogOffering is an (instance type, offering) pair straight from the catalog.
-type catalogOffering struct {
-	it *cloud.InstanceType
-	o  cloud.Offering
-}
-
-// offeringsHolding lists the available catalog offerings that have room for ps and satisfy keep,
-// with the lowest price among them.
-func offeringsHolding(ps []*corev1.Pod, keep func(*cloud.InstanceType, cloud.Offering) bool) ([]catalogOffering, float64) {
-	var out []catalogOffering
-	cheapest := math.Inf(1)
-	for _, it := range fake.Catalog() {
-		if !holds(it, ps) {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Available && keep(it, o) {
-				out = append(out, catalogOffering{it, o})
-				cheapest = math.Min(cheapest, o.PricePerHour)
-			}
-		}
-	}
-	return out, cheapest
-}
-
-// cheapestTypes returns the offerings of the n instance types whose cheapest offering is
-// cheapest, as a NodeClaim's list of at most n types keeps them.
-func cheapestTypes(offerings []catalogOffering, n int) []catalogOffering {
-	sorted := append([]catalogOffering{}, offerings...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].o.PricePerHour != sorted[j].o.PricePerHour {
-			return sorted[i].o.PricePerHour < sorted[j].o.PricePerHour
-		}
-		return sorted[i].it.Name < sorted[j].it.Name
-	})
-	types := map[string]bool{}
-	var out []catalogOffering
-	for _, c := range sorted {
-		if !types[c.it.Name] && len(types) == n {
-			continue
-		}
-		types[c.it.Name] = true
-		out = append(out, c)
-	}
-	return out
-}
-
-func optionKey(it *cloud.InstanceType, o cloud.Offering) string {
-	return it.Name + "/" + o.Zone + "/" + o.CapacityType
-}
-
-// reasonsOf returns the one Unplaceable entry for pod, failing the test if there is not one.
-func reasonsOf(t *testing.T, plan *Plan, pod *corev1.Pod) map[string]string {
-	t.Helper()
-	for _, u := range plan.Unplaceable {
-		if u.Pod.UID == pod.UID {
-			return u.Reasons
-		}
-	}
-	t.Fatalf("pod %s is not Unplaceable; plan: %s", pod.Name, summary(plan))
-	return nil
-}
-
-func summary(plan *Plan) string {
-	s := fmt.Sprintf("%d claims [", len(plan.Claims))
-	for _, c := range plan.Claims {
-		cheapest := ""
-		if len(c.Options) > 0 {
-			cheapest = c.Options[0].InstanceType.Name
-		}
-		s += fmt.Sprintf(" %s: %d pods, %d options, cheapest %s;", c.NodePool.Name, len(c.Pods), len(c.Options), cheapest)
-	}
-	s += fmt.Sprintf(" ], %d fit existing, %d to in-flight claims, %d unplaceable", len(plan.FitsExisting), len(plan.InFlight), len(plan.Unplaceable))
-	for _, u := range plan.Unplaceable {
-		s += fmt.Sprintf("\n  %s: %v", u.Pod.Name, u.Reasons)
-	}
-	return s
+	return planner.Pool{NodePool: np, InstanceTypes: fake.Catalog()}
 }
 
 // readyNode is a node that exists and takes pods, with the given allocatable cpu and memory.
@@ -235,13 +110,6 @@ func readyNode(name, cpu, mem string) *corev1.Node {
 	}
 }
 
-// maxCPU is the most cpu the claim may launch with: the capacity of its largest option.
-func maxCPU(pc *PlannedClaim) resource.Quantity {
-	var out resource.Quantity
-	for _, o := range pc.Options {
-		if c := o.InstanceType.Capacity[corev1.ResourceCPU]; c.Cmp(out) > 0 {
-			out = c
-		}
-	}
-	return out
+func selecting(app string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // LaunchHold bounds how long a pod waits for the node launched for it (see HeldFor), from the
@@ -16,9 +17,9 @@ const LaunchHold = 5 * time.Minute
 
 // HeldFor returns the only node pod may bind to, while it waits for the node a plan launched
 // for it: the node of its NodeClaim, until the claim initializes or LaunchHold has passed.
-// Before the cloud has named the node, the pod is held to none (""): harness seed 1873 had a
-// pod bind, in the 0.4 s between its plan and its launch, to a node launched for others that
-// came up meanwhile, and its own node stayed empty. The pods the nomination pass has not
+// Before the cloud has named the node, the pod is held to none (""), so that it cannot bind, in
+// the moment between its plan and its launch, to a node launched for others that comes up
+// meanwhile, and leave its own node empty. The pods the nomination pass has not
 // admitted there yet (see nominate) are held too: they wait for that pass, which runs in the
 // background after the launch, and a node that initializes first must not take them meanwhile. None is held past
 // its node's initialization, when the scheduler may refuse some of them there.
@@ -77,7 +78,7 @@ func (p *Provisioner) lapsedHolds(claims []*karpv1.NodeClaim, now time.Time) []s
 // view counts on a node in flight that are held to the node launched for them. A pod the
 // scheduler has assumed, or one counted on the replacement of a node that is leaving, is not
 // held, and will not pass Filter there again.
-func (p *Provisioner) spared(pending []*corev1.Pod, view *View) map[types.UID]bool {
+func (p *Provisioner) spared(pending []*corev1.Pod, view *planner.View) map[types.UID]bool {
 	out := map[types.UID]bool{}
 	note := func(pod *corev1.Pod) {
 		if _, held := p.HeldFor(pod); held {

@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // A plan is made from the informers as they were when it began, and on a loaded machine a plan
@@ -21,7 +23,7 @@ import (
 // claims left with none. A pod bound or deleted since counts as placed; one the scheduler has only
 // reserved does not, since Unreserve may yet send it back. The pods of leaving nodes (leaving) are
 // planned while still bound there, and are kept.
-func (p *Provisioner) stillPending(ctx context.Context, claims []*PlannedClaim, leaving map[types.UID]bool) []*PlannedClaim {
+func (p *Provisioner) stillPending(ctx context.Context, claims []*planner.PlannedClaim, leaving map[types.UID]bool) []*planner.PlannedClaim {
 	placed := func(pod *corev1.Pod) bool {
 		if leaving[pod.UID] {
 			return false

@@ -11,6 +11,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // Before a plan's claims are created, each loses the pods that bound or went while the plan was
@@ -29,14 +32,14 @@ func TestClaimsLoseThePodsPlacedWhileTheyWerePlanned(t *testing.T) {
 	p := New(Options{SchedulerName: "tailor", Clock: clocktesting.NewFakeClock(time.Now()), Pods: corelisters.NewPodLister(store)})
 	p.assumed[reserved.UID] = "n2"
 	// The plan saw every one of them pending.
-	asPlanned := func(pods ...*corev1.Pod) *PlannedClaim {
-		pc := &PlannedClaim{NodePool: newPool("default").NodePool}
+	asPlanned := func(pods ...*corev1.Pod) *planner.PlannedClaim {
+		pc := &planner.PlannedClaim{NodePool: newPool("default").NodePool}
 		for _, pod := range pods {
-			pc.Pods = append(pc.Pods, Unbound(pod))
+			pc.Pods = append(pc.Pods, scheduling.Unbound(pod))
 		}
 		return pc
 	}
-	claims := []*PlannedClaim{asPlanned(bound, deleted), asPlanned(pending, reserved), asPlanned(leaving)}
+	claims := []*planner.PlannedClaim{asPlanned(bound, deleted), asPlanned(pending, reserved), asPlanned(leaving)}
 	got := p.stillPending(context.Background(), claims, map[types.UID]bool{leaving.UID: true})
 	var names [][]string
 	for _, pc := range got {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // Ledger is the part of the scheduler's view that the informers do not show yet.
@@ -67,7 +68,7 @@ func (p *Provisioner) listed() uint64 {
 // forgetStale drops what memory no longer needs to hold: plans whose NodeClaim is gone or
 // initialized (the scheduler sees that node itself now), and assumptions and hand-overs of pods
 // that are bound or gone. It returns the cluster to plan from and the pods handed over.
-func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim, listed uint64) (*Cluster, map[types.UID]bool) {
+func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim, listed uint64) (*planner.Cluster, map[types.UID]bool) {
 	inFlight := map[string]bool{}
 	claimNode := map[string]string{}
 	for _, c := range claims {
@@ -157,7 +158,7 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.reserved, uid)
 		}
 	}
-	return &Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
+	return &planner.Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
 		maps.Clone(p.enqueued)
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // nominateWorkers bounds the nomination patches in flight at once.
@@ -266,14 +267,14 @@ func (p *Provisioner) setNomination(ctx context.Context, pod *corev1.Pod, node s
 
 // clearStaleNominations clears the nominations this process wrote for pods a plan has just found
 // no place for, in the background. Once a pod's NodeClaim initializes, nominate leaves the
-// nomination to its node alone (the scheduler tries that node first), and nothing else took it
-// back: harness seed 1778 left a Job's pod that no node could hold by its spread nominated to a
-// Ready node it did not fit, which told its readers the pod was on its way there. What would
+// nomination to its node alone (the scheduler tries that node first), and nothing else takes it
+// back: a pod that no node can hold (a Job's pod its spread refuses everywhere, say) would stay
+// nominated to a Ready node it does not fit, telling its readers it is on its way there. What would
 // give the node back through PostFilter (the destination, the admission, the heading) goes too,
 // for every pod no plan places, nominated or not;
 // and the patch applies only if the nomination is still the one read before the plan, so a
 // nomination the scheduler's preemption wrote since stays.
-func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []Unplaceable) {
+func (p *Provisioner) clearStaleNominations(ctx context.Context, unplaceable []planner.Unplaceable) {
 	pods := make([]*corev1.Pod, len(unplaceable))
 	for i, u := range unplaceable {
 		pods[i] = u.Pod

@@ -10,6 +10,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // A pod a plan finds no place for loses the nomination Tailor wrote for it (harness seed 1778),
@@ -35,7 +37,7 @@ func TestUnplaceablePodsLoseTailorsNomination(t *testing.T) {
 	if _, err := kube.CoreV1().Pods(moved.Namespace).UpdateStatus(ctx, moved, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p.clearStaleNominations(ctx, []Unplaceable{{Pod: ours}, {Pod: theirs}, {Pod: since}})
+	p.clearStaleNominations(ctx, []planner.Unplaceable{{Pod: ours}, {Pod: theirs}, {Pod: since}})
 	want := map[string]string{"ours": "", "theirs": "n2", "since": "n4"}
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		for name, node := range want {
@@ -67,7 +69,7 @@ func TestUnplaceablePodsAreHeadedNowhere(t *testing.T) {
 	p.mu.Lock()
 	p.headFor(pod, "n1")
 	p.mu.Unlock()
-	p.clearStaleNominations(context.Background(), []Unplaceable{{Pod: pod}})
+	p.clearStaleNominations(context.Background(), []planner.Unplaceable{{Pod: pod}})
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if h, ok := p.headed[pod.UID]; ok {

@@ -30,6 +30,7 @@ import (
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -217,7 +218,7 @@ func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
 
 // Run plans after every batch until ctx ends. checker is a simulator of the scheduler's profile
 // other than the planner's, for questions asked beside planning (see schedulerView).
-func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simulation.Simulator) {
+func (p *Provisioner) Run(ctx context.Context, pl *planner.Planner, checker *simulation.Simulator) {
 	logger := klog.FromContext(ctx).WithName("provisioner")
 	ctx = klog.NewContext(ctx, logger)
 	p.mu.Lock()
@@ -232,7 +233,7 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simula
 	go controller.Every(ctx, p.opts.Clock, ResyncInterval, p.batcher.Nudge)
 	for p.batcher.Wait(ctx) {
 		waiters := p.takeWaiters()
-		err := p.reconcile(ctx, planner)
+		err := p.reconcile(ctx, pl)
 		answer(waiters, err)
 		if err != nil {
 			logger.Error(err, "Provisioning failed; retrying")
@@ -247,53 +248,116 @@ func (p *Provisioner) Run(ctx context.Context, planner *Planner, checker *simula
 	}
 }
 
-func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
-	logger := klog.FromContext(ctx)
+// reconcile is one round of provisioning, in the order of its steps: read the cluster, view it as
+// the scheduler does, gather the pods that wait for capacity, plan them, record what the plan
+// decided, launch its NodeClaims, and report to the pods it could not place. Only launch and the
+// reports write to the API server; a round that finds nothing pending writes nothing but what
+// earlier rounds left to say.
+func (p *Provisioner) reconcile(ctx context.Context, pl *planner.Planner) error {
 	start := p.opts.Clock.Now()
-	listed := p.listed()
-	nodes, err := p.opts.Nodes.List(labels.Everything())
+	r, err := p.readCluster(ctx)
 	if err != nil {
 		return err
 	}
-	pods, err := p.opts.Pods.List(labels.Everything())
+	view, enqueued := p.viewOf(ctx, pl, r)
+	pending, unbound := p.pendingPods(ctx, r, view, enqueued)
+	if len(pending) == 0 {
+		p.tellUnavailable(nil, nil, unbound)
+		p.nominateSoon(ctx)
+		return nil
+	}
+	planStart := p.opts.Clock.Now()
+	plan, err := p.plan(ctx, pl, view, r.pools, pending)
 	if err != nil {
 		return err
+	}
+	planned := p.opts.Clock.Since(planStart)
+	p.record(pending, plan)
+	createStart := p.opts.Clock.Now()
+	errs := p.launch(ctx, plan, view)
+	creating := p.opts.Clock.Since(createStart)
+	p.report(ctx, plan, r.unavailable, unbound)
+	klog.FromContext(ctx).V(2).Info("Planned", "pending", len(pending), "newClaims", len(plan.Claims), "toInFlight", len(plan.InFlight),
+		"fitExisting", len(plan.FitsExisting), "unplaceable", len(plan.Unplaceable), "duration", p.opts.Clock.Since(start),
+		"planning", planned, "creating", creating)
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// reading is what one round read from the listers and the cloud.
+type reading struct {
+	// listed is the ledger's count of creates when the round began (see listed).
+	listed uint64
+	nodes  []*corev1.Node
+	pods   []*corev1.Pod
+	// claims are the listed NodeClaims and those this process created that the lister lacks yet.
+	claims []*karpv1.NodeClaim
+	// pools are the NodePools that can launch, with their instance types and usage.
+	pools       []planner.Pool
+	typesByPool map[string][]*cloud.InstanceType
+	// unavailable are the NodePools left out of the plan, and why.
+	unavailable []unavailablePool
+}
+
+// readCluster lists nodes, pods, NodeClaims and the NodePools able to launch, with what each pool
+// already holds, so that a plan never takes a pool over its limits.
+func (p *Provisioner) readCluster(ctx context.Context) (*reading, error) {
+	r := &reading{listed: p.listed()}
+	var err error
+	if r.nodes, err = p.opts.Nodes.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if r.pods, err = p.opts.Pods.List(labels.Everything()); err != nil {
+		return nil, err
 	}
 	cached, err := p.opts.ClaimLister.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	claims := p.withCreated(cached)
-	pools, typesByPool, unavailable, err := p.pools(ctx)
-	if err != nil {
-		return err
+	r.claims = p.withCreated(cached)
+	if r.pools, r.typesByPool, r.unavailable, err = p.pools(ctx); err != nil {
+		return nil, err
 	}
-	usage := PoolUsage(claims, typesByPool)
-	for i := range pools {
-		pools[i].Used = usage[pools[i].NodePool.Name]
+	usage := planner.PoolUsage(r.claims, r.typesByPool)
+	for i := range r.pools {
+		r.pools[i].Used = usage[r.pools[i].NodePool.Name]
 	}
+	return r, nil
+}
 
-	cluster, enqueued := p.forgetStale(nodes, pods, claims, listed)
-	view := cluster.View(typesByPool)
-	if loose := planner.Ungrounded(ctx, view); len(loose) > 0 {
+// viewOf is the cluster as the scheduler will see it once what this process has planned lands,
+// with the pods handed over to it since the last round (enqueued). A pod a plan sent where the
+// scheduler would now refuse it is counted nowhere, and planned again.
+func (p *Provisioner) viewOf(ctx context.Context, pl *planner.Planner, r *reading) (*planner.View, map[types.UID]bool) {
+	cluster, enqueued := p.forgetStale(r.nodes, r.pods, r.claims, r.listed)
+	view := cluster.View(r.typesByPool)
+	if loose := pl.Ungrounded(ctx, view); len(loose) > 0 {
 		view.Uncount(loose)
 		p.forgetHeadings(ctx, loose)
-		logger.V(2).Info("Planning again pods the scheduler would now refuse where a plan sent them", "pods", len(loose))
+		klog.FromContext(ctx).V(2).Info("Planning again pods the scheduler would now refuse where a plan sent them", "pods", len(loose))
 	}
-	nodeNames := make(map[string]bool, len(nodes))
-	nodesByName := make(map[string]*corev1.Node, len(nodes))
-	for _, n := range nodes {
+	return view, enqueued
+}
+
+// pendingPods are the pods of this scheduler that wait for capacity: unbound, counted nowhere in
+// the view, not on their way to a node preemption freed, not held back by the refusal backoff,
+// and known to need capacity; and the pods of leaving nodes, planned before they are evicted. It
+// also returns every unbound pod, whose refusals and reports are kept while they wait.
+func (p *Provisioner) pendingPods(ctx context.Context, r *reading, view *planner.View, enqueued map[types.UID]bool) ([]*corev1.Pod, map[types.UID]bool) {
+	nodeNames := make(map[string]bool, len(r.nodes))
+	for _, n := range r.nodes {
 		nodeNames[n.Name] = true
-		nodesByName[n.Name] = n
 	}
-	claimsByName := make(map[string]*karpv1.NodeClaim, len(claims))
-	for _, c := range claims {
+	claimsByName := make(map[string]*karpv1.NodeClaim, len(r.claims))
+	for _, c := range r.claims {
 		claimsByName[c.Name] = c
 	}
 	var tripped []*corev1.Pod // pods the refusal backoff just stopped (refusals.go)
 	var pending []*corev1.Pod
 	needed := false // whether any of them is known to need capacity (see IsProvisionable)
-	for _, pod := range pods {
+	for _, pod := range r.pods {
 		if view.Counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
 			continue
 		}
@@ -319,31 +383,36 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 	}
 	// What a pod was told is kept while it is unbound, planned this time or not: one counted on a
 	// claim in flight is told again only if that claim fails for another reason.
-	unboundUIDs := make(map[types.UID]bool, len(pending))
-	for _, pod := range pods {
+	unbound := make(map[types.UID]bool, len(pending))
+	for _, pod := range r.pods {
 		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
-			unboundUIDs[pod.UID] = true
+			unbound[pod.UID] = true
 		}
 	}
-	p.forgetRefusals(unboundUIDs)
-	p.tellRefused(ctx, tripped, nodes, pods, claims)
-	if len(pending) == 0 {
-		p.tellUnavailable(nil, nil, unboundUIDs)
-		p.nominateSoon(ctx)
-		return nil
-	}
-	planStart := p.opts.Clock.Now()
+	p.forgetRefusals(unbound)
+	p.tellRefused(ctx, tripped, r.nodes, r.pods, r.claims)
+	return pending, unbound
+}
+
+// plan asks the planner where the pending pods go, over the view and the pools.
+func (p *Provisioner) plan(ctx context.Context, pl *planner.Planner, view *planner.View, pools []planner.Pool, pending []*corev1.Pod) (*planner.Plan, error) {
+	start := p.opts.Clock.Now()
 	dss, err := p.opts.DaemonSets.List(labels.Everything())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	plan := planner.Plan(ctx, Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Unsettled: view.Unsettled, Spared: p.spared(pending, view), Pools: pools,
-		DaemonSets: DaemonSetPods(dss), Destined: p.destinations(pending)})
-	planned := p.opts.Clock.Since(planStart)
-	metrics.PlanDuration.Observe(planned.Seconds())
+	plan := pl.Plan(ctx, planner.Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Unsettled: view.Unsettled, Spared: p.spared(pending, view), Pools: pools,
+		DaemonSets: planner.DaemonSetPods(dss), Destined: p.destinations(pending)})
+	metrics.PlanDuration.Observe(p.opts.Clock.Since(start).Seconds())
 	metrics.PodsPerPlan.Observe(float64(len(pending)))
+	return plan, nil
+}
 
+// record notes, under the lock, where the plan sent each pod: to a claim in flight or to a node
+// that exists. The hand-over and the nominations read it; the next plan counts the pods there.
+func (p *Provisioner) record(pending []*corev1.Pod, plan *planner.Plan) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.noteKept(pending)
 	for claim, ps := range plan.InFlight {
 		for _, pod := range ps {
@@ -368,13 +437,16 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 			p.headFor(pod, node)
 		}
 	}
-	p.mu.Unlock()
+}
+
+// launch creates the plan's NodeClaims that still have a pod waiting for them, side by side, and
+// tells each pod the claim it should schedule on. It returns what failed.
+func (p *Provisioner) launch(ctx context.Context, plan *planner.Plan, view *planner.View) []string {
 	leaving := make(map[types.UID]bool, len(view.Reschedulable))
 	for _, pod := range view.Reschedulable {
 		leaving[pod.UID] = true
 	}
 	plan.Claims = p.stillPending(ctx, plan.Claims, leaving)
-	createStart := p.opts.Clock.Now()
 	var errs []string
 	// The claims are created side by side: a burst plans many, and each create is a round trip.
 	var errMu sync.Mutex
@@ -399,7 +471,13 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 				"Pod should schedule on NodeClaim %s", claim.Name)
 		}
 	}
-	told := p.tellUnavailable(plan.Unplaceable, unavailable, unboundUIDs)
+	return errs
+}
+
+// report tells the pods the plan could not place why, per NodePool, and clears the nominations
+// that no plan backs any more.
+func (p *Provisioner) report(ctx context.Context, plan *planner.Plan, unavailable []unavailablePool, unbound map[types.UID]bool) {
+	told := p.tellUnavailable(plan.Unplaceable, unavailable, unbound)
 	p.clearStaleNominations(ctx, plan.Unplaceable)
 	for _, u := range plan.Unplaceable {
 		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
@@ -408,23 +486,16 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 		p.explain(u)
 	}
-	logger.V(2).Info("Planned", "pending", len(pending), "newClaims", len(plan.Claims), "toInFlight", len(plan.InFlight),
-		"fitExisting", len(plan.FitsExisting), "unplaceable", len(plan.Unplaceable), "duration", p.opts.Clock.Since(start),
-		"planning", planned, "creating", p.opts.Clock.Since(createStart))
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return nil
 }
 
 // create creates the NodeClaim for a planned claim and books its pods on it.
-func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.NodeClaim, error) {
-	created, err := p.opts.NodeClaims.Create(ctx, NewNodeClaim(pc), metav1.CreateOptions{})
+func (p *Provisioner) create(ctx context.Context, pc *planner.PlannedClaim) (*karpv1.NodeClaim, error) {
+	created, err := p.opts.NodeClaims.Create(ctx, planner.NewNodeClaim(pc), metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
-	metrics.NodeClaimCreated(pc.NodePool.Name, "provisioned", created.Annotations[MinValuesRelaxedAnnotationKey] == "true")
+	metrics.NodeClaimCreated(pc.NodePool.Name, "provisioned", created.Annotations[planner.MinValuesRelaxedAnnotationKey] == "true")
 	p.mu.Lock()
 	for _, pod := range pc.Pods {
 		p.planned[pod.UID] = created.Name
@@ -450,8 +521,8 @@ func (p *Provisioner) create(ctx context.Context, pc *PlannedClaim) (*karpv1.Nod
 // and those that may not launch now for a reason replanning cannot change (their node class is
 // not ready, or a permanent launch failure holds them back). Other errors fail the plan, which
 // is retried.
-func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.InstanceType, []unavailablePool, error) {
-	var pools []Pool
+func (p *Provisioner) pools(ctx context.Context) ([]planner.Pool, map[string][]*cloud.InstanceType, []unavailablePool, error) {
+	var pools []planner.Pool
 	var unavailable []unavailablePool
 	byPool := map[string][]*cloud.InstanceType{}
 	listed, err := p.opts.PoolLister.List(labels.Everything())
@@ -478,35 +549,16 @@ func (p *Provisioner) pools(ctx context.Context) ([]Pool, map[string][]*cloud.In
 			return nil, nil, nil, fmt.Errorf("listing instance types for NodePool %q: %w", np.Name, err)
 		}
 		byPool[np.Name] = its
-		pools = append(pools, Pool{NodePool: np, InstanceTypes: its})
+		pools = append(pools, planner.Pool{NodePool: np, InstanceTypes: its})
 	}
-	SortPools(pools)
+	planner.SortPools(pools)
 	return pools, byPool, unavailable, nil
-}
-
-// SortPools orders pools as the planner wants them: highest weight first (no weight is 0), then
-// by name so that plans are deterministic.
-func SortPools(pools []Pool) {
-	sort.SliceStable(pools, func(i, j int) bool {
-		wi, wj := weight(pools[i].NodePool), weight(pools[j].NodePool)
-		if wi != wj {
-			return wi > wj
-		}
-		return pools[i].NodePool.Name < pools[j].NodePool.Name
-	})
-}
-
-func weight(np *karpv1.NodePool) int32 {
-	if np.Spec.Weight == nil {
-		return 0
-	}
-	return *np.Spec.Weight
 }
 
 // explain records, as Events on the pod, why each NodePool could not hold it. Each Event names
 // its NodePool as the related object, which also keeps the recorder from folding the NodePools'
 // Events into one series.
-func (p *Provisioner) explain(u Unplaceable) {
+func (p *Provisioner) explain(u planner.Unplaceable) {
 	names := make([]string, 0, len(u.Reasons))
 	for name := range u.Reasons {
 		names = append(names, name)

@@ -16,8 +16,8 @@ import (
 )
 
 // A plan that puts a pod where the scheduler will not take it launches a node for nothing, and
-// the next plan, made the same way, launches another: harness seed 1708 launched 157 NodeClaims
-// in 90 s for three pods before its cause was found (preferences.go). Whatever the next such
+// the next plan, made the same way, launches another: one such cause (preferences.go) launched
+// 157 NodeClaims in 90 s for three pods before it was found. Whatever the next such
 // cause is, it must cost a few nodes and say so, not a fleet.
 //
 // So a node launched for a pod refuses it when a scheduling cycle had that node up (labelled

@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -45,7 +46,7 @@ func newSchedulerView(sim *simulation.Simulator, nodes []*corev1.Node, pods []*c
 			placed = append(placed, p)
 		}
 	}
-	c := &Cluster{Nodes: initializedNodes(nodes, claims), Pods: placed, Claims: claims, Assumed: assumed}
+	c := &planner.Cluster{Nodes: initializedNodes(nodes, claims), Pods: placed, Claims: claims, Assumed: assumed}
 	v := c.View(nil)
 	sv := &schedulerView{sim: sim, snapshot: schedcache.NewSnapshot(v.Pods, v.Nodes),
 		nominated: map[string][]fwk.PodInfo{}, nominatedTo: map[types.UID]string{}}
@@ -106,7 +107,7 @@ func (v *schedulerView) admits(ctx context.Context, pre preFiltered, pod *corev1
 	if pre.status != nil {
 		return pre.status
 	}
-	if !allowedByPreFilter(pre.result, node) {
+	if !simulation.AllowedByPreFilter(pre.result, node) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't satisfy plugin(s) at PreFilter")
 	}
 	info, err := v.snapshot.NodeInfos().Get(node)

@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // unavailablePool is a NodePool left out of plans: its node class is not ready, or a permanent
@@ -66,7 +67,7 @@ func nodeClassName(np *karpv1.NodePool) string {
 // that would have served it, naming the pool, its node class and the reason; the same reason is
 // not told twice, however many plans run while it lasts. It returns the pods it told about some
 // pool (now or before). unbound are the pods not yet bound: what others were told is forgotten.
-func (p *Provisioner) tellUnavailable(unplaceable []Unplaceable, unavailable []unavailablePool, unbound map[types.UID]bool) map[types.UID]bool {
+func (p *Provisioner) tellUnavailable(unplaceable []planner.Unplaceable, unavailable []unavailablePool, unbound map[types.UID]bool) map[types.UID]bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for uid := range p.told {

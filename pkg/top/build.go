@@ -12,7 +12,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/bound"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -146,13 +146,13 @@ func Build(c Cluster, o Options) (*Snapshot, error) {
 	}
 	sort.Slice(s.NodePools, func(i, j int) bool { return s.NodePools[i].Name < s.NodePools[j].Name })
 	s.Fleet.PendingPods = len(s.Pending)
-	bound, err := provision.LowerBoundOf(float64(cpuMilli)/1e3, float64(memBytes)/(1<<30), o.Catalog)
+	lower, err := bound.LowerBoundOf(float64(cpuMilli)/1e3, float64(memBytes)/(1<<30), o.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("the lower bound of the %d running pods: %w", running, err)
 	}
-	s.Fleet.LowerBoundPerHour = bound
-	if bound > 0 {
-		s.Fleet.PriceToBound = s.Fleet.PricePerHour / bound
+	s.Fleet.LowerBoundPerHour = lower
+	if lower > 0 {
+		s.Fleet.PriceToBound = s.Fleet.PricePerHour / lower
 	}
 
 	for _, nc := range c.NodeClaims {

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/bound"
 )
 
 func mustSelector(t testing.TB, s string) labels.Selector {
@@ -39,9 +39,9 @@ func TestBuildFigures(t *testing.T) {
 		t.Errorf("fleet %+v, want 4 nodes, 6 pods, 2 pending, $%.4f/h", f, price)
 	}
 	var running = c.Pods[:6]
-	bound, err := provision.LowerBound(running, o.Catalog)
-	if err != nil || math.Abs(f.LowerBoundPerHour-bound) > 1e-9 || math.Abs(f.PriceToBound-price/bound) > 1e-9 {
-		t.Errorf("bound %v (ratio %v), want %v (%v)", f.LowerBoundPerHour, f.PriceToBound, bound, err)
+	lower, err := bound.LowerBound(running, o.Catalog)
+	if err != nil || math.Abs(f.LowerBoundPerHour-lower) > 1e-9 || math.Abs(f.PriceToBound-price/lower) > 1e-9 {
+		t.Errorf("bound %v (ratio %v), want %v (%v)", f.LowerBoundPerHour, f.PriceToBound, lower, err)
 	}
 	if f.Usage.CPURequestedMilli != 3000+7000+2000+100 {
 		t.Errorf("cpu requested %d: the finished job counts, or a running pod does not", f.Usage.CPURequestedMilli)

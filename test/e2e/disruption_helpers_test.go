@@ -12,7 +12,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
-	"github.com/tailor-sh/tailor/pkg/provision"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -180,7 +180,7 @@ func (e *env) scratchPrice(pool, selector string) float64 {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	plan := provision.NewPlanner(sim).Plan(e.ctx, provision.Input{Pending: pending, Pools: []provision.Pool{{NodePool: np, InstanceTypes: its}}})
+	plan := planner.NewPlanner(sim).Plan(e.ctx, planner.Input{Pending: pending, Pools: []planner.Pool{{NodePool: np, InstanceTypes: its}}})
 	if len(plan.Unplaceable) > 0 {
 		e.t.Fatalf("the planner cannot place %d pods from scratch", len(plan.Unplaceable))
 	}

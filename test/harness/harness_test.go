@@ -24,7 +24,7 @@ var FixedSeeds = []uint64{1, 2, 3, 5}
 // Fixed by nominating only what the scheduler takes (pkg/provision/admissible.go).
 //
 // Seed 1413 (fake): replicas with required pod affinity by zone to each other and zone spread
-// over two zones stayed Pending beside an empty zone (pkg/provision/domains.go). It passes
+// over two zones stayed Pending beside an empty zone (pkg/provision/planner/domains.go). It passes
 // since, but is left out: its 55 s would take the fixed run (about 155 s) past 3 minutes.
 // TestEmptyDomainsYieldToTheScheduler keeps it fixed; replay it with HARNESS_SEEDS=1413, .
 //

@@ -11,7 +11,6 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
-	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -39,10 +38,10 @@ type Finding struct {
 // claims, so that changing how hashes are computed does not replace every node.
 func Static(claim *karpv1.NodeClaim, pool *karpv1.NodePool) *Finding {
 	have, ok := claim.Annotations[karpv1.NodePoolHashAnnotationKey]
-	if !ok || claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != hash.Version {
+	if !ok || claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != karpv1.NodePoolHashVersion {
 		return nil
 	}
-	if want := hash.Hash(pool); have != want {
+	if want := pool.Hash(); have != want {
 		return &Finding{NodePoolDrifted, fmt.Sprintf("the template of NodePool %s changed (labels, annotations, taints, startup taints or node class; hash %s, the NodeClaim was made from %s)",
 			pool.Name, want, have)}
 	}

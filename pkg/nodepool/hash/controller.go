@@ -32,9 +32,9 @@ type Options struct {
 }
 
 // Controller stamps each NodePool with its template hash, and re-stamps the pool's NodeClaims
-// that carry a hash of another Version. Such claims were launched by a Tailor that hashed
-// differently: their hash cannot be compared, and calling them drifted would replace every node
-// on an upgrade. Claims already Drifted keep their hash, so a real drift is not forgotten.
+// that carry a hash of another version (karpv1.NodePoolHashVersion). Such claims were launched
+// by a Tailor that hashed differently: their hash cannot be compared, and calling them drifted
+// would replace every node on an upgrade. Claims already Drifted keep their hash, so a real drift is not forgotten.
 type Controller struct {
 	opts  Options
 	queue *controller.Queue
@@ -56,7 +56,7 @@ func NewController(opts Options) (*Controller, error) {
 	}
 	// A claim that arrives with another hash version (made before an upgrade) is re-stamped too.
 	_, err := opts.ClaimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-		if claim, ok := obj.(*karpv1.NodeClaim); ok && claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != Version {
+		if claim, ok := obj.(*karpv1.NodeClaim); ok && claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] != karpv1.NodePoolHashVersion {
 			if pool := claim.Labels[karpv1.NodePoolLabelKey]; pool != "" {
 				c.queue.Add(pool)
 			}
@@ -84,14 +84,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	}
 	for _, claim := range claims {
 		if claim.Labels[karpv1.NodePoolLabelKey] != np.Name || claim.DeletionTimestamp != nil ||
-			claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == Version || claim.IsTrue(karpv1.ConditionTypeDrifted) {
+			claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == karpv1.NodePoolHashVersion || claim.IsTrue(karpv1.ConditionTypeDrifted) {
 			continue
 		}
 		if _, err := c.opts.NodeClaims.Patch(ctx, claim.Name, types.MergePatchType, stampPatch(np), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return 0, fmt.Errorf("re-stamping the NodePool hash on NodeClaim %s: %w", claim.Name, err)
 		}
 		klog.FromContext(ctx).Info("Re-stamped NodeClaim with the current NodePool hash version", "nodeClaim", claim.Name,
-			"nodePool", np.Name, "was", claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey], "version", Version)
+			"nodePool", np.Name, "was", claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey], "version", karpv1.NodePoolHashVersion)
 	}
 	return 0, nil
 }

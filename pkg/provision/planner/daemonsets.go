@@ -1,0 +1,133 @@
+package planner
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	daemonutil "k8s.io/kubernetes/pkg/controller/daemon/util"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// DaemonSetPods returns the pod each DaemonSet would run on a new node, with the tolerations the
+// DaemonSet controller adds, so that a template node is filled with its daemons before any
+// pending pod is weighed against it.
+func DaemonSetPods(dss []*appsv1.DaemonSet) []*corev1.Pod {
+	controller := true
+	out := make([]*corev1.Pod, 0, len(dss))
+	for _, ds := range dss {
+		if ds.DeletionTimestamp != nil {
+			continue
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      ds.Name + "-on-new-node",
+				Namespace: ds.Namespace,
+				UID:       types.UID("daemonset-" + string(ds.UID)),
+				Labels:    ds.Spec.Template.Labels,
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &controller,
+				}},
+			},
+			Spec: *ds.Spec.Template.Spec.DeepCopy(),
+		}
+		daemonutil.AddOrUpdateDaemonPodTolerations(&pod.Spec)
+		out = append(out, pod)
+	}
+	return out
+}
+
+// daemons are the DaemonSet pods of one plan, each with the PreFilter state it was prepared with.
+type daemons struct {
+	pods   []*corev1.Pod
+	states []fwk.CycleState
+}
+
+// prepareDaemons runs PreFilter for each DaemonSet pod against the plan's snapshot; a pod whose
+// PreFilter rejects it would run on no node, and is left out.
+func (pl *Planner) prepareDaemons(ctx context.Context, pods []*corev1.Pod) *daemons {
+	d := &daemons{}
+	for _, p := range pods {
+		state, _, status := pl.sim.PreFilter(ctx, p)
+		if status != nil {
+			continue
+		}
+		d.pods = append(d.pods, p)
+		d.states = append(d.states, state)
+	}
+	return d
+}
+
+// daemonsOn returns the DaemonSet pods that would run on the candidate: those whose placement
+// Filters (taints, labels, ports, ...; not room) pass on its template node. Room is left out as
+// the DaemonSet controller leaves it out: it creates the pod on every node it may run on, and a
+// node too small for its daemons and the pending pods is not one to launch. Computed once per
+// candidate and plan.
+func (pl *Planner) daemonsOn(ctx context.Context, c *candidate, d *daemons) []*corev1.Pod {
+	if c.daemonsKnown {
+		return c.daemons
+	}
+	c.daemonsKnown = true
+	ni := framework.NewNodeInfo()
+	ni.SetNode(c.templateNode("daemonset-probe"))
+	for i, p := range d.pods {
+		if pl.sim.FilterPlacement(ctx, d.states[i], p, ni).IsSuccess() || pl.daemonRunsOnSome(ctx, c, ni, d.states[i], p) {
+			ni.AddPod(p)
+			c.daemons = append(c.daemons, p)
+		}
+	}
+	return c.daemons
+}
+
+// daemonRunsOnSome reports whether the DaemonSet pod would run on the probe ni labelled with some
+// value of the pool's free custom keys that it names (see daemonChoices).
+func (pl *Planner) daemonRunsOnSome(ctx context.Context, c *candidate, ni *framework.NodeInfo, state fwk.CycleState, p *corev1.Pod) bool {
+	for _, choice := range c.pool.daemonChoices(p) {
+		view := *ni
+		view.SetNode(c.templateNode("daemonset-probe", choice))
+		if pl.sim.FilterPlacement(ctx, state, p, &view).IsSuccess() {
+			return true
+		}
+	}
+	return false
+}
+
+// reserveDaemonsInFlight puts on every node in flight the DaemonSet pods that will run there and
+// are not there yet: a NodeClaim's stand-in, or a node that registered before the DaemonSet
+// controller created its pods, would otherwise look roomier than it will be, and pods planned
+// onto the room their daemons then take would not fit when the node is ready.
+func (pl *Planner) reserveDaemonsInFlight(ctx context.Context, snapshot *simulation.Snapshot, nodes []fwk.NodeInfo, inFlight map[string]string) {
+	if pl.daemons == nil || len(pl.daemons.pods) == 0 {
+		return
+	}
+	for _, ni := range nodes {
+		node := ni.Node()
+		if _, ok := inFlight[node.Name]; !ok {
+			continue
+		}
+		info, ok := ni.(*framework.NodeInfo)
+		if !ok {
+			continue
+		}
+		running := map[types.UID]bool{}
+		for _, p := range info.GetPods() {
+			if ref := metav1.GetControllerOf(p.GetPod()); ref != nil && ref.Kind == "DaemonSet" {
+				running[ref.UID] = true
+			}
+		}
+		for i, d := range pl.daemons.pods {
+			ref := metav1.GetControllerOf(d)
+			if ref == nil || running[ref.UID] {
+				continue
+			}
+			if pl.sim.FilterPlacement(ctx, pl.daemons.states[i], d, info).IsSuccess() {
+				snapshot.AddPod(info, onNode(d, node.Name))
+			}
+		}
+	}
+}

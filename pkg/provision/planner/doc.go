@@ -1,0 +1,10 @@
+// Package planner decides where pending pods go: Input (the cluster as the scheduler sees it, the
+// pending pods, the NodePools with their instance types) becomes a Plan (pods that fit nodes
+// that exist or are launching, NodeClaims to create, pods nothing can hold and why). Every "does
+// this pod fit there?" is answered by the scheduler profile's own Filter plugins, through
+// pkg/simulation.
+//
+// It is a pure function of its input: no client, lister, clock, event recorder or metric. The
+// provisioner (pkg/provision) reads the cluster, calls it, and writes what it decided;
+// consolidation (pkg/disruption) and `tailor plan` call it on views of their own.
+package planner

@@ -1,0 +1,193 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+// explain says why pod passed the Filters on none of the options, in the words of the plugins
+// that refused it, with the detail a user needs to act: the requirement key that conflicts, or the
+// largest instance type when none is big enough.
+func explain(pod *corev1.Pod, options []*option, statuses []*fwk.Status) string {
+	counts := map[string]int{}
+	insufficient := false
+	for _, s := range statuses {
+		if s.IsSuccess() {
+			continue
+		}
+		for _, r := range s.Reasons() {
+			counts[r]++
+			if strings.HasPrefix(r, "Insufficient ") || strings.HasPrefix(r, "Too many pods") {
+				insufficient = true
+			}
+		}
+	}
+	reasons := make([]string, 0, len(counts))
+	for r := range counts {
+		reasons = append(reasons, r)
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if counts[reasons[i]] != counts[reasons[j]] {
+			return counts[reasons[i]] > counts[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	parts := make([]string, 0, len(reasons)+2)
+	for _, r := range reasons {
+		parts = append(parts, fmt.Sprintf("%s (%d)", r, counts[r]))
+	}
+	msg := fmt.Sprintf("none of %d offerings fits: %s", len(options), strings.Join(parts, ", "))
+	if keys := conflictingKeys(pod, options); len(keys) > 0 {
+		msg += "; requirement keys with no compatible offering: " + strings.Join(keys, ", ")
+	}
+	if taint, ok := untolerated(pod, options); ok {
+		msg += fmt.Sprintf("; the pod does not tolerate the NodePool's taint %s", taint.ToString())
+	}
+	if insufficient {
+		msg += "; " + largest(pod, options)
+	}
+	return msg
+}
+
+// untolerated returns a NoSchedule or NoExecute taint of the NodePool that the pod does not
+// tolerate. Every option of a pool carries the same taints, so the first option speaks for all.
+func untolerated(pod *corev1.Pod, options []*option) (corev1.Taint, bool) {
+	if len(options) == 0 {
+		return corev1.Taint{}, false
+	}
+	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), options[0].info.Node().Spec.Taints, pod.Spec.Tolerations,
+		func(t *corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		}, true)
+}
+
+// conflictingKeys returns the keys of the pod's node selector and required node affinity that no
+// offering's labels satisfy on their own.
+func conflictingKeys(pod *corev1.Pod, options []*option) []string {
+	var reqs []corev1.NodeSelectorRequirement
+	for k, v := range pod.Spec.NodeSelector {
+		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{v}})
+	}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		if len(terms) == 1 {
+			reqs = append(reqs, terms[0].MatchExpressions...)
+		}
+	}
+	var keys []string
+	for _, r := range reqs {
+		sel, err := scheduling.NewSelector([]corev1.NodeSelectorRequirement{r})
+		if err != nil {
+			continue
+		}
+		matched := false
+		for _, o := range options {
+			if sel.Matches(o.info.Node().Labels) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			keys = append(keys, describeRequirement(r, options))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func describeRequirement(r corev1.NodeSelectorRequirement, options []*option) string {
+	offered := map[string]bool{}
+	for _, o := range options {
+		if v, ok := o.info.Node().Labels[r.Key]; ok {
+			offered[v] = true
+		}
+	}
+	vals := make([]string, 0, len(offered))
+	for v := range offered {
+		vals = append(vals, v)
+	}
+	sort.Strings(vals)
+	if len(options) > 0 {
+		// A custom key the claim settles: the pool offers the values its requirements allow.
+		if f, ok := options[0].c.pool.freeKey(r.Key); ok {
+			if f.values == nil {
+				return fmt.Sprintf("%s %s %v (NodePool allows %s)", r.Key, r.Operator, r.Values, describeAllowed(options[0].c.pool.NodePool, r.Key))
+			}
+			vals = slices.Clone(f.values)
+		}
+	}
+	if len(vals) > 8 {
+		vals = append(vals[:8], "...")
+	}
+	return fmt.Sprintf("%s %s %v (NodePool offers %v)", r.Key, r.Operator, r.Values, vals)
+}
+
+// largest names the offering with the most allocatable cpu among those the pod's node affinity
+// allows, and compares it with what the pod asks for.
+func largest(pod *corev1.Pod, options []*option) string {
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
+	var best *option
+	for _, o := range options {
+		if ok, _ := affinity.Match(o.info.Node()); !ok {
+			continue
+		}
+		if best == nil || o.c.allocatable.Cpu().Cmp(*best.c.allocatable.Cpu()) > 0 ||
+			(o.c.allocatable.Cpu().Cmp(*best.c.allocatable.Cpu()) == 0 && o.c.allocatable.Memory().Cmp(*best.c.allocatable.Memory()) > 0) {
+			best = o
+		}
+	}
+	req := scheduling.PodRequests(pod)
+	if best == nil {
+		return fmt.Sprintf("the pod requests cpu %s, memory %s", req.Cpu(), req.Memory())
+	}
+	a := best.c.allocatable
+	return fmt.Sprintf("the largest instance type, %s, has cpu %s, memory %s allocatable; the pod requests cpu %s, memory %s",
+		best.c.it.Name, a.Cpu(), a.Memory(), req.Cpu(), req.Memory())
+}
+
+func quantityString(list corev1.ResourceList, name corev1.ResourceName) string {
+	q, ok := list[name]
+	if !ok {
+		return "0"
+	}
+	return q.String()
+}
+
+// Kind sums up why the pod could not be placed, for metrics: one word, from the reason that
+// applies to the most NodePools.
+func (u Unplaceable) Kind() string {
+	votes := map[string]int{}
+	for _, why := range u.Reasons {
+		switch {
+		case strings.Contains(why, "limit on"):
+			votes["limits"]++
+		case strings.Contains(why, "untolerated taint"):
+			votes["taint"]++
+		case strings.Contains(why, "requirement keys with no compatible offering"), strings.Contains(why, "satisfies the NodePool's requirements"):
+			votes["requirements"]++
+		case strings.Contains(why, "Insufficient"), strings.Contains(why, "Too many pods"):
+			votes["resources"]++
+		case strings.Contains(why, "no NodePool"):
+			votes["no_nodepool"]++
+		default:
+			votes["other"]++
+		}
+	}
+	best, n := "other", 0
+	for k, v := range votes {
+		if v > n || (v == n && k < best) {
+			best, n = k, v
+		}
+	}
+	return best
+}

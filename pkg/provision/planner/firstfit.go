@@ -1,0 +1,50 @@
+package planner
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// fitCheck is one question Filter answers about a node: the pod (or a shape of it) with its
+// PreFilter state and result, and the group whose refusals the memo shares.
+type fitCheck struct {
+	state fwk.CycleState
+	pre   *fwk.PreFilterResult
+	pod   *corev1.Pod
+	group string
+}
+
+// firstFit returns the first of nodes, but for those in passOver, on which every Filter passes
+// check and each of also. Nodes the pod surely has no room on are passed over without asking
+// Filter (see Simulator.NoRoom): on a full fleet most are, and Filter would refuse each of them
+// all the same.
+func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, memo *rejections, passOver map[string]bool, also ...fitCheck) fwk.NodeInfo {
+	asks := simulation.MinRequests(check.pod)
+	for _, ni := range nodes {
+		if passOver != nil && passOver[ni.Node().Name] || pl.sim.NoRoom(asks, ni) || !pl.fits(ctx, check, ni, memo) {
+			continue
+		}
+		if !slices.ContainsFunc(also, func(c fitCheck) bool { return !pl.fits(ctx, c, ni, memo) }) {
+			return ni
+		}
+	}
+	return nil
+}
+
+// fits asks Filter check's question about ni, unless the memo or the PreFilter result answers.
+func (pl *Planner) fits(ctx context.Context, check fitCheck, ni fwk.NodeInfo, memo *rejections) bool {
+	name := ni.Node().Name
+	if !simulation.AllowedByPreFilter(check.pre, name) || memo.nodeRejected(check.group, name, ni.GetGeneration()) {
+		return false
+	}
+	if pl.sim.Filter(ctx, check.state, check.pod, ni).IsSuccess() {
+		return true
+	}
+	memo.rejectNode(check.group, name, ni.GetGeneration())
+	return false
+}

@@ -1,0 +1,109 @@
+package planner
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// rejections lets the identical pods of a Deployment skip the places that turned away the first
+// of them. It is exact, not a shortcut: it is used only for pods whose rejection by a place lasts
+// for the rest of the plan, because during a plan places only gain pods, limits only fill, and a
+// pod's own constraints that could be met later (required pod affinity, DoNotSchedule topology
+// spread) rule the pod out of memoisation.
+type rejections struct {
+	nodes  map[string]map[string]int64      // group -> node name -> node generation
+	claims map[string]map[*openClaim]bool   // group -> claims that turned it away
+	pools  map[string]map[*poolState]string // group -> pool -> why
+}
+
+func newRejections() *rejections {
+	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]bool{}, pools: map[string]map[*poolState]string{}}
+}
+
+// groupOf returns spec, the key the pod shares with identical pods (specKey), or "" for a pod
+// whose rejections may not last: one that spreads, with its own constraints or the profile's
+// DoNotSchedule defaults (defaultKeys), or that requires pod affinity.
+func groupOf(p *corev1.Pod, spec string, defaultKeys []string) string {
+	if countsOthers(p, defaultKeys) {
+		return ""
+	}
+	return spec
+}
+
+// specKey returns what identical pods share: everything a plugin can read of a pod before it is
+// placed, that is its spec, its labels and namespace, which other pods' affinity terms and spread
+// selectors select on, and its controller, whose selector PodTopologySpread's default constraints
+// take. "" when the pod cannot be keyed.
+func specKey(p *corev1.Pod) string {
+	var controller types.UID
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		controller = ref.UID
+	}
+	data, err := json.Marshal(struct {
+		Namespace  string            `json:"n"`
+		Labels     map[string]string `json:"l"`
+		Spec       corev1.PodSpec    `json:"s"`
+		Controller types.UID         `json:"c,omitempty"`
+	}{p.Namespace, p.Labels, p.Spec, controller})
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(data))
+}
+
+func (r *rejections) nodeRejected(group, node string, generation int64) bool {
+	g, ok := r.nodes[group][node]
+	return group != "" && ok && g == generation
+}
+
+func (r *rejections) rejectNode(group, node string, generation int64) {
+	if group == "" {
+		return
+	}
+	if r.nodes[group] == nil {
+		r.nodes[group] = map[string]int64{}
+	}
+	r.nodes[group][node] = generation
+}
+
+// claimsRejecting returns the claims that turned group away so far (nil for none), for a pod
+// that asks of every open claim in turn.
+func (r *rejections) claimsRejecting(group string) map[*openClaim]bool {
+	if group == "" {
+		return nil
+	}
+	return r.claims[group]
+}
+
+func (r *rejections) rejectClaim(group string, oc *openClaim) {
+	if group == "" {
+		return
+	}
+	if r.claims[group] == nil {
+		r.claims[group] = map[*openClaim]bool{}
+	}
+	r.claims[group][oc] = true
+}
+
+func (r *rejections) poolRejected(group string, ps *poolState) (string, bool) {
+	if group == "" {
+		return "", false
+	}
+	why, ok := r.pools[group][ps]
+	return why, ok
+}
+
+func (r *rejections) rejectPool(group string, ps *poolState, why string) {
+	if group == "" {
+		return
+	}
+	if r.pools[group] == nil {
+		r.pools[group] = map[*poolState]string{}
+	}
+	r.pools[group][ps] = why
+}

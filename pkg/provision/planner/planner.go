@@ -1,0 +1,299 @@
+package planner
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+	"github.com/tailor-sh/tailor/pkg/simulation"
+)
+
+// Input is everything one plan looks at.
+type Input struct {
+	// Pending are the pods to place.
+	Pending []*corev1.Pod
+	// Nodes and Pods are the cluster as the scheduler sees it: every node, including the
+	// in-flight ones below, and every pod bound or planned onto them.
+	Nodes []*corev1.Node
+	Pods  []*corev1.Pod
+	// InFlight maps the name of a node in Nodes to the NodeClaim it stands for, for nodes that
+	// are launching or not yet initialized. Pods that fit there need no new capacity; a pod
+	// with preferences, or one that spreads, weighs them as it weighs the claims a plan opens.
+	InFlight map[string]string
+	// Unsettled maps nodes of InFlight to the label keys their claim has not settled yet
+	// (View.Unsettled): a pod that reads one of them as a topology key is not placed there, as
+	// it would be counted in no domain of the key until the claim launches.
+	Unsettled map[string][]string
+	// Spared are the pods, pending or counted in Pods on a node they are not bound to, held to a
+	// node in flight that an earlier plan launched for them (HeldFor, which LaunchHold bounds).
+	// The claims a plan opens must not make the scheduler refuse them there
+	// (sparingTheLaunching).
+	Spared map[types.UID]bool
+	// Pools are the NodePools to launch from, highest weight first.
+	Pools []Pool
+	// DaemonSets are the pods DaemonSets would run on a new node (see DaemonSetPods); each new
+	// node's room is what its daemons leave.
+	DaemonSets []*corev1.Pod
+	// Destined maps pending pods to the node in Nodes they are on their way to (nominated there,
+	// or planned onto its NodeClaim by an earlier plan). They are placed first, and there first when they
+	// still fit: a plan that packed them anew would send the scheduler other ways than the
+	// nominations it already follows, and the pods caught between would need new capacity.
+	Destined map[types.UID]string
+	// First are pods of Pending placed before the others (after the destined ones), whatever
+	// their size: a removal's probe lets the pods that wait unplaced take their pick of the room
+	// it frees before the pods it evicts, as the scheduler may give it to them.
+	First map[types.UID]bool
+	// Snapshot, when set, is Nodes and Pods already built (simulation.NewSnapshot), for a caller
+	// that plans many times over one cluster and changes it only in forks: the plan then reads
+	// its nodes and pods from it, and Pods only for the topology terms they declare. The plan
+	// leaves it as it found it.
+	Snapshot *simulation.Snapshot
+}
+
+// Plan is what the planner decided.
+type Plan struct {
+	// Claims are the NodeClaims to create.
+	Claims []*PlannedClaim
+	// InFlight maps NodeClaim names to the pending pods that will go to them.
+	InFlight map[string][]*corev1.Pod
+	// FitsExisting are pods that fit a node that is ready now; the scheduler will place them.
+	// FitsExistingOn says which node the plan counted each of them on.
+	FitsExisting   []*corev1.Pod
+	FitsExistingOn map[types.UID]string
+	// Unplaceable are pods no NodePool can hold, with the reason per NodePool.
+	Unplaceable []Unplaceable
+}
+
+// PlannedClaim is a NodeClaim to launch: a NodePool, the pods it is for, and the offerings it
+// may be launched as, cheapest first. Every option passes every Filter plugin for every pod.
+type PlannedClaim struct {
+	NodePool *karpv1.NodePool
+	Pods     []*corev1.Pod
+	Options  []Option
+	// Daemons are the DaemonSet pods that will run on the node beside Pods (on its cheapest
+	// option); their requests are part of what the node must hold.
+	Daemons []*corev1.Pod
+	// MinValuesShort says which requirements' minValues the options fall short of, or "".
+	MinValuesShort string
+	// Labels are the values the plan chose for custom label keys that the NodePool's requirements
+	// leave open (several values, or any): the NodeClaim carries each as a label and as a
+	// single-value requirement, so the node registers with the value its pods were placed for.
+	Labels map[string]string
+}
+
+// Option is one offering a planned claim can launch as.
+type Option struct {
+	InstanceType *cloud.InstanceType
+	Offering     cloud.Offering
+}
+
+// Unplaceable is a pod that fits nowhere, with a reason per NodePool (or one overall reason when
+// no NodePool was consulted).
+type Unplaceable struct {
+	Pod     *corev1.Pod
+	Reasons map[string]string
+}
+
+// Planner turns pending pods into NodeClaims. Fit is decided by the simulator's Filter plugins.
+type Planner struct {
+	sim *simulation.Simulator
+	// daemons are the current plan's DaemonSet pods; a Planner runs one plan at a time.
+	daemons *daemons
+	// requests are the current plan's pending pods' requests, computed once.
+	requests map[*corev1.Pod]corev1.ResourceList
+	// minValues is the policy for requirements with minValues (see minvalues.go).
+	minValues MinValuesPolicy
+	// scratch are the nodes the planner writes a view of a claim into before each Filter
+	// question, one per kind of question, so that the questions allocate no node. Filter plugins
+	// do not keep the nodes they are shown.
+	scratch struct{ capacity, placement, cover framework.NodeInfo }
+	// reused is how many PreFilter states the last plan brought up to date rather than made
+	// anew; tests read it to know that a case exercises the kept states.
+	reused int
+}
+
+// requestsOf returns the pod's requests, from the current plan's cache when it is pending.
+func (pl *Planner) requestsOf(pod *corev1.Pod) corev1.ResourceList {
+	if r, ok := pl.requests[pod]; ok {
+		return r
+	}
+	return scheduling.PodRequests(pod)
+}
+
+// ResourcesFiltered reports whether the planner's Filter runs NodeResourcesFit, so that a pod
+// asking for more than a node has left is never placed there.
+func (pl *Planner) ResourcesFiltered() bool { return pl.sim.ResourcesFiltered() }
+
+// NewPlanner returns a planner over sim.
+func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} }
+
+// option is one offering with a template node holding the pod's would-be neighbours; only the
+// explanation of an unplaceable pod still weighs every offering on its own.
+type option struct {
+	c    *candidate
+	info *framework.NodeInfo
+}
+
+// Plan places in.Pending: first on nodes that exist or are in flight, then on claims opened by
+// this plan, then on new claims from the pools in order. A pod with preferences, or one that
+// spreads, goes to ready nodes first, and then weighs nodes in flight beside the claims of the
+// plan, strictest shape of itself first. The pods go one at a time (planning.place), in packing
+// order, the destined ones first; finish then checks the plan as a whole as the scheduler will
+// see it.
+func (pl *Planner) Plan(ctx context.Context, in Input) *Plan { return pl.plan(ctx, in, false) }
+
+// plan is Plan; fresh asks every question afresh: PreFilter for every pod instead of keeping
+// states (see preFilters and beside), and Filter on every claim, where a domain that refused a
+// pod would answer for its other claims (see byDomain). The two must plan alike, which tests
+// check; only Plan, which keeps them, is for use.
+func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
+	p, err := pl.newPlanning(ctx, in, fresh)
+	if err != nil {
+		plan := &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}
+		for _, pod := range in.Pending {
+			plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{"": err.Error()}})
+		}
+		return plan
+	}
+	// The plan counts its pods on the snapshot's nodes as it goes; the fork it made leaves the
+	// caller's snapshot as it was.
+	defer p.snapshot.Revert()
+	for _, pod := range destinedFirst(firstOf(sortedForPacking(in.Pending, p.ratio), in.First), in.Destined) {
+		p.place(ctx, pod)
+	}
+	pl.reused = p.pf.reused
+	p.launching = append(p.launching, countedInFlight(p.nodeInfos, in.InFlight, in.Spared)...)
+	p.finish(ctx)
+	return p.plan
+}
+
+// planning is one call of Plan in progress: what it reads (the input, the snapshot it counts pods
+// on, the pools and the empty domains) and what it has decided so far (the plan, the claims it
+// opened, what PreFilter and Filter answered). It lives as long as the call.
+type planning struct {
+	pl *Planner
+	in Input
+	// fresh asks every question afresh (see Planner.plan).
+	fresh    bool
+	snapshot *simulation.Snapshot
+	// nodeInfos are the snapshot's nodes, listed by name: first fit goes in that order, so that
+	// a plan is the same for the same input. ready are those not in flight, launchingNodes the
+	// others.
+	nodeInfos             []fwk.NodeInfo
+	byName                map[string]fwk.NodeInfo
+	ready, launchingNodes []fwk.NodeInfo
+	unsettled             *openKeys
+	pools                 []*poolState
+	ratio                 float64
+	plan                  *Plan
+	defaultKeys           []string
+	rel                   *relevance
+	domains               []fwk.NodeInfo
+	open                  []*openClaim
+	rooms                 claimRooms
+	kinds                 kindIDs
+	memo                  *rejections
+	specs                 map[*corev1.Pod]string
+	pf                    *preFilters
+	// planned are the nodes of the claims this plan opened, as PreFilter is shown them beside
+	// the snapshot's; one slice, refilled for each pod.
+	planned []fwk.NodeInfo
+	// launching are the pods this plan leaves to capacity in flight: the claims it opens must
+	// not break them.
+	launching []onItsNode
+}
+
+// newPlanning forks the snapshot (in.Snapshot, or one built from in.Nodes and in.Pods) and
+// prepares what every pod's placement reads: the pools rated for the pending pods, the
+// DaemonSet pods, the empty domains and the relevance of label keys.
+func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*planning, error) {
+	snapshot := in.Snapshot
+	if snapshot == nil {
+		var err error
+		if snapshot, err = simulation.NewSnapshot(in.Pods, in.Nodes); err != nil {
+			return nil, err
+		}
+	}
+	snapshot.Fork()
+	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: newOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
+		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
+	p.nodeInfos, _ = snapshot.NodeInfos().List()
+	p.byName = make(map[string]fwk.NodeInfo, len(p.nodeInfos))
+	for _, ni := range p.nodeInfos {
+		p.byName[ni.Node().Name] = ni
+		if _, ok := in.InFlight[ni.Node().Name]; ok {
+			p.launchingNodes = append(p.launchingNodes, ni)
+		} else {
+			p.ready = append(p.ready, ni)
+		}
+	}
+	p.pools = pl.ratePools(in)
+	if len(p.pools) > 0 {
+		p.ratio = p.pools[0].ratio
+	}
+	pl.sim.Use(snapshot)
+	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
+	pl.reserveDaemonsInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
+	var selectorKeys []string
+	selectorKeys, p.defaultKeys = pl.sim.ProfileNodeKeys()
+	p.rel = newRelevance(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
+	p.domains = emptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
+	p.planned = make([]fwk.NodeInfo, 0, len(in.Pending)+len(p.domains))
+	p.specs = make(map[*corev1.Pod]string, len(in.Pending))
+	for _, pod := range in.Pending {
+		p.specs[pod] = specKey(pod)
+	}
+	p.pf = newPreFilters(pl.sim, fresh, slices.Collect(maps.Values(p.specs)))
+	return p, nil
+}
+
+// ratePools caches the pending pods' requests and returns the pools in order, each rated for how
+// efficiently its instance types hold the batch's mix of cpu and memory.
+func (pl *Planner) ratePools(in Input) []*poolState {
+	var cpu, mem, maxCPU, maxMem float64
+	pl.requests = make(map[*corev1.Pod]corev1.ResourceList, len(in.Pending))
+	for _, p := range in.Pending {
+		r := scheduling.PodRequests(p)
+		pl.requests[p] = r
+		c, m := float64(r.Cpu().MilliValue()), r.Memory().AsApproximateFloat64()
+		cpu, mem, maxCPU, maxMem = cpu+c, mem+m, max(maxCPU, c), max(maxMem, m)
+	}
+	pools := make([]*poolState, 0, len(in.Pools))
+	for _, p := range in.Pools {
+		ps := newPoolState(p)
+		ps.rank = len(pools)
+		ps.rateEfficiency(cpu, mem, maxCPU, maxMem)
+		pools = append(pools, ps)
+	}
+	return pools
+}
+
+// templateInfo is the node the candidate would register as, named name and labelled with choice,
+// with the DaemonSet pods it would run already on it.
+func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string, choice labelChoice) *framework.NodeInfo {
+	ni := framework.NewNodeInfo()
+	ni.SetNode(c.templateNode(name, choice))
+	if pl.daemons != nil {
+		for _, p := range pl.daemonsOn(ctx, c, pl.daemons) {
+			ni.AddPod(onNode(p, name))
+		}
+	}
+	return ni
+}
+
+// UIDs returns the pods' UIDs as a set.
+func UIDs(pods []*corev1.Pod) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		out[p.UID] = true
+	}
+	return out
+}

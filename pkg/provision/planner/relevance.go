@@ -1,0 +1,206 @@
+package planner
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// The offerings a claim may still launch as differ only in their labels (instance type, zone,
+// capacity type, ...) and their allocatable. The placement half of Filter (every plugin but
+// NodeResourcesFit) reads labels and never allocatable, and reads only the label keys that a
+// pod's own constraints, or constraints that count the pod, name. So for one pod the offerings
+// fall into classes that agree on those keys, and placement needs asking once per class rather
+// than once per offering. This file works out, from a pod's spec alone, which keys those are.
+// It decides nothing about fit: it only says which offerings the plugins cannot tell apart.
+
+// topologyTerm is a constraint some pod of the plan places over a topology key, counting the pods
+// its selector matches: a DoNotSchedule spread constraint or a required (anti-)affinity term.
+type topologyTerm struct {
+	key      string
+	selector labels.Selector
+}
+
+// relevance knows the plan's topology terms, so that it can tell for each pod which keys the
+// placement plugins may read when it, or any pod that counts it, is weighed.
+type relevance struct {
+	terms []topologyTerm
+	// profileKeys are keys the profile itself makes every pod read: NodeAffinity's addedAffinity
+	// and DoNotSchedule default spread constraints.
+	profileKeys    []string
+	profileDefault []string
+	cache          map[*corev1.Pod]podKeys
+}
+
+// podKeys are the label keys placement may read for one pod. topology are the keys whose value
+// must be settled once the pod is on a claim: pods are counted per domain of these keys, by the
+// pod's own constraints or by others', and a claim that may still launch in several domains would
+// be counted in none. all means the pod reads more than this file can tell (volumes, dynamic
+// resources): every offering is then its own class.
+type podKeys struct {
+	selector []string
+	topology []string
+	all      bool
+	// byNode is set when the pod is counted by hostname (its spread, its terms, the profile's
+	// default spread, or another pod's term that selects it), which topology leaves out, or
+	// names its node (spec.nodeName, node affinity by metadata.name).
+	byNode bool
+}
+
+func newRelevance(profileKeys, profileDefault []string, podSets ...[]*corev1.Pod) *relevance {
+	r := &relevance{profileKeys: profileKeys, profileDefault: profileDefault, cache: map[*corev1.Pod]podKeys{}}
+	seen := map[string]bool{}
+	add := func(key string, sel *metav1.LabelSelector) {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			s = labels.Everything() // counts more pods than the plugin would: only pins more
+		}
+		id := key + "\x00" + s.String()
+		if !seen[id] {
+			seen[id] = true
+			r.terms = append(r.terms, topologyTerm{key: key, selector: s})
+		}
+	}
+	for _, pods := range podSets {
+		for _, p := range pods {
+			for _, c := range p.Spec.TopologySpreadConstraints {
+				if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+					add(c.TopologyKey, c.LabelSelector)
+				}
+			}
+			for _, t := range requiredTerms(p) {
+				add(t.TopologyKey, t.LabelSelector)
+			}
+		}
+	}
+	return r
+}
+
+// requiredTerms are the pod's required affinity and anti-affinity terms.
+func requiredTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
+	a := p.Spec.Affinity
+	if a == nil {
+		return nil
+	}
+	var out []corev1.PodAffinityTerm
+	if a.PodAffinity != nil {
+		out = append(out, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+	}
+	if a.PodAntiAffinity != nil {
+		out = append(out, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+	}
+	return out
+}
+
+func (r *relevance) keys(p *corev1.Pod) podKeys {
+	if k, ok := r.cache[p]; ok {
+		return k
+	}
+	k := r.compute(p)
+	r.cache[p] = k
+	return k
+}
+
+func (r *relevance) compute(p *corev1.Pod) podKeys {
+	// A pod that reads more than its spec tells is weighed per offering, but its topology keys
+	// are settled all the same: a StatefulSet's replica with a volume still spreads over zones,
+	// and a claim left free to launch in any zone counts it in none (four replicas of a zone
+	// spread would be planned onto claims free in three zones, and all launch in one).
+	all := len(p.Spec.ResourceClaims) > 0 || slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
+	})
+	sel := map[string]bool{}
+	for k := range p.Spec.NodeSelector {
+		sel[k] = true
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, e := range term.MatchExpressions {
+				sel[e.Key] = true
+			}
+		}
+	}
+	for _, k := range r.profileKeys {
+		sel[k] = true
+	}
+	topo := map[string]bool{}
+	spread := false
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		spread = true
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			topo[c.TopologyKey] = true
+		}
+	}
+	if !spread {
+		for _, k := range r.profileDefault {
+			topo[k] = true
+		}
+	}
+	for _, t := range requiredTerms(p) {
+		topo[t.TopologyKey] = true
+	}
+	podLabels := labels.Set(p.Labels)
+	for _, t := range r.terms {
+		if !topo[t.key] && t.selector.Matches(podLabels) {
+			topo[t.key] = true
+		}
+	}
+	// A claim's hostname is its own name whatever it launches as: never a reason to split.
+	byNode := sel[corev1.LabelHostname] || topo[corev1.LabelHostname] || p.Spec.NodeName != "" || namesNodes(p)
+	delete(sel, corev1.LabelHostname)
+	delete(topo, corev1.LabelHostname)
+	return podKeys{selector: sortedKeys(sel), topology: sortedKeys(topo), all: all, byNode: byNode}
+}
+
+// namesNodes reports whether the pod's node affinity, required or preferred (a shape of the pod
+// may require what it prefers), picks nodes by field (metadata.name) rather than by label.
+func namesNodes(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil {
+		return false
+	}
+	if r := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; r != nil &&
+		slices.ContainsFunc(r.NodeSelectorTerms, func(t corev1.NodeSelectorTerm) bool { return len(t.MatchFields) > 0 }) {
+		return true
+	}
+	return slices.ContainsFunc(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		func(t corev1.PreferredSchedulingTerm) bool { return len(t.Preference.MatchFields) > 0 })
+}
+
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// signature names a set of keys, for caching the classes it makes.
+func (k podKeys) signature() string {
+	if k.all {
+		return "\x00all"
+	}
+	return strings.Join(k.selector, ",") + "|" + strings.Join(k.topology, ",")
+}
+
+// classKey is what the offering's labels say for the keys, "" for a key it lacks.
+func classKey(lbls map[string]string, keys ...[]string) string {
+	var b strings.Builder
+	for _, ks := range keys {
+		for _, k := range ks {
+			v, ok := lbls[k]
+			if ok {
+				b.WriteString(v)
+			} else {
+				b.WriteByte(0)
+			}
+			b.WriteByte(1)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,128 @@
+package planner
+
+import (
+	"reflect"
+
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+)
+
+// A kept PodTopologySpread state (see preFilters) is brought up to date with AddPod like the
+// others, which keeps its counts exact, and then mended where increments alone cannot:
+//   - The plugin remembers the two emptiest domains of each constraint, not all of them. When
+//     pods land on those two, a third domain can become the emptiest without the state knowing,
+//     and the skew it checks against is then too small. The minimum is found again from the
+//     counts, which are whole.
+//   - A node that joins the view adds its domain even with no pod on it that counts. The plugin's
+//     own PreFilter, asked about the new nodes alone (Simulator.SpreadDomains), says which
+//     domains they add, so its rules on topology keys and node inclusion policies stay its own.
+//
+// The plugin's state type is unexported; its fields are exported ("for comparison during
+// testing"), so they are reached by reflection. A state of another shape (a scheduler version
+// that changed it) is never kept: spreadStateOf reports false and the planner runs PreFilter
+// afresh, as it did for every spreading pod before.
+//
+// Run afresh per pod, PreFilter counts every pod on every node the plan has opened so far, so a
+// plan of many spreading pods grew with the square of its size: at 20,000 pods of Karpenter's mix
+// it was 60% of the plan's CPU time.
+
+// spreadStateKey is where PodTopologySpread writes its PreFilter state.
+const spreadStateKey fwk.StateKey = "PreFilter" + names.PodTopologySpread
+
+// spreadState is a view of PodTopologySpread's PreFilter state.
+type spreadState struct {
+	// keys are the constraints' topology keys.
+	keys []string
+	// counts are the matching pods per domain, a map per constraint.
+	counts []map[string]int
+	// paths are the critical paths, an addressable *[2]struct{TopologyValue string; MatchNum int}
+	// per constraint.
+	paths reflect.Value
+}
+
+// spreadStateOf reads PodTopologySpread's state out of state.
+func spreadStateOf(state fwk.CycleState) (spreadState, bool) {
+	data, err := state.Read(spreadStateKey)
+	if err != nil {
+		return spreadState{}, false
+	}
+	v := reflect.ValueOf(data)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return spreadState{}, false
+	}
+	counts, paths := v.Elem().FieldByName("TpValueToMatchNum"), v.Elem().FieldByName("CriticalPaths")
+	if !counts.IsValid() || !paths.IsValid() || !counts.CanInterface() || paths.Kind() != reflect.Slice || paths.Len() != counts.Len() {
+		return spreadState{}, false
+	}
+	c, ok := counts.Interface().([]map[string]int)
+	constraints := v.Elem().FieldByName("Constraints")
+	if !ok || constraints.Kind() != reflect.Slice || constraints.Len() != len(c) {
+		return spreadState{}, false
+	}
+	keys := make([]string, len(c))
+	for i := range keys {
+		key := constraints.Index(i).FieldByName("TopologyKey")
+		if key.Kind() != reflect.String {
+			return spreadState{}, false
+		}
+		keys[i] = key.String()
+	}
+	for i := range paths.Len() {
+		p := paths.Index(i)
+		if p.Kind() != reflect.Pointer || p.IsNil() || p.Elem().Kind() != reflect.Array || p.Elem().Len() != 2 {
+			return spreadState{}, false
+		}
+		for j := range 2 {
+			path := p.Elem().Index(j)
+			if path.Kind() != reflect.Struct || !path.FieldByName("TopologyValue").CanSet() || path.FieldByName("TopologyValue").Kind() != reflect.String ||
+				!path.FieldByName("MatchNum").CanSet() || path.FieldByName("MatchNum").Kind() != reflect.Int {
+				return spreadState{}, false
+			}
+		}
+	}
+	return spreadState{keys: keys, counts: c, paths: paths}, true
+}
+
+// addDomains adds, with no pods, the domains of added that s does not have yet. added is the
+// plugin's state for the nodes that joined the view, with the same constraints.
+func (s spreadState) addDomains(added spreadState) bool {
+	if len(added.counts) != len(s.counts) {
+		return false
+	}
+	for i, domains := range added.counts {
+		for domain := range domains {
+			if _, ok := s.counts[i][domain]; !ok {
+				s.counts[i][domain] = 0
+			}
+		}
+	}
+	return true
+}
+
+// findMinima sets each constraint's critical paths to its two emptiest domains, as PreFilter
+// does from scratch.
+func (s spreadState) findMinima() {
+	for i, counts := range s.counts {
+		type path struct {
+			domain string
+			n      int
+		}
+		first, second := path{n: maxPaths}, path{n: maxPaths}
+		for domain, n := range counts {
+			switch {
+			case n < first.n || (n == first.n && domain < first.domain):
+				first, second = path{domain, n}, first
+			case n < second.n || (n == second.n && domain < second.domain):
+				second = path{domain, n}
+			}
+		}
+		paths := s.paths.Index(i).Elem()
+		for j, p := range []path{first, second} {
+			paths.Index(j).FieldByName("TopologyValue").SetString(p.domain)
+			paths.Index(j).FieldByName("MatchNum").SetInt(int64(p.n))
+		}
+	}
+}
+
+// maxPaths is the count PodTopologySpread gives a critical path no domain has filled.
+const maxPaths = 1<<31 - 1

@@ -1,0 +1,72 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+)
+
+// TestSpreadStateIsReadByReflection: PodTopologySpread's state is reached by reflection (see
+// spreadstate.go). A scheduler version that changed its shape would silently send every spreading
+// pod back to a fresh PreFilter; this test fails instead. It also checks that findMinima finds the
+// emptiest domain that increments left stale.
+func TestSpreadStateIsReadByReflection(t *testing.T) {
+	testPlanner(t) // builds sim
+	zones := spread("web", corev1.LabelTopologyZone, 1, corev1.DoNotSchedule)
+	nodes := []*corev1.Node{zonedNode("a1", fake.ZoneA, "4", "8Gi"), zonedNode("b1", fake.ZoneB, "4", "8Gi"), zonedNode("c1", fake.ZoneC, "4", "8Gi")}
+	running := newPod("running", "100m", "100Mi", labelled("web"))
+	running.Spec.NodeName = "c1"
+	sim.Use(schedcache.NewSnapshot([]*corev1.Pod{running}, nodes))
+	pod := newPod("next", "100m", "100Mi", labelled("web"), zones)
+	state, _, status := sim.PreFilter(context.Background(), pod)
+	if status != nil {
+		t.Fatal(status.Message())
+	}
+	s, ok := spreadStateOf(state)
+	if !ok {
+		t.Fatal("PodTopologySpread's PreFilter state is not the shape spreadstate.go reads")
+	}
+	if len(s.keys) != 1 || s.keys[0] != corev1.LabelTopologyZone || s.counts[0][fake.ZoneC] != 1 || len(s.counts[0]) != 3 {
+		t.Fatalf("read keys %v and counts %v, want zone counts a:0 b:0 c:1", s.keys, s.counts)
+	}
+	// Pods join zones a and b, twice each. The plugin's two critical paths follow a and b only,
+	// so they end at 2 while zone c, with 1, is the emptiest: zone a (2 pods) still passes with
+	// maxSkew 1. findMinima finds c again.
+	ni := func(name string) fwk.NodeInfo {
+		for _, n := range nodes {
+			if n.Name == name {
+				info := framework.NewNodeInfo()
+				info.SetNode(n)
+				return info
+			}
+		}
+		t.Fatalf("no node %s", name)
+		return nil
+	}
+	for i, node := range []string{"a1", "b1", "a1", "b1"} {
+		added, err := framework.NewPodInfo(newPod(fmt.Sprintf("added-%d", i), "100m", "100Mi", labelled("web")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status := sim.AddPod(context.Background(), state, pod, added, ni(node)); !status.IsSuccess() {
+			t.Fatal(status.Message())
+		}
+	}
+	if !sim.Filter(context.Background(), state, pod, ni("a1")).IsSuccess() {
+		t.Fatal("zone a is refused before the mend: the plugin's minimum is not stale as the test assumes")
+	}
+	s.findMinima()
+	if sim.Filter(context.Background(), state, pod, ni("a1")).IsSuccess() {
+		t.Fatal("after findMinima, zone a (2 pods against c's 1) still passes with maxSkew 1")
+	}
+	if status := sim.Filter(context.Background(), state, pod, ni("c1")); !status.IsSuccess() {
+		t.Fatalf("after findMinima, zone c, the emptiest, is refused: %s", status.Message())
+	}
+}
