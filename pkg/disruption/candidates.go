@@ -73,6 +73,10 @@ func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map
 	return out, blocked
 }
 
+// alreadyDisrupting is why a node on its way out is no candidate; it is no block, and gets no
+// DisruptionBlocked Event.
+const alreadyDisrupting = "it is already being disrupted"
+
 func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod,
 	nominated, closed map[string]bool, pdbs *pdbIndex) string {
 	switch {
@@ -83,7 +87,7 @@ func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.
 	case !claim.IsTrue(karpv1.ConditionTypeInitialized):
 		return "it is not initialized yet"
 	case closed[n.Name] || provision.IsLeaving(n, claim):
-		return "it is already being disrupted"
+		return alreadyDisrupting
 	case nominated[n.Name]:
 		return "pods are nominated to it"
 	case s.Awaited[claim.Name] || s.AwaitedNodes[n.Name]:

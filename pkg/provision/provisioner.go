@@ -396,7 +396,7 @@ func (p *Provisioner) reconcile(ctx context.Context, planner *Planner) error {
 		}
 		for _, pod := range plan.Claims[i].Pods {
 			p.opts.Recorder.Eventf(pod, apis.ForEvents(claim), corev1.EventTypeNormal, "Nominated", "Provisioning",
-				"Pod should schedule on NodeClaim %s", claim.Name)
+				"Pod should schedule on: nodeclaim/%s", claim.Name)
 		}
 	}
 	told := p.tellUnavailable(plan.Unplaceable, unavailable, unboundUIDs)

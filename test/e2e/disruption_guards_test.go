@@ -73,7 +73,7 @@ func TestRequirementsChangeRollsNodesOneAtATime(t *testing.T) {
 		return left == 0 && spot == 3 && ready == 3, fmt.Sprintf("%d old nodes left, %d spot nodes, %d ready pods", left, spot, ready)
 	})
 	budget.Stop(e, "the disruption budget")
-	if evs := e.eventsFor("Disrupting", "Node"); len(evs) < 3 {
+	if evs := e.eventsFor("DisruptionTerminating", "Node"); len(evs) < 3 {
 		t.Fatalf("want a Disrupting Event per drifted node, have %v", notes(evs))
 	}
 }

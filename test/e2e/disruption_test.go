@@ -71,7 +71,7 @@ func TestScaleDownShrinksTheFleetWithinBudgetsAndPDBs(t *testing.T) {
 	after, nodesAfter := e.fleetPrice("default")
 	t.Logf("3 pods on %d nodes, $%.4f/h; from scratch the planner launches $%.4f/h", nodesAfter, after, want)
 
-	evs := e.eventsFor("Disrupting", "Node")
+	evs := e.eventsFor("DisruptionTerminating", "Node")
 	if len(evs) == 0 {
 		t.Fatalf("no Disrupting Events on Nodes")
 	}

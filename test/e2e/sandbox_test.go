@@ -89,7 +89,7 @@ func TestScalingTheExampleDownShrinksTheFleet(t *testing.T) {
 		return price < before && busy == 0 && e.readyPods("app=inflate") == 1,
 			fmt.Sprintf("%d nodes at $%.4f/h (was %d at $%.4f/h), %d disrupting", n, price, nodes, before, busy)
 	})
-	evs := e.eventsFor("Disrupting", "NodeClaim")
+	evs := e.eventsFor("DisruptionTerminating", "NodeClaim")
 	if !slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return strings.Contains(ev.Note, "saves $") }) {
 		t.Fatalf("no Disrupting Event with the saving: %v", notes(evs))
 	}
