@@ -74,8 +74,10 @@ func (d *dedupe) allow(key string, period time.Duration) bool {
 	return true
 }
 
-// eventOnBoth writes the Event on the Node and on its NodeClaim, once per period for each unless
-// period is 0.
+// eventOnBoth writes the Event on the Node and on its NodeClaim, once per period for each and
+// message unless period is 0. Karpenter holds back any message once one is written; keyed on the
+// message too, a node first blocked while it initializes still says at once when a pod's
+// do-not-disrupt then holds it, and a node whose reason flips writes one Event per reason a period.
 func (c *Controller) eventOnBoth(node *corev1.Node, claim *karpv1.NodeClaim, kind, reason, action, msg string, period time.Duration) {
 	if c.opts.Recorder == nil {
 		return
@@ -87,7 +89,7 @@ func (c *Controller) eventOnBoth(node *corev1.Node, claim *karpv1.NodeClaim, kin
 		if target.uid == "" && period > 0 {
 			continue
 		}
-		if period > 0 && !c.dedupe.allow(reason+"/"+string(target.uid), period) {
+		if period > 0 && !c.dedupe.allow(reason+"/"+string(target.uid)+"/"+msg, period) {
 			continue
 		}
 		c.opts.Recorder.Eventf(target.obj, nil, kind, reason, action, "%s", msg)

@@ -50,8 +50,9 @@ func TestDecideSaysWhyNodesAreLeftAlone(t *testing.T) {
 }
 
 // Blocked and Unconsolidatable go on the Node and the NodeClaim, and the budget's Event on the
-// NodePool; a pass a moment later writes none of them again. Past two minutes DisruptionBlocked is
-// written again; Unconsolidatable waits fifteen minutes, and the budget's Event one.
+// NodePool; a pass a moment later writes none of them again, unless the reason changed. Past two
+// minutes DisruptionBlocked is written again; Unconsolidatable waits fifteen minutes, and the
+// budget's Event one.
 func TestExplainWritesEachEventOncePerPeriod(t *testing.T) {
 	c := newCluster(t, newPool("default", budget("0")))
 	c.node("n1", "default", odXLarge)
@@ -88,6 +89,12 @@ func TestExplainWritesEachEventOncePerPeriod(t *testing.T) {
 	if got := pass(); len(got) != 0 {
 		t.Fatalf("a pass 10s later wrote %q", got)
 	}
+	// Another reason is another Event: it is not held back behind the first.
+	report.Blocked["n1"] = "it is annotated karpenter.sh/do-not-disrupt"
+	if got := pass(); len(got) != 2 || !strings.HasSuffix(got[0], "it is annotated karpenter.sh/do-not-disrupt") {
+		t.Fatalf("a new reason 10s later wrote %q, want it on the Node and the NodeClaim", got)
+	}
+	report.Blocked["n1"] = "pods are nominated to it"
 	clk.Step(2 * time.Minute)
 	want = []string{
 		"Normal DisruptionBlocked Disruption is blocked: pods are nominated to it",

@@ -75,7 +75,7 @@ func TestRequirementsChangeRollsNodesOneAtATime(t *testing.T) {
 	})
 	budget.Stop(e, "the disruption budget")
 	if evs := e.eventsFor("DisruptionTerminating", "Node"); len(evs) < 3 {
-		t.Fatalf("want a Disrupting Event per drifted node, have %v", notes(evs))
+		t.Fatalf("want a DisruptionTerminating Event per drifted node, have %v", notes(evs))
 	}
 }
 
