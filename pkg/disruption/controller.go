@@ -177,8 +177,8 @@ type Report struct {
 	Eligible     map[karpv1.DisruptionReason]int
 	Allowed      map[poolReason]int
 	BudgetErrors []error
-	// Blocked says, by node, why a node Tailor manages is no candidate (the loop's own nodes in
-	// flight aside); Unconsolidatable, why consolidation weighed a candidate and left it. The
+	// Blocked says, by node, why a node Tailor manages is no candidate, for the lasting reasons
+	// (see passing); Unconsolidatable, why consolidation weighed a candidate and left it. The
 	// loop writes them as DisruptionBlocked and Unconsolidatable Events.
 	Blocked, Unconsolidatable map[string]string
 	// ClosedBudgets are the pools and reasons whose budget allows nothing now.
@@ -204,7 +204,7 @@ func decideWith(ctx context.Context, probe *prober, closed map[string]bool, opts
 	report := Report{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: allowed, BudgetErrors: errs,
 		Blocked: map[string]string{}, Unconsolidatable: map[string]string{}, ClosedBudgets: b.closedBy}
 	for node, why := range blocked {
-		if why != alreadyDisrupting {
+		if !passing(why) {
 			report.Blocked[node] = why
 		}
 	}

@@ -15,7 +15,8 @@ import (
 
 // A pass says why it left each node alone: a node annotated do-not-disrupt is blocked; a node of
 // a WhenEmpty pool that holds a pod, and one whose pod can run nowhere else, are unconsolidatable;
-// a pool whose budget is 0 blocks every reason. The loop's own nodes on their way out are neither.
+// a pool whose budget is 0 blocks every reason. The loop's own nodes on their way out, and a node
+// not initialized yet, are not blocked: they are no candidates for a moment only.
 func TestDecideSaysWhyNodesAreLeftAlone(t *testing.T) {
 	c := newCluster(t, newPool("default", budget("10")), newPool("empty-only", whenEmpty(), budget("10")), newPool("frozen", budget("0")))
 	c.node("held", "default", odXLarge, nodeAnnotated(karpv1.DoNotDisruptAnnotationKey, "true"))
@@ -24,6 +25,7 @@ func TestDecideSaysWhyNodesAreLeftAlone(t *testing.T) {
 	c.node("busy", "empty-only", odXLarge)
 	c.pod("work", "busy", "500m", "512Mi")
 	c.node("going", "default", odXLarge, nodeTainted(karpv1.DisruptedNoScheduleTaint))
+	c.node("new", "default", odXLarge, uninitialized())
 	c.node("ice", "frozen", odXLarge)
 	c.pod("cold", "ice", "500m", "512Mi")
 
@@ -36,6 +38,9 @@ func TestDecideSaysWhyNodesAreLeftAlone(t *testing.T) {
 	}
 	if why, ok := report.Blocked["going"]; ok {
 		t.Errorf("going, a node the loop is removing, is reported blocked: %q", why)
+	}
+	if why, ok := report.Blocked["new"]; ok {
+		t.Errorf("new, a node not initialized yet, is reported blocked: %q", why)
 	}
 	if why := report.Unconsolidatable["busy"]; why != `NodePool "empty-only" has consolidation policy WhenEmpty, but node is not empty` {
 		t.Errorf("busy: unconsolidatable %q", why)

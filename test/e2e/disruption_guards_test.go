@@ -175,7 +175,9 @@ func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	// The loop says why, as Karpenter does: DisruptionBlocked on the Node, naming the annotation.
 	e.waitFor("a DisruptionBlocked Event on node "+node, 10*time.Second, func() (bool, string) {
 		evs := eventsOn(e.eventsFor("DisruptionBlocked", "Node"), node)
-		return len(evs) > 0 && strings.Contains(evs[0].Note, karpv1.DoNotDisruptAnnotationKey), fmt.Sprint(notes(evs))
+		return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool {
+			return strings.Contains(ev.Note, karpv1.DoNotDisruptAnnotationKey)
+		}), fmt.Sprint(notes(evs))
 	})
 
 	pod := e.waitRunning("app=small", 1, time.Minute)[0]
