@@ -29,6 +29,7 @@ type sandboxFlags struct {
 	report       string
 	cloud        string
 	logFile      string
+	metricsAddr  string
 	account      account
 }
 
@@ -44,6 +45,14 @@ writes a kubeconfig so kubectl works against it. Nothing is downloaded and no co
 The cloud is, by default, Tailor's real AWS provider talking to an in-process emulator of EC2,
 IAM, SSM, Pricing and SQS (one SIMULATED region and account); "tailor sandbox interrupt" sends
 it interruption notices. --cloud fake uses the in-memory cloud instead.
+
+Tailor's metrics (its tailor_* names, Karpenter's karpenter_* names and kube-scheduler's own) are
+served at http://ADDRESS/metrics, where --metrics-address says (by default a free port on
+127.0.0.1). The URL is written to metrics-endpoint beside the kubeconfig, as the emulator's is to
+emulator-endpoint, and both files are removed when the sandbox exits. With the default
+--kubeconfig:
+
+  curl "$(cat ${TMPDIR:-/tmp}/tailor-sandbox/metrics-endpoint)"
 
 ` + sandbox.Controllers + `
 
@@ -61,6 +70,7 @@ docs/sandbox.md says more.`,
 	fs.StringVar(&f.account.cluster, "cluster-name", sandboxClusterName, "the cluster the emulated account is set up for: subnets and security groups tagged karpenter.sh/discovery=NAME, node role KarpenterNodeRole-NAME")
 	fs.StringVar(&f.account.region, "region", fake.Region, "the emulated region, whose zones (REGIONa, REGIONb, ...) the catalog is offered in")
 	fs.StringVar(&f.logFile, "log-file", "", "where the components' logs go (default: tailor.log beside the kubeconfig)")
+	fs.StringVar(&f.metricsAddr, "metrics-address", "127.0.0.1:0", "where to serve /metrics (port 0: any free port); the URL is written to metrics-endpoint beside the kubeconfig")
 	cmd.AddCommand(newInterruptCommand())
 	return cmd
 }
@@ -116,6 +126,15 @@ func runSandbox(ctx context.Context, out io.Writer, f *sandboxFlags) error {
 	}
 	say("cluster up in %.1fs; kubeconfig: %s", time.Since(started).Seconds(), f.kubeconfig)
 	say("  try: kubectl --kubeconfig %s get nodeclaims,nodes,pods -A", f.kubeconfig)
+	if f.metricsAddr == "" {
+		f.metricsAddr = "127.0.0.1:0"
+	}
+	served, err := serveSandboxMetrics(ctx, f.metricsAddr, dir)
+	if err != nil {
+		return err
+	}
+	defer served.Close()
+	say("metrics: %s (also in %s)", served.url, served.written)
 	// The narration's watches, and the cloud's controllers, must end before the API server
 	// stops, or it waits for them.
 	watchCtx, stopWatching := context.WithCancel(ctx)

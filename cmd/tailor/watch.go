@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/disruption"
 	karpinformers "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
@@ -87,7 +88,7 @@ func watchFleet(ctx context.Context, cluster *sandbox.Cluster) {
 	_, _ = factory.Events().V1().Events().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if ev, ok := obj.(*eventsv1.Event); ok && ev.Regarding.Kind == "NodeClaim" &&
-				(ev.Reason == "Disrupting" || ev.Reason == "DisruptionFailed") {
+				(ev.Reason == disruption.ReasonTerminating || ev.Reason == disruption.ReasonFailed) {
 				say("nodeclaim %s: %s", ev.Regarding.Name, ev.Note)
 			}
 		},

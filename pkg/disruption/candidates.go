@@ -72,6 +72,22 @@ func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map
 	return out, blocked
 }
 
+// Why a node is no candidate for a while only, with nothing for a user to do: it gets no
+// DisruptionBlocked Event. Such an Event would also hide the lasting reason that may follow: the
+// events API folds the Events of one reason about one object, within minutes, into a series that
+// keeps the first message.
+const (
+	alreadyDisrupting = "it is already being disrupted"
+	notInitialized    = "it is not initialized yet"
+	nominatedNow      = "pods are nominated to it"
+	awaitedBy         = "pods planned onto it are still on their way"
+)
+
+// passing says whether why is one of the reasons above.
+func passing(why string) bool {
+	return why == alreadyDisrupting || why == notInitialized || why == nominatedNow || why == awaitedBy
+}
+
 func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod,
 	nominated, closed map[string]bool, pdbs *pdbIndex) string {
 	switch {
@@ -80,13 +96,9 @@ func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.
 	case pool == nil:
 		return fmt.Sprintf("its NodePool %q does not exist", claim.Labels[karpv1.NodePoolLabelKey])
 	case !claim.IsTrue(karpv1.ConditionTypeInitialized):
-		return "it is not initialized yet"
+		return notInitialized
 	case closed[n.Name] || scheduling.IsLeaving(n, claim):
-		return "it is already being disrupted"
-	case nominated[n.Name]:
-		return "pods are nominated to it"
-	case s.Awaited[claim.Name] || s.AwaitedNodes[n.Name]:
-		return "pods planned onto it are still on their way"
+		return alreadyDisrupting
 	case n.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || claim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true":
 		return fmt.Sprintf("it is annotated %s", karpv1.DoNotDisruptAnnotationKey)
 	}
@@ -103,6 +115,14 @@ func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.
 		if why := pdbs.blocks(p); why != "" {
 			return why
 		}
+	}
+	// What a user set (the annotations, the budgets) is named before what passes by itself: only
+	// the first reason is returned, and only a lasting one is written in an Event.
+	switch {
+	case nominated[n.Name]:
+		return nominatedNow
+	case s.Awaited[claim.Name] || s.AwaitedNodes[n.Name]:
+		return awaitedBy
 	}
 	return ""
 }

@@ -75,6 +75,8 @@ const singleNodeTimeout = 3 * time.Minute
 type Controller struct {
 	opts    Options
 	trigger chan struct{}
+	// dedupe holds back Events the loop would otherwise repeat on every pass.
+	dedupe *dedupe
 }
 
 // New returns a Controller; it acts once Run is called.
@@ -90,7 +92,11 @@ func New(opts Options) *Controller {
 		opts.Planner = &lockedPlanner{Planner: opts.Planner}
 		opts.CheckPlanner = opts.Planner
 	}
-	return &Controller{opts: opts, trigger: make(chan struct{}, 1)}
+	var clk clock.PassiveClock = clock.RealClock{}
+	if opts.Clock != nil {
+		clk = opts.Clock
+	}
+	return &Controller{opts: opts, trigger: make(chan struct{}, 1), dedupe: newDedupe(clk)}
 }
 
 // Trigger asks for a pass soon, e.g. after a NodeClaim became Consolidatable.
@@ -143,6 +149,7 @@ func (c *Controller) decide(ctx context.Context, s *State) *Command {
 	closed := setOf(c.opts.Gate.Closed())
 	cmd, report := Decide(ctx, s, c.opts.Planner, closed, DecideOptions{SpotToSpotMin: c.opts.SpotToSpotMin,
 		Deadline: c.opts.Clock.Now().Add(singleNodeTimeout), Now: c.opts.Clock.Now})
+	c.explain(s, report)
 	for _, err := range report.BudgetErrors {
 		klog.FromContext(ctx).Error(err, "Disruption budget cannot be read; it allows no disruption")
 	}
@@ -171,6 +178,12 @@ type Report struct {
 	Eligible     map[karpv1.DisruptionReason]int
 	Allowed      map[poolReason]int
 	BudgetErrors []error
+	// Blocked says, by node, why a node Tailor manages is no candidate, for the lasting reasons
+	// (see passing); Unconsolidatable, why consolidation weighed a candidate and left it. The
+	// loop writes them as DisruptionBlocked and Unconsolidatable Events.
+	Blocked, Unconsolidatable map[string]string
+	// ClosedBudgets are the pools and reasons whose budget allows nothing now.
+	ClosedBudgets []poolReason
 }
 
 type poolReason struct {
@@ -187,9 +200,15 @@ func Decide(ctx context.Context, s *State, pl Planner, closed map[string]bool, o
 // decideWith is Decide with the prober given, so that tests can compare probers.
 func decideWith(ctx context.Context, probe *prober, closed map[string]bool, opts DecideOptions) (*Command, Report) {
 	s := probe.state
-	cands, _ := Candidates(s, closed)
+	cands, blocked := Candidates(s, closed)
 	b, allowed, errs := poolBudgets(s, closed)
-	report := Report{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: allowed, BudgetErrors: errs}
+	report := Report{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: allowed, BudgetErrors: errs,
+		Blocked: map[string]string{}, Unconsolidatable: map[string]string{}, ClosedBudgets: b.closedBy}
+	for node, why := range blocked {
+		if !passing(why) {
+			report.Blocked[node] = why
+		}
+	}
 	for _, cand := range cands {
 		switch {
 		case cand.Drifted():
@@ -206,7 +225,8 @@ func decideWith(ctx context.Context, probe *prober, closed map[string]bool, opts
 	if opts.Deadline.IsZero() {
 		opts.Deadline = opts.Now().Add(singleNodeTimeout)
 	}
-	d := &decider{state: s, probe: probe, cands: cands, budgets: b, spotMin: max(1, opts.SpotToSpotMin), deadline: opts.Deadline, now: opts.Now}
+	d := &decider{state: s, probe: probe, cands: cands, budgets: b, spotMin: max(1, opts.SpotToSpotMin), deadline: opts.Deadline, now: opts.Now,
+		unconsolidatable: report.Unconsolidatable}
 	return d.next(ctx), report
 }
 

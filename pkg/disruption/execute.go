@@ -90,7 +90,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 		c.unmark(ctx, cmd.Candidates)
 		c.withdraw(ctx, created)
 		for _, cand := range cmd.Candidates {
-			c.event(cand, corev1.EventTypeWarning, "DisruptionFailed", fmt.Sprintf("Keeping the node: %v", err))
+			c.event(cand, corev1.EventTypeWarning, ReasonFailed, fmt.Sprintf("Keeping the node: %v", err))
 		}
 		return false, nil
 	}
@@ -103,7 +103,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 			errs[i] = fmt.Errorf("deleting NodeClaim %s: %w", cand.Claim.Name, err)
 			return
 		}
-		c.event(cand, corev1.EventTypeNormal, "Disrupting", cmd.String())
+		c.terminating(cand, cmd)
 		metrics.DisruptionDecisions.WithLabelValues(cmd.Decision(), cmd.Method, string(cmd.Reason), cand.Pool.Name).Inc()
 		metrics.VoluntaryDecision(cmd.Decision(), cmd.Method, string(cmd.Reason), cand.Pool.Name)
 		policy := "" // Karpenter names the pool's policy for consolidation only
@@ -220,6 +220,7 @@ func (c *Controller) launch(ctx context.Context, cmd *Command) ([]string, error)
 		metrics.NodeClaimCreated(r.NodePool.Name, string(cmd.Reason), claim.Annotations[planner.MinValuesRelaxedAnnotationKey] == "true")
 		c.opts.Gate.Adopt(claim.Name, r.Pods)
 		names = append(names, claim.Name)
+		c.launching(claim, cmd)
 		klog.FromContext(ctx).Info("Launching replacement", "nodeClaim", claim.Name, "nodePool", r.NodePool.Name,
 			"cheapest", r.Options[0].InstanceType.Name, "pricePerHour", r.Options[0].Offering.PricePerHour, "pods", len(r.Pods))
 	}

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -30,6 +31,8 @@ type decider struct {
 	// next pass picks up where this one stopped mattering.
 	deadline time.Time
 	now      func() time.Time
+	// unconsolidatable says, by node, why consolidation turned the node down in this pass.
+	unconsolidatable map[string]string
 }
 
 // next returns the first command any method finds, or nil.
@@ -100,7 +103,17 @@ func (d *decider) drift(ctx context.Context) *Command {
 func (d *decider) underutilized() []*Candidate {
 	var out []*Candidate
 	for _, c := range d.cands {
-		if c.Consolidatable() && c.Priced && c.Pool.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmpty {
+		if !c.Consolidatable() {
+			continue
+		}
+		switch {
+		case !c.Priced:
+			d.refuse(c, fmt.Sprintf("Instance Type %q not found", c.Node.Labels[corev1.LabelInstanceTypeStable]))
+		case c.Pool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty:
+			if len(c.Pods) > 0 {
+				d.refuse(c, fmt.Sprintf("NodePool %q has consolidation policy WhenEmpty, but node is not empty", c.Pool.Name))
+			}
+		default:
 			out = append(out, c)
 		}
 	}
@@ -151,9 +164,11 @@ func (d *decider) singleNode(ctx context.Context) *Command {
 			continue
 		}
 		spot := c.CapacityType() == karpv1.CapacityTypeSpot
-		if cmd := d.consolidate(ctx, []*Candidate{c}, "single-node consolidation", spot); cmd != nil {
+		cmd, why := d.consolidateWhy(ctx, []*Candidate{c}, "single-node consolidation", spot)
+		if cmd != nil {
 			return cmd
 		}
+		d.refuse(c, why)
 	}
 	return nil
 }
@@ -162,30 +177,56 @@ func (d *decider) singleNode(ctx context.Context) *Command {
 // at most one new node that costs less than they do together. Removals that cannot work by
 // resources alone are not simulated (see room).
 func (d *decider) consolidate(ctx context.Context, cands []*Candidate, method string, spot bool) *Command {
+	cmd, _ := d.consolidateWhy(ctx, cands, method, spot)
+	return cmd
+}
+
+// consolidateWhy is consolidate, and when it finds no command, why not, in Karpenter's words for
+// its Unconsolidatable Events.
+func (d *decider) consolidateWhy(ctx context.Context, cands []*Candidate, method string, spot bool) (*Command, string) {
 	price := priceOf(cands)
 	if d.probe.hopeless(cands, price, spot) {
-		return nil
+		return nil, "Can't replace with a cheaper node"
 	}
 	out := d.probe.simulate(ctx, cands)
-	if !out.OK() || len(out.Replacements) > 1 {
-		return nil
+	if !out.OK() {
+		return nil, out.Unplaceable
+	}
+	if len(out.Replacements) > 1 {
+		return nil, fmt.Sprintf("Can't remove without creating %d candidates", len(out.Replacements))
 	}
 	cmd := &Command{Reason: karpv1.DisruptionReasonUnderutilized, Method: method, Candidates: cands, Savings: price}
 	if len(out.Replacements) == 1 {
 		r, ok := cheaper(out.Replacements[0], price, spot, d.spotMin)
-		if !ok || planner.OptionsShort(r.NodePool, r.Options) != "" {
-			// Nothing cheaper, or not with as many values as the pool's minValues ask for.
-			return nil
+		if !ok {
+			return nil, "Can't replace with a cheaper node"
+		}
+		if short := planner.OptionsShort(r.NodePool, r.Options); short != "" {
+			// Cheaper, but not with as many values as the pool's minValues ask for.
+			return nil, "Can't replace with a cheaper node: " + short
 		}
 		cmd.Replacements = []*planner.PlannedClaim{r}
 		cmd.Savings = price - replacementPrice(cmd.Replacements)
 	}
-	return cmd
+	return cmd, ""
+}
+
+// refuse notes why consolidation leaves c alone, the first reason of the pass.
+func (d *decider) refuse(c *Candidate, why string) {
+	if d.unconsolidatable == nil || why == "" {
+		return
+	}
+	if _, ok := d.unconsolidatable[c.Node.Name]; !ok {
+		d.unconsolidatable[c.Node.Name] = why
+	}
 }
 
 // budgets are the disruptions each pool may still start, by reason.
 type budgets struct {
 	byPool map[string]map[karpv1.DisruptionReason]int
+	// closedBy are the pools and reasons whose budget allows no disruption at all while the pool
+	// has nodes: what Karpenter's DisruptionBlocked Event on a NodePool reports.
+	closedBy []poolReason
 }
 
 func (b *budgets) left(pool string, reason karpv1.DisruptionReason) int {
@@ -230,6 +271,9 @@ func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int
 				errs = append(errs, err)
 			}
 			b.byPool[name][reason] = max(0, allowed-disrupting[name])
+			if allowed == 0 && total[name] > 0 {
+				b.closedBy = append(b.closedBy, poolReason{name, reason})
+			}
 			allowedNow[poolReason{name, reason}] = max(0, allowed-disrupting[name])
 		}
 	}

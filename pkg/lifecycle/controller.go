@@ -76,7 +76,15 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	if _, err := opts.ClaimInform.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueueClaim, UpdateFunc: func(_, n any) { enqueueClaim(n) }, DeleteFunc: enqueueClaim,
+		AddFunc: enqueueClaim, DeleteFunc: enqueueClaim,
+		UpdateFunc: func(o, n any) {
+			if old, ok := o.(*karpv1.NodeClaim); ok {
+				if cur, ok := n.(*karpv1.NodeClaim); ok {
+					recordTransitions(opts.Recorder, old, cur)
+				}
+			}
+			enqueueClaim(n)
+		},
 	}); err != nil {
 		return nil, err
 	}

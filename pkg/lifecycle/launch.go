@@ -110,7 +110,7 @@ func (c *Controller) abandon(ctx context.Context, claim *karpv1.NodeClaim, launc
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	c.opts.Recorder.Eventf(apis.ForEvents(claim), nil, corev1.EventTypeWarning, reason, "Launch",
+	c.opts.Recorder.Eventf(apis.ForEvents(claim), nil, corev1.EventTypeWarning, launchEventReason(reason), "Launch",
 		"NodeClaim %s could not launch: %v", claim.Name, launchErr)
 	klog.FromContext(ctx).Info("Launch failed; deleting the NodeClaim so its pods are planned again",
 		"nodeClaim", claim.Name, "reason", reason, "error", launchErr.Error())
@@ -166,4 +166,15 @@ func truncate(s string) string {
 		return s[:maxLen-3] + "..."
 	}
 	return s
+}
+
+// launchEventReason is the Event's reason for a failed launch. A capacity shortage is Karpenter's
+// InsufficientCapacityError, which alerts match; the condition keeps the shorter
+// InsufficientCapacity. Karpenter writes no Event for other launch failures: LaunchFailed is
+// Tailor's.
+func launchEventReason(conditionReason string) string {
+	if conditionReason == "InsufficientCapacity" {
+		return "InsufficientCapacityError"
+	}
+	return conditionReason
 }

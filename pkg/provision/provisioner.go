@@ -468,7 +468,7 @@ func (p *Provisioner) launch(ctx context.Context, plan *planner.Plan, view *plan
 		}
 		for _, pod := range plan.Claims[i].Pods {
 			p.opts.Recorder.Eventf(pod, apis.ForEvents(claim), corev1.EventTypeNormal, "Nominated", "Provisioning",
-				"Pod should schedule on NodeClaim %s", claim.Name)
+				"Pod should schedule on: nodeclaim/%s", claim.Name)
 		}
 	}
 	return errs

@@ -41,10 +41,12 @@ func podReasons(events []*eventsv1.Event) map[string]reason {
 // decisionReasons are the Events Tailor writes on a NodeClaim when it removes it outside the
 // Disrupt action: the disruption loop's decisions it had to undo, and capacity given back because
 // no pod needed it.
-var decisionReasons = map[string]bool{"Disrupting": true, "DisruptionFailed": true, "Disrupted": true, "Unneeded": true}
+// Disrupting is what the loop wrote before it took Karpenter's DisruptionTerminating; a cluster
+// that ran an older Tailor may still hold such Events.
+var decisionReasons = map[string]bool{"DisruptionTerminating": true, "Disrupting": true, "DisruptionFailed": true, "Disrupted": true, "Unneeded": true}
 
 // disruptAction is the action of every Event Tailor writes on a NodeClaim it removes: the
-// disruption loop's and the forceful path's (SpotInterruption, Expired, Unhealthy, ...), whose
+// disruption loop's and the forceful path's (TerminatingOnInterruption, Expired, Unhealthy, ...), whose
 // reasons name the cause.
 const disruptAction = "Disrupt"
 

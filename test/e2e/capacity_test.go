@@ -74,7 +74,7 @@ func TestCapacityShortage(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("an InsufficientCapacity Event", time.Minute, func() (bool, string) {
-		return len(e.events("", "InsufficientCapacity")) > 0, "none yet"
+		return len(e.events("", "InsufficientCapacityError")) > 0, "none yet"
 	})
 	e.waitFor("the pod to be explained as unplaceable", time.Minute, func() (bool, string) {
 		notes := e.events("default", "FailedProvisioning")

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,8 +74,8 @@ func TestRequirementsChangeRollsNodesOneAtATime(t *testing.T) {
 		return left == 0 && spot == 3 && ready == 3, fmt.Sprintf("%d old nodes left, %d spot nodes, %d ready pods", left, spot, ready)
 	})
 	budget.Stop(e, "the disruption budget")
-	if evs := e.eventsFor("Disrupting", "Node"); len(evs) < 3 {
-		t.Fatalf("want a Disrupting Event per drifted node, have %v", notes(evs))
+	if evs := e.eventsFor("DisruptionTerminating", "Node"); len(evs) < 3 {
+		t.Fatalf("want a DisruptionTerminating Event per drifted node, have %v", notes(evs))
 	}
 }
 
@@ -164,13 +165,20 @@ func (e *env) oversizedNode(smallAnnotations ...string) string {
 }
 
 // A pod annotated karpenter.sh/do-not-disrupt keeps its node, which consolidation would otherwise
-// replace with a cheaper one; once the annotation is gone, it does.
+// replace with a cheaper one, and DisruptionBlocked says why; once the annotation is gone, it does.
 func TestDoNotDisruptPodKeepsItsNode(t *testing.T) {
 	e := newEnv(t)
 	e.applyExample("ec2nodeclass.yaml")
 	e.createNodePool(onDemand(consolidatingPool("default")))
 	node := e.oversizedNode(karpv1.DoNotDisruptAnnotationKey, "true")
 	e.expectNodeKept(node, 6*time.Second)
+	// The loop says why, as Karpenter does: DisruptionBlocked on the Node, naming the annotation.
+	e.waitFor("a DisruptionBlocked Event on node "+node, 10*time.Second, func() (bool, string) {
+		evs := eventsOn(e.eventsFor("DisruptionBlocked", "Node"), node)
+		return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool {
+			return strings.Contains(ev.Note, karpv1.DoNotDisruptAnnotationKey)
+		}), fmt.Sprint(notes(evs))
+	})
 
 	pod := e.waitRunning("app=small", 1, time.Minute)[0]
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, karpv1.DoNotDisruptAnnotationKey)

@@ -71,13 +71,13 @@ func TestScaleDownShrinksTheFleetWithinBudgetsAndPDBs(t *testing.T) {
 	after, nodesAfter := e.fleetPrice("default")
 	t.Logf("3 pods on %d nodes, $%.4f/h; from scratch the planner launches $%.4f/h", nodesAfter, after, want)
 
-	evs := e.eventsFor("Disrupting", "Node")
+	evs := e.eventsFor("DisruptionTerminating", "Node")
 	if len(evs) == 0 {
-		t.Fatalf("no Disrupting Events on Nodes")
+		t.Fatalf("no DisruptionTerminating Events on Nodes")
 	}
 	for _, ev := range evs {
-		if !strings.HasPrefix(ev.Note, "Disrupting: ") || !strings.Contains(ev.Note, "/h") {
-			t.Errorf("Disrupting Event does not say what and how much: %q", ev.Note)
+		if !strings.HasPrefix(ev.Note, "Disrupting Node: ") || !strings.Contains(ev.Note, "/h") {
+			t.Errorf("DisruptionTerminating Event does not say what and how much: %q", ev.Note)
 		}
 	}
 	t.Logf("decisions: %v", notes(evs))

@@ -67,7 +67,7 @@ func TestExamplesSettleWithEveryPodRunning(t *testing.T) {
 }
 
 // What the README promises of `make run`: scaling inflate down shrinks the fleet, with a
-// Disrupting Event that says what was decided and what it saves.
+// DisruptionTerminating Event that says what was decided and what it saves.
 func TestScalingTheExampleDownShrinksTheFleet(t *testing.T) {
 	e := newEnv(t)
 	if err := sandbox.ApplyFiles(e.ctx, e.cluster.Config, []string{"../../examples"}, nil); err != nil {
@@ -89,9 +89,9 @@ func TestScalingTheExampleDownShrinksTheFleet(t *testing.T) {
 		return price < before && busy == 0 && e.readyPods("app=inflate") == 1,
 			fmt.Sprintf("%d nodes at $%.4f/h (was %d at $%.4f/h), %d disrupting", n, price, nodes, before, busy)
 	})
-	evs := e.eventsFor("Disrupting", "NodeClaim")
+	evs := e.eventsFor("DisruptionTerminating", "NodeClaim")
 	if !slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return strings.Contains(ev.Note, "saves $") }) {
-		t.Fatalf("no Disrupting Event with the saving: %v", notes(evs))
+		t.Fatalf("no DisruptionTerminating Event with the saving: %v", notes(evs))
 	}
 	after, _ := e.fleetPrice("default")
 	t.Logf("inflate 5 -> 1: $%.4f/h -> $%.4f/h; %v", before, after, notes(evs))

@@ -15,6 +15,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/drift"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
 )
@@ -80,9 +81,14 @@ func TestInterruptionReplacesTheNodeBeforeItsDeadline(t *testing.T) {
 	// The Events on the Node and the NodeClaim name the kind and the deadline.
 	stamp := deadline.UTC().Format("2006-01-02T15:04:05Z")
 	for _, kind := range []string{"Node", "NodeClaim"} {
-		e.waitFor(fmt.Sprintf("a %s Event on the %s naming the deadline", cloud.InterruptionSpot, kind), 10*time.Second, func() (bool, string) {
-			evs := e.eventsFor(string(cloud.InterruptionSpot), kind)
+		reason := interruption.EventReason(cloud.InterruptionSpot)
+		e.waitFor(fmt.Sprintf("a %s Event on the %s naming the deadline", reason, kind), 10*time.Second, func() (bool, string) {
+			evs := e.eventsFor(reason, kind)
 			return slices.ContainsFunc(evs, func(ev eventsv1.Event) bool { return strings.Contains(ev.Note, stamp) }), fmt.Sprint(notes(evs))
+		})
+		e.waitFor(fmt.Sprintf("a %s Event on the %s", interruption.TerminatingOnInterruption, kind), 10*time.Second, func() (bool, string) {
+			evs := e.eventsFor(interruption.TerminatingOnInterruption, kind)
+			return len(evs) > 0, "none yet"
 		})
 	}
 	if got := testutil.ToFloat64(metrics.DisruptionDecisions.WithLabelValues("replace", "interruption", "Interrupted", old.Labels[karpv1.NodePoolLabelKey])); got != decisions+1 {
@@ -96,7 +102,7 @@ func TestRebalanceRecommendationKeepsTheNode(t *testing.T) {
 	node := e.launchOneNode("web", 1)
 	e.cloud.InjectInterruption(cloud.Interruption{ProviderID: node.Spec.ProviderID, Kind: cloud.InterruptionRebalance})
 	e.waitFor("the rebalance recommendation's Event on the NodeClaim", time.Minute, func() (bool, string) {
-		return len(e.eventsFor(string(cloud.InterruptionRebalance), "NodeClaim")) > 0, "no Event yet"
+		return len(e.eventsFor(interruption.EventReason(cloud.InterruptionRebalance), "NodeClaim")) > 0, "no Event yet"
 	})
 	n, err := e.cluster.Kube.CoreV1().Nodes().Get(e.ctx, node.Name, metav1.GetOptions{})
 	if err != nil {

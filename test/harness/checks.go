@@ -11,7 +11,9 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/disruption"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/expiration"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
 	"github.com/tailor-sh/tailor/pkg/lifecycle/repair"
 )
 
@@ -125,9 +127,10 @@ func schedulingMessage(p *corev1.Pod) string {
 // remove it, by every method: the disruption loop's (emptiness, drift, consolidation), expiration,
 // repair and each kind of interruption notice.
 var disruptionEvents = map[string]bool{
-	"Disrupting": true, expiration.Method: true, repair.Method: true,
-	string(cloud.InterruptionSpot): true, string(cloud.InterruptionRebalance): true, string(cloud.InterruptionScheduledChange): true,
-	string(cloud.InterruptionStopping): true, string(cloud.InterruptionTerminating): true, string(cloud.InterruptionCapacityReservation): true,
+	disruption.ReasonTerminating: true, expiration.Method: true, repair.Method: true, interruption.TerminatingOnInterruption: true,
+	interruption.EventReason(cloud.InterruptionSpot): true, interruption.EventReason(cloud.InterruptionRebalance): true,
+	interruption.EventReason(cloud.InterruptionScheduledChange): true, interruption.EventReason(cloud.InterruptionStopping): true,
+	interruption.EventReason(cloud.InterruptionTerminating): true, interruption.EventReason(cloud.InterruptionCapacityReservation): true,
 }
 
 // Disruptions says how the pods of removed nodes left: each evicted (or deleted past its

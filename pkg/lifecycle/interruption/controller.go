@@ -110,7 +110,7 @@ func (c *Controller) handle(ctx context.Context, n cloud.Interruption) (string, 
 	msg := Describe(n, claim)
 	if n.Kind == cloud.InterruptionRebalance {
 		logger.Info("Rebalance recommendation; the node stays", "nodeClaim", claim.Name)
-		c.record(claim, corev1.EventTypeNormal, string(n.Kind), msg)
+		c.record(claim, corev1.EventTypeNormal, EventReason(n.Kind), msg)
 		c.acted.Set(notice, struct{}{}, rememberFor)
 		return OutcomeRecorded, nil
 	}
@@ -118,7 +118,11 @@ func (c *Controller) handle(ctx context.Context, n cloud.Interruption) (string, 
 		c.acted.Set(notice, struct{}{}, rememberFor)
 		return OutcomeAlreadyRemoving, nil
 	}
-	if err := c.opts.Disrupter.Disrupt(ctx, claim, forceful.Reason{Method: Method, Event: string(n.Kind), Message: msg}); err != nil {
+	// Karpenter writes the notice's Event, then TerminatingOnInterruption as it deletes the
+	// NodeClaim; so does Tailor, the second through the forceful path.
+	c.record(claim, corev1.EventTypeWarning, EventReason(n.Kind), msg)
+	if err := c.opts.Disrupter.Disrupt(ctx, claim, forceful.Reason{Method: Method, Event: TerminatingOnInterruption,
+		Message: "Interruption triggered termination: " + msg}); err != nil {
 		return "", err
 	}
 	c.acted.Set(notice, struct{}{}, rememberFor)
@@ -148,6 +152,30 @@ func (c *Controller) claimOf(ctx context.Context, providerID string) (*karpv1.No
 		}
 	}
 	return nil, nil
+}
+
+// TerminatingOnInterruption is the reason of the Event written as a notice's NodeClaim is deleted,
+// Karpenter's.
+const TerminatingOnInterruption = "TerminatingOnInterruption"
+
+// EventReason is the reason of a notice's Event: Karpenter's AWS provider's for the same notice,
+// so that alerts on them keep working. A scheduled change is an unhealthy instance to Karpenter.
+func EventReason(k cloud.InterruptionKind) string {
+	switch k {
+	case cloud.InterruptionSpot:
+		return "SpotInterrupted"
+	case cloud.InterruptionRebalance:
+		return "SpotRebalanceRecommendation"
+	case cloud.InterruptionScheduledChange:
+		return "InstanceUnhealthy"
+	case cloud.InterruptionStopping:
+		return "InstanceStopping"
+	case cloud.InterruptionTerminating:
+		return "InstanceTerminating"
+	case cloud.InterruptionCapacityReservation:
+		return "CapacityReservationInstanceInterrupted"
+	}
+	return string(k)
 }
 
 // Describe is the message of a notice's Events: what, for which instance, and by when.

@@ -9,6 +9,7 @@ package repair
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,15 +59,22 @@ type Options struct {
 	Clock    clock.WithTicker
 }
 
+// blockedEvery is how often a repair that stays blocked says so again: it is looked at every
+// Recheck, and Karpenter writes its NodeRepairBlocked once every 15 minutes per object.
+const blockedEvery = 15 * time.Minute
+
 // Controller repairs unhealthy nodes that Tailor launched.
 type Controller struct {
 	opts  Options
 	queue *controller.Queue
+	// blockedSaid is when each node's NodeRepairBlocked was last written, by node name.
+	mu          sync.Mutex
+	blockedSaid map[string]time.Time
 }
 
 // New registers the event handlers; call it before the informers start.
 func New(opts Options) (*Controller, error) {
-	c := &Controller{opts: opts}
+	c := &Controller{opts: opts, blockedSaid: map[string]time.Time{}}
 	c.queue = controller.NewQueue("repair", opts.Clock, c.reconcile)
 	enqueue := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok && isUnhealthy(n, opts.Policies) {
@@ -109,8 +117,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		klog.FromContext(ctx).Info("Node repair blocked", "node", node.Name, "nodeClaim", claim.Name, "why", why)
 		metrics.NodeRepairBlocked.WithLabelValues(pool).Inc()
 		msg := fmt.Sprintf("Not repairing node %s: %s", node.Name, why)
-		c.event(node, corev1.EventTypeWarning, BlockedReason, msg)
-		c.event(apis.ForEvents(claim), corev1.EventTypeWarning, BlockedReason, msg)
+		if c.sayBlocked(node.Name, now) {
+			c.event(node, corev1.EventTypeWarning, BlockedReason, msg)
+			c.event(apis.ForEvents(claim), corev1.EventTypeWarning, BlockedReason, msg)
+		}
 		return Recheck, nil
 	}
 	cond := finding.Condition
@@ -158,6 +168,22 @@ func (c *Controller) claimOf(node *corev1.Node) *karpv1.NodeClaim {
 		}
 	}
 	return nil
+}
+
+// sayBlocked reports whether node's NodeRepairBlocked is due at now, and if so notes it written.
+func (c *Controller) sayBlocked(node string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if said, ok := c.blockedSaid[node]; ok && now.Sub(said) < blockedEvery {
+		return false
+	}
+	for n, said := range c.blockedSaid {
+		if now.Sub(said) >= blockedEvery {
+			delete(c.blockedSaid, n)
+		}
+	}
+	c.blockedSaid[node] = now
+	return true
 }
 
 func (c *Controller) event(regarding runtime.Object, eventType, reason, msg string) {

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSandboxServesMetrics: `tailor sandbox --apply DIR` writes metrics-endpoint beside the
+// kubeconfig, and the URL in it serves Tailor's metrics: once the applied pods have caused a
+// launch, a karpenter_ and a tailor_ counter of it have samples. The file goes when the sandbox
+// exits.
+func TestSandboxServesMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane; skipped in -short mode")
+	}
+	dir := t.TempDir()
+	copyDir(t, "testdata/prod-east", dir)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	go func() {
+		done <- runSandbox(ctx, &out, &sandboxFlags{
+			kubeconfig: kubeconfig, apply: []string{dir}, cloud: "fake",
+			logFile: filepath.Join(t.TempDir(), "tailor.log"), account: account{cluster: "prod-east", region: "us-east-1"},
+		})
+	}()
+	written := filepath.Join(filepath.Dir(kubeconfig), metricsEndpointFile)
+	want := []string{"karpenter_nodeclaims_created_total{", "tailor_nodeclaims_created_total"}
+	var body string
+	deadline := time.Now().Add(2 * time.Minute)
+	for !servesAll(body, want) {
+		select {
+		case err := <-done:
+			t.Fatalf("the sandbox exited: %v", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sample of each of %q within 2m; last scrape:\n%s", want, body)
+		}
+		url, err := os.ReadFile(written)
+		if err != nil {
+			continue // not up yet
+		}
+		body = scrape(t, strings.TrimSpace(string(url)))
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("tailor sandbox: %v", err)
+	}
+	if _, err := os.Stat(written); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is still there after the sandbox exited (%v)", written, err)
+	}
+}
+
+// servesAll says whether the exposition body has a sample line for each prefix (not only its HELP
+// and TYPE lines, which a metric has from registration).
+func servesAll(body string, prefixes []string) bool {
+	for _, p := range prefixes {
+		found := false
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, p) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Logf("scraping %s: %v", url, err)
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Logf("scraping %s: %s, %v", url, resp.Status, err)
+	}
+	return string(b)
+}
