@@ -27,7 +27,7 @@ func TestDriftHeldNamesTheBudgetThatAllowsNoDisruption(t *testing.T) {
 	}
 	minAvailable := intstr.FromInt32(1)
 	pdb := policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: workload.Namespace},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web-1"}}},
+		Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web-1"}}},
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1}}
 	node := func(name string) corev1.Node { return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
 	renewed := claim("pool-0-new", "n3")
