@@ -19,7 +19,9 @@ var voluntaryReasons = []string{string(karpv1.DisruptionReasonEmpty), string(kar
 // whose NodeClaim it never deleted (it stopped while waiting for a replacement, say) would
 // otherwise stay tainted, offering no room, forever. It runs once, when the loop starts, before
 // any decision of its own. Nodes tainted by the forceful path (no reason yet, or Interrupted or
-// Expired) are left alone: their notice or expiry comes round again and finishes the job.
+// Expired) are left alone: the expiration and repair controllers look at every claim again as
+// they start, the interruption controller's Resume finishes the interruptions it recorded, and a
+// notice cut short before its reason was recorded is delivered again.
 func (c *Controller) recoverAbandoned(ctx context.Context) {
 	s, err := c.readState(ctx)
 	if err != nil {

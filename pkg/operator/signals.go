@@ -97,6 +97,8 @@ func (o *Operator) startSignals(ctx context.Context) {
 		o.wg.Go(func() { s.repair.Run(ctx) })
 	}
 	if src, ok := o.cloud.(cloud.InterruptionSource); ok {
+		// In its own goroutine: each removal waits for a plan of the provisioner (PlanNow).
+		o.wg.Go(func() { s.interruption.Resume(ctx) })
 		o.wg.Go(func() {
 			if err := src.HandleInterruptions(ctx, s.interruption.Handle); err != nil && ctx.Err() == nil {
 				klog.FromContext(ctx).Error(err, "Interruption notices stopped")

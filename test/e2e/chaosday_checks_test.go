@@ -64,7 +64,7 @@ func (e *chaosDayEnv) chaosDayFaults(app string) []string {
 			byProvider[c.Status.ProviderID] = c
 		}
 		if c.DeletionTimestamp != nil {
-			faults = append(faults, fmt.Sprintf("NodeClaim %s is being deleted", c.Name))
+			faults = append(faults, fmt.Sprintf("NodeClaim %s is being deleted%s", c.Name, claimDrainState(c)))
 		} else if !c.IsTrue(karpv1.ConditionTypeInitialized) {
 			faults = append(faults, fmt.Sprintf("NodeClaim %s is not initialized", c.Name))
 		}
@@ -101,7 +101,7 @@ func (e *chaosDayEnv) chaosDayFaults(app string) []string {
 			withNode[c.Name] = true
 		}
 		if nodetaint.IsDisrupted(n) {
-			faults = append(faults, fmt.Sprintf("node %s is tainted %s", n.Name, karpv1.DisruptedTaintKey))
+			faults = append(faults, fmt.Sprintf("node %s is tainted %s%s", n.Name, karpv1.DisruptedTaintKey, nodeDrainState(n, pods.Items)))
 		}
 	}
 	for name := range byName {
@@ -269,4 +269,39 @@ func (e *chaosDayEnv) describeFleet() string {
 		fmt.Fprintf(&b, "instance %s: %s %s claim %q\n", inst.ID, inst.State, inst.InstanceType, inst.Tags[awsv1.TagKeyNodeClaim])
 	}
 	return b.String()
+}
+
+// claimDrainState is what a NodeClaim being deleted waits on, as its conditions say: the drain's
+// Drained condition (a PodDisruptionBudget, a pod held for want of a place) and whether its
+// instance is terminating. A disruption left half done then names its step in the failure.
+func claimDrainState(c *karpv1.NodeClaim) string {
+	var parts []string
+	for _, t := range []string{karpv1.ConditionTypeDrained, karpv1.ConditionTypeVolumesDetached, karpv1.ConditionTypeInstanceTerminating, karpv1.ConditionTypeDisruptionReason} {
+		if cond := c.GetCondition(t); cond != nil {
+			parts = append(parts, fmt.Sprintf("%s=%s %s %q since %s", t, cond.Status, cond.Reason, cond.Message, cond.LastTransitionTime.UTC().Format(time.RFC3339)))
+		}
+	}
+	if len(parts) == 0 {
+		return " (no drain condition yet)"
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// nodeDrainState says whether a tainted node is being deleted and which pods are still on it.
+func nodeDrainState(n *corev1.Node, pods []corev1.Pod) string {
+	var on []string
+	for _, p := range pods {
+		if p.Spec.NodeName == n.Name {
+			state := string(p.Status.Phase)
+			if p.DeletionTimestamp != nil {
+				state += ", being deleted"
+			}
+			on = append(on, fmt.Sprintf("%s/%s [%s]", p.Namespace, p.Name, state))
+		}
+	}
+	deleting := "not being deleted"
+	if n.DeletionTimestamp != nil {
+		deleting = fmt.Sprintf("being deleted since %s, finalizers %v", n.DeletionTimestamp.UTC().Format(time.RFC3339), n.Finalizers)
+	}
+	return fmt.Sprintf(" (%s; pods on it: %s)", deleting, strings.Join(on, ", "))
 }

@@ -125,7 +125,9 @@ func runChaosDay(t *testing.T, seed uint64) {
 	t.Logf("chaos day seed %d: %s", seed, plan)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("chaos day seed %d failed; replay it with CHAOSDAY_SEEDS=%d, go test -count=1 -run TestChaosDay ./test/e2e/", seed, seed)
+			// The comma inside the quotes makes CHAOSDAY_SEEDS a list of one seed; a bare number
+			// is a count of seeds to run after the regression seeds (see chaosDaySeeds).
+			t.Logf("chaos day seed %d failed; replay it with: CHAOSDAY_SEEDS='%d,' go test -count=1 -run TestChaosDay -v ./test/e2e/", seed, seed)
 		}
 	})
 	e := newChaosDayEnv(t)

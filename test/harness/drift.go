@@ -3,11 +3,16 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
@@ -43,6 +48,16 @@ func driftAll(ctx context.Context, t *testing.T, cluster *sandbox.Cluster, befor
 	if r == nil {
 		return nil, nil
 	}
+	if countOld(r) > 0 {
+		pdbs, err := cluster.Kube.PolicyV1().PodDisruptionBudgets("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Logf("reading the PodDisruptionBudgets: %v", err)
+		} else {
+			for _, why := range driftHeld(r, pdbs.Items) {
+				t.Logf("drift held: %s", why)
+			}
+		}
+	}
 	d, err := ReadDisruptions(ctx, cluster.Kube)
 	if err != nil {
 		t.Logf("%v", err)
@@ -74,4 +89,43 @@ func countOld(r *Reading) int {
 		}
 	}
 	return n
+}
+
+// driftHeld says, for each NodeClaim from an old template that is left, what holds it: a
+// PodDisruptionBudget that allows no disruption of a pod on its node (drift, like every voluntary
+// disruption, leaves such a node alone; a drain already under way waits on the budget), a pod
+// annotated karpenter.sh/do-not-disrupt, or, for a claim being deleted, its Drained condition.
+// A claim it has nothing to say about is named as unexplained: that is the drift to look into.
+func driftHeld(r *Reading, pdbs []policyv1.PodDisruptionBudget) []string {
+	var out []string
+	for i := range r.Claims {
+		c := &r.Claims[i]
+		if c.Labels[driftLabel] != "" {
+			continue
+		}
+		var why []string
+		if c.DeletionTimestamp != nil {
+			if d := c.GetCondition(karpv1.ConditionTypeDrained); d != nil && d.Status != metav1.ConditionTrue {
+				why = append(why, fmt.Sprintf("being deleted, Drained=%s %s: %s", d.Status, d.Reason, d.Message))
+			}
+		}
+		for _, p := range r.podsOn(c.Status.NodeName) {
+			if v, ok := p.Annotations[karpv1.DoNotDisruptAnnotationKey]; ok {
+				why = append(why, fmt.Sprintf("pod %s is annotated %s=%s", key(p), karpv1.DoNotDisruptAnnotationKey, v))
+			}
+			for _, pdb := range pdbs {
+				sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+				if err != nil || pdb.Namespace != p.Namespace || !sel.Matches(labels.Set(p.Labels)) || pdb.Status.DisruptionsAllowed > 0 {
+					continue
+				}
+				why = append(why, fmt.Sprintf("PodDisruptionBudget %s/%s allows no disruption of pod %s (%d healthy, %d desired)",
+					pdb.Namespace, pdb.Name, key(p), pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy))
+			}
+		}
+		if len(why) == 0 {
+			why = append(why, "unexplained")
+		}
+		out = append(out, fmt.Sprintf("NodeClaim %s: %s", c.Name, strings.Join(why, "; ")))
+	}
+	return out
 }

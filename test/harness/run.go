@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/test/workload"
@@ -225,6 +226,11 @@ func unsettled(r *Reading, want int) string {
 	}
 	for _, c := range r.Claims {
 		if c.DeletionTimestamp != nil {
+			// Its Drained condition says what the drain waits on (a PodDisruptionBudget, a pod
+			// with no place), which tells a drain that cannot finish from one that is slow.
+			if d := c.GetCondition(karpv1.ConditionTypeDrained); d != nil && d.Status != metav1.ConditionTrue && d.Message != "" {
+				return fmt.Sprintf("NodeClaim %s is being deleted (Drained=%s %s: %s)", c.Name, d.Status, d.Reason, d.Message)
+			}
 			return "NodeClaim " + c.Name + " is being deleted"
 		}
 	}

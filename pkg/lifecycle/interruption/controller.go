@@ -130,6 +130,41 @@ func (c *Controller) handle(ctx context.Context, n cloud.Interruption) (string, 
 	return OutcomeDisrupted, nil
 }
 
+// Resume finishes the interruptions a previous process left half done; run it once at start,
+// with the informers synced. The forceful path taints the node and records DisruptionReason
+// Interrupted before it deletes the NodeClaim; a process stopped between the two leaves a node
+// that is tainted, whose pods the provisioner plans capacity for at once (the node is leaving),
+// and that nothing drains until the queue delivers the notice again, a visibility timeout later:
+// the capacity launched for its pods comes up and waits, unused, and the instance may be gone
+// before the drain starts. The recorded reason is the notice's decision, so it is carried out
+// now. Expiration and repair need no such step: their controllers look at every claim again as
+// they start.
+func (c *Controller) Resume(ctx context.Context) {
+	claims, err := c.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing NodeClaims to finish interruptions a previous process left half done")
+		return
+	}
+	for _, claim := range claims {
+		cond := claim.GetCondition(karpv1.ConditionTypeDisruptionReason)
+		if claim.DeletionTimestamp != nil || cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != Method || claim.Status.ProviderID == "" {
+			continue
+		}
+		logger := klog.FromContext(ctx).WithValues("nodeClaim", claim.Name, "providerID", claim.Status.ProviderID)
+		logger.Info("Finishing an interruption a previous process left half done")
+		unlock := c.locks.lock(claim.Status.ProviderID)
+		err := c.opts.Disrupter.Disrupt(ctx, claim, forceful.Reason{Method: Method, Event: Method, Message: cond.Message})
+		if err == nil {
+			// A copy of the notice delivered again now finds the node being removed.
+			c.acted.Set(claim.Status.ProviderID+"|removing", struct{}{}, rememberFor)
+		}
+		unlock()
+		if err != nil {
+			logger.Error(err, "Could not finish an interruption a previous process left half done; its notice, delivered again, will")
+		}
+	}
+}
+
 // claimOf finds the NodeClaim of the instance: from the cache, or from the API server when the
 // cache does not know it yet (a claim launched a moment ago must not miss its notice).
 func (c *Controller) claimOf(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {

@@ -127,3 +127,52 @@ func TestCopiesOfANoticeActOnce(t *testing.T) {
 		t.Errorf("a notice for no claim's instance: %v, Unknown +%v", err, outcome(unknown.Kind, OutcomeUnknown)-before)
 	}
 }
+
+// A process stopped between tainting an interrupted node (DisruptionReason Interrupted recorded)
+// and deleting its NodeClaim leaves the node leaving with no drain; the next process finishes
+// the removal as it starts, rather than a visibility timeout later when the queue delivers the
+// notice again, and the copy that then comes does nothing twice. Claims with another reason, or
+// already being deleted, are left alone.
+func TestResumeFinishesAnInterruptionCutShort(t *testing.T) {
+	const pid = "aws:///us-west-2a/i-0123456789abcdef0"
+	now := time.Now()
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c1", Labels: map[string]string{karpv1.NodePoolLabelKey: "pool"}}}
+	claim.Status.ProviderID = pid
+	claim.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, Method, "Spot interruption for instance "+pid, now)
+	expired := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c2"}}
+	expired.Status.ProviderID = "aws:///us-west-2a/i-0000000000000000e"
+	expired.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, "Expired", "expired", now)
+	deleting := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c3", DeletionTimestamp: &metav1.Time{Time: now}}}
+	deleting.Status.ProviderID = "aws:///us-west-2a/i-0000000000000000d"
+	deleting.SetCondition(karpv1.ConditionTypeDisruptionReason, metav1.ConditionTrue, Method, "already draining", now)
+	api := &claims{claim: claim}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, c := range []*karpv1.NodeClaim{claim, expired, deleting} {
+		if err := indexer.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kube := kubefake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	nodes, pods := factory.Core().V1().Nodes().Lister(), factory.Core().V1().Pods().Lister()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	clk := clocktesting.NewFakeClock(now)
+	c := New(Options{NodeClaims: api, ClaimLister: karplisters.NewNodeClaimLister(indexer), Nodes: nodes, Clock: clk,
+		Disrupter: forceful.New(forceful.Options{Kube: kube, NodeClaims: api, Nodes: nodes, Pods: pods, Clock: clk,
+			PlanNow: func(context.Context) error { return nil }})})
+
+	c.Resume(ctx)
+	if n := api.deletes.Load(); n != 1 {
+		t.Fatalf("Resume deleted %d NodeClaims, want the interrupted one only", n)
+	}
+	again := outcome(cloud.InterruptionSpot, OutcomeAlreadyRemoving)
+	if err := c.Handle(ctx, cloud.Interruption{ProviderID: pid, Kind: cloud.InterruptionSpot}); err != nil {
+		t.Fatal(err)
+	}
+	if n := api.deletes.Load(); n != 1 || outcome(cloud.InterruptionSpot, OutcomeAlreadyRemoving)-again != 1 {
+		t.Errorf("the notice delivered again after Resume: %d deletions, AlreadyRemoving +%v; want 1 and +1", n, outcome(cloud.InterruptionSpot, OutcomeAlreadyRemoving)-again)
+	}
+}
