@@ -127,91 +127,119 @@ func (e *Emulator) serveIAM(w http.ResponseWriter, reqID, action string, q query
 }
 
 func (e *Emulator) iamLocked(action string, q query) (any, error) {
-	profile := func() (*InstanceProfile, error) {
-		name := q.get("InstanceProfileName")
-		if p, ok := e.world.profiles[name]; ok {
-			return p, nil
-		}
-		return nil, noSuchEntity("Instance Profile %s cannot be found.", name)
-	}
-	role := func() (*Role, error) {
-		name := q.get("RoleName")
-		if r, ok := e.world.roles[name]; ok {
-			return r, nil
-		}
-		return nil, noSuchEntity("The role with name %s cannot be found.", name)
-	}
-	switch action {
-	case "GetRole":
-		r, err := role()
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			Role iamRoleXML `xml:"Role"`
-		}{r.xml()}, nil
-	case "GetInstanceProfile":
-		p, err := profile()
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			InstanceProfile iamProfileXML `xml:"InstanceProfile"`
-		}{e.profileXMLLocked(p)}, nil
-	case "CreateInstanceProfile":
-		name := q.get("InstanceProfileName")
-		if name == "" || len(name) > 128 {
-			return nil, &apiError{Code: "ValidationError", Message: "1 validation error detected: Value at 'instanceProfileName' failed to satisfy constraint: Member must have length between 1 and 128"}
-		}
-		if _, ok := e.world.profiles[name]; ok {
-			return nil, &apiError{Code: "EntityAlreadyExists", Message: "Instance Profile " + name + " already exists.", Status: http.StatusConflict}
-		}
-		path := q.get("Path")
-		if path == "" {
-			path = "/"
-		}
-		p := &InstanceProfile{Name: name, ID: e.newID("AIPA"), Path: path, Tags: iamTags(q), Created: e.clock.Now()}
-		e.world.profiles[name] = p
-		return struct {
-			InstanceProfile iamProfileXML `xml:"InstanceProfile"`
-		}{e.profileXMLLocked(p)}, nil
-	case "AddRoleToInstanceProfile":
-		p, err := profile()
-		if err != nil {
-			return nil, err
-		}
-		r, err := role()
-		if err != nil {
-			return nil, err
-		}
-		if len(p.Roles) > 0 {
-			return nil, &apiError{Code: "LimitExceeded", Message: "Cannot exceed quota for InstanceSessionsPerInstanceProfile: 1", Status: http.StatusConflict}
-		}
-		p.Roles = []string{r.Name}
-		return nil, nil
-	case "RemoveRoleFromInstanceProfile":
-		p, err := profile()
-		if err != nil {
-			return nil, err
-		}
-		if len(p.Roles) == 0 || p.Roles[0] != q.get("RoleName") {
-			return nil, noSuchEntity("The role with name %s cannot be found in instance profile %s.", q.get("RoleName"), p.Name)
-		}
-		p.Roles = nil
-		return nil, nil
-	case "TagInstanceProfile":
-		p, err := profile()
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range iamTags(q) {
-			p.Tags[k] = v
-		}
-		return nil, nil
-	case "ListRolePolicies", "GetRolePolicy", "ListAttachedRolePolicies":
-		return e.iamPoliciesLocked(action, q)
+	if serve, ok := iamActions[action]; ok {
+		return serve(e, q)
 	}
 	return nil, &apiError{Code: "InvalidAction", Message: "the AWS emulator does not serve IAM " + action}
+}
+
+// iamActions are the IAM actions the emulator serves; each runs with e.mu held.
+var iamActions = map[string]func(e *Emulator, q query) (any, error){
+	"GetRole":                       (*Emulator).iamGetRole,
+	"GetInstanceProfile":            (*Emulator).iamGetInstanceProfile,
+	"CreateInstanceProfile":         (*Emulator).iamCreateInstanceProfile,
+	"AddRoleToInstanceProfile":      (*Emulator).iamAddRoleToInstanceProfile,
+	"RemoveRoleFromInstanceProfile": (*Emulator).iamRemoveRoleFromInstanceProfile,
+	"TagInstanceProfile":            (*Emulator).iamTagInstanceProfile,
+	"ListRolePolicies":              func(e *Emulator, q query) (any, error) { return e.iamPoliciesLocked("ListRolePolicies", q) },
+	"GetRolePolicy":                 func(e *Emulator, q query) (any, error) { return e.iamPoliciesLocked("GetRolePolicy", q) },
+	"ListAttachedRolePolicies":      func(e *Emulator, q query) (any, error) { return e.iamPoliciesLocked("ListAttachedRolePolicies", q) },
+}
+
+// profileNamed is the instance profile the request's InstanceProfileName names.
+func (e *Emulator) profileNamed(q query) (*InstanceProfile, error) {
+	name := q.get("InstanceProfileName")
+	if p, ok := e.world.profiles[name]; ok {
+		return p, nil
+	}
+	return nil, noSuchEntity("Instance Profile %s cannot be found.", name)
+}
+
+// roleNamed is the role the request's RoleName names.
+func (e *Emulator) roleNamed(q query) (*Role, error) {
+	name := q.get("RoleName")
+	if r, ok := e.world.roles[name]; ok {
+		return r, nil
+	}
+	return nil, noSuchEntity("The role with name %s cannot be found.", name)
+}
+
+func (e *Emulator) iamGetRole(q query) (any, error) {
+	r, err := e.roleNamed(q)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Role iamRoleXML `xml:"Role"`
+	}{r.xml()}, nil
+}
+
+func (e *Emulator) iamGetInstanceProfile(q query) (any, error) {
+	p, err := e.profileNamed(q)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		InstanceProfile iamProfileXML `xml:"InstanceProfile"`
+	}{e.profileXMLLocked(p)}, nil
+}
+
+func (e *Emulator) iamCreateInstanceProfile(q query) (any, error) {
+	name := q.get("InstanceProfileName")
+	if name == "" || len(name) > 128 {
+		return nil, &apiError{Code: "ValidationError", Message: "1 validation error detected: Value at 'instanceProfileName' failed to satisfy constraint: Member must have length between 1 and 128"}
+	}
+	if _, ok := e.world.profiles[name]; ok {
+		return nil, &apiError{Code: "EntityAlreadyExists", Message: "Instance Profile " + name + " already exists.", Status: http.StatusConflict}
+	}
+	path := q.get("Path")
+	if path == "" {
+		path = "/"
+	}
+	p := &InstanceProfile{Name: name, ID: e.newID("AIPA"), Path: path, Tags: iamTags(q), Created: e.clock.Now()}
+	e.world.profiles[name] = p
+	return struct {
+		InstanceProfile iamProfileXML `xml:"InstanceProfile"`
+	}{e.profileXMLLocked(p)}, nil
+}
+
+func (e *Emulator) iamAddRoleToInstanceProfile(q query) (any, error) {
+	p, err := e.profileNamed(q)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.roleNamed(q)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Roles) > 0 {
+		return nil, &apiError{Code: "LimitExceeded", Message: "Cannot exceed quota for InstanceSessionsPerInstanceProfile: 1", Status: http.StatusConflict}
+	}
+	p.Roles = []string{r.Name}
+	return nil, nil
+}
+
+func (e *Emulator) iamRemoveRoleFromInstanceProfile(q query) (any, error) {
+	p, err := e.profileNamed(q)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Roles) == 0 || p.Roles[0] != q.get("RoleName") {
+		return nil, noSuchEntity("The role with name %s cannot be found in instance profile %s.", q.get("RoleName"), p.Name)
+	}
+	p.Roles = nil
+	return nil, nil
+}
+
+func (e *Emulator) iamTagInstanceProfile(q query) (any, error) {
+	p, err := e.profileNamed(q)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range iamTags(q) {
+		p.Tags[k] = v
+	}
+	return nil, nil
 }
 
 // iamTags reads Tags.member.N.{Key,Value}.
