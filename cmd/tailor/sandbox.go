@@ -83,22 +83,11 @@ func runSandbox(ctx context.Context, out io.Writer, f *sandboxFlags) error {
 		return err
 	}
 	dir := filepath.Dir(f.kubeconfig)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	// The sandbox's own files (etcd, its scheduler configuration) go in the temporary folder, not
-	// beside the kubeconfig, which may well be inside a folder given to --apply.
-	dataDir, err := os.MkdirTemp("", "tailor-sandbox-run-")
+	dataDir, err := prepareSandboxFiles(f, dir)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dataDir) }() // etcd data of a sandbox that is gone
-	if f.logFile == "" {
-		f.logFile = filepath.Join(dir, "tailor.log")
-	}
-	if err := logToFile(f.logFile); err != nil {
-		return err
-	}
 	defer klog.Flush()
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -153,6 +142,34 @@ func runSandbox(ctx context.Context, out io.Writer, f *sandboxFlags) error {
 			return err
 		}
 	}
+	return runUntilDone(ctx, out, cluster, f, clouds)
+}
+
+// prepareSandboxFiles makes the kubeconfig's folder and the sandbox's data folder, and sends the
+// logs to --log-file (tailor.log beside the kubeconfig by default).
+func prepareSandboxFiles(f *sandboxFlags, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	// The sandbox's own files (etcd, its scheduler configuration) go in the temporary folder, not
+	// beside the kubeconfig, which may well be inside a folder given to --apply.
+	dataDir, err := os.MkdirTemp("", "tailor-sandbox-run-")
+	if err != nil {
+		return "", err
+	}
+	if f.logFile == "" {
+		f.logFile = filepath.Join(dir, "tailor.log")
+	}
+	if err := logToFile(f.logFile); err != nil {
+		_ = os.RemoveAll(dataDir)
+		return "", err
+	}
+	return dataDir, nil
+}
+
+// runUntilDone waits until the user stops the sandbox (or, with --until-settled, until it
+// settles or times out), then prints the report asked for.
+func runUntilDone(ctx context.Context, out io.Writer, cluster *sandbox.Cluster, f *sandboxFlags, clouds *sandboxCloud) error {
 	settleStart := time.Now()
 	if !f.untilSettled {
 		select {

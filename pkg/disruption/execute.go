@@ -42,6 +42,9 @@ func notReached(n int) []error {
 	return errs
 }
 
+// execute carries out a decision: it waits the validation period, closes the nodes to the
+// scheduler, re-checks the decision on a fresh read, launches and marks, waits for the
+// replacements, then removes the candidates. It reports whether any node was removed.
 func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 	logger := klog.FromContext(ctx).WithValues("method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.Nodes())
 	logger.V(1).Info("Disruption decided; validating", "decision", cmd.Decision(), "savingsPerHour", cmd.Savings)
@@ -95,6 +98,13 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 		return false, nil
 	}
 	keep = false // the nodes stay closed until they are gone (reopenVanished)
+	return c.removeCandidates(ctx, cmd)
+}
+
+// removeCandidates deletes the command's NodeClaims once its replacements are up. A candidate
+// whose NodeClaim could not be deleted stays: untainted, open, and free to be decided on again.
+// It reports whether any was removed.
+func (c *Controller) removeCandidates(ctx context.Context, cmd *Command) (bool, error) {
 	errs := notReached(len(cmd.Candidates))
 	workqueue.ParallelizeUntil(ctx, parallelWrites, len(cmd.Candidates), func(i int) {
 		cand := cmd.Candidates[i]
@@ -119,7 +129,6 @@ func (c *Controller) execute(ctx context.Context, cmd *Command) (bool, error) {
 		}
 	}
 	if len(failed) > 0 {
-		// Those stay: untainted, open, and free to be decided on again.
 		c.unmark(ctx, failed)
 		reopen := make([]string, len(failed))
 		for i, cand := range failed {

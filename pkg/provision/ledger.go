@@ -106,16 +106,9 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 		delete(p.planned, uid)
 		delete(p.written, uid)
 	}
-	for claim, until := range p.awaited {
-		if now.After(until) {
-			delete(p.awaited, claim)
-		}
-	}
-	for node, until := range p.awaitedNodes {
-		if now.After(until) {
-			delete(p.awaitedNodes, node)
-		}
-	}
+	expired := func(_ string, until time.Time) bool { return now.After(until) }
+	maps.DeleteFunc(p.awaited, expired)
+	maps.DeleteFunc(p.awaitedNodes, expired)
 	for uid := range p.assumed {
 		_, exists := boundTo[uid]
 		if (exists && !unbound[uid]) || (!exists && stale(uid)) {
@@ -123,43 +116,20 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.written, uid)
 		}
 	}
-	for uid := range p.enqueued {
-		if !unbound[uid] {
-			delete(p.enqueued, uid)
-		}
-	}
-	for uid := range p.keptBy {
-		if !unbound[uid] {
-			delete(p.keptBy, uid)
-		}
-	}
-	for uid, d := range p.destined {
-		if !unbound[uid] || now.After(d.until) {
-			delete(p.destined, uid)
-		}
-	}
-	for uid := range p.nominations {
-		if !unbound[uid] {
-			delete(p.nominations, uid)
-		}
-	}
-	for uid := range p.headed {
-		if !unbound[uid] {
-			delete(p.headed, uid)
-		}
-	}
-	for uid := range p.admitted {
-		if !unbound[uid] {
-			delete(p.admitted, uid)
-		}
-	}
-	for uid := range p.reserved {
-		if !unbound[uid] {
-			delete(p.reserved, uid)
-		}
-	}
+	maps.DeleteFunc(p.destined, func(uid types.UID, d destination) bool { return !unbound[uid] || now.After(d.until) })
+	forgetBound(p.enqueued, unbound)
+	forgetBound(p.keptBy, unbound)
+	forgetBound(p.nominations, unbound)
+	forgetBound(p.headed, unbound)
+	forgetBound(p.admitted, unbound)
+	forgetBound(p.reserved, unbound)
 	return &planner.Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
 		maps.Clone(p.enqueued)
+}
+
+// forgetBound drops the entries of pods that are bound or gone.
+func forgetBound[V any](m map[types.UID]V, unbound map[types.UID]bool) {
+	maps.DeleteFunc(m, func(uid types.UID, _ V) bool { return !unbound[uid] })
 }
 
 // createdClaim is a NodeClaim this process created, with when.

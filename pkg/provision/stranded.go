@@ -81,49 +81,85 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	now, after := p.opts.Clock.Now(), p.strandedAfter()
-	nodeExists := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		nodeExists[n.Name] = true
+	now := p.opts.Clock.Now()
+	ix := indexForStranded(nodes, pods, claims)
+	p.mu.Lock()
+	found, wake := p.findStranded(ix, now)
+	unneeded := p.unneededClaims(claims, ix.byUID, leavingNodes(nodes, claims), ix.busy, now)
+	unused := p.unusedNodes(claims, ix.upSince, ix.busy, now)
+	lapsed := p.lapsedHolds(claims, now)
+	p.mu.Unlock()
+	p.giveBackClaims(ctx, unneeded)
+	p.wake(ctx, wake)
+	for _, claim := range lapsed {
+		p.Released(claim)
 	}
-	upSince := map[string]time.Time{} // node -> when its claim initialized
-	ofClaim := map[string]bool{}      // nodes of live NodeClaims
+	for _, c := range unused {
+		p.opts.Recorder.Eventf(apis.ForEvents(c), nil, corev1.EventTypeWarning, "Unused", "Provisioning",
+			"Node %s initialized %s ago and no pod has landed on it", c.Status.NodeName, now.Sub(ix.upSince[c.Status.NodeName]).Round(time.Second))
+		klog.FromContext(ctx).Info("Launched node unused", "nodeClaim", c.Name, "node", c.Status.NodeName)
+	}
+	if len(found) > 0 {
+		p.replanStranded(ctx, found, nodes, pods, claims)
+	}
+}
+
+// strandedIndex is what checkStranded reads of the cluster, by key.
+type strandedIndex struct {
+	nodeExists map[string]bool
+	// upSince is when each node's NodeClaim initialized; ofClaim, the nodes of live NodeClaims.
+	upSince map[string]time.Time
+	ofClaim map[string]bool
+	byUID   map[types.UID]*corev1.Pod
+	// busy are the nodes with a pod of a workload on them (or, once findStranded ran, one on its way).
+	busy map[string]bool
+}
+
+func indexForStranded(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim) *strandedIndex {
+	ix := &strandedIndex{nodeExists: make(map[string]bool, len(nodes)), upSince: map[string]time.Time{}, ofClaim: map[string]bool{},
+		byUID: make(map[types.UID]*corev1.Pod, len(pods)), busy: map[string]bool{}}
+	for _, n := range nodes {
+		ix.nodeExists[n.Name] = true
+	}
 	for _, c := range claims {
 		if c.DeletionTimestamp == nil && c.Status.NodeName != "" {
-			ofClaim[c.Status.NodeName] = true
+			ix.ofClaim[c.Status.NodeName] = true
 			if cond := c.GetCondition(karpv1.ConditionTypeInitialized); cond != nil && cond.Status == "True" {
-				upSince[c.Status.NodeName] = cond.LastTransitionTime.Time
+				ix.upSince[c.Status.NodeName] = cond.LastTransitionTime.Time
 			}
 		}
 	}
-	byUID := make(map[types.UID]*corev1.Pod, len(pods))
-	busy := map[string]bool{} // nodes with a pod of a workload on them
 	for _, pod := range pods {
-		byUID[pod.UID] = pod
+		ix.byUID[pod.UID] = pod
 		if pod.Spec.NodeName != "" && !scheduling.IsDaemonSetPod(pod) {
-			busy[pod.Spec.NodeName] = true
+			ix.busy[pod.Spec.NodeName] = true
 		}
 	}
-	var found []strandedPod
-	var wake []*corev1.Pod
-	p.mu.Lock()
+	return ix
+}
+
+// findStranded returns the pods headed to a node that has been up for strandedAfter and still
+// pending, and those to wake (pending wakeAfter, once per node), and keeps the count of stranded
+// pods current. The nodes of stranded pods count as busy. Called with p.mu held.
+func (p *Provisioner) findStranded(ix *strandedIndex, now time.Time) (found []strandedPod, wake []*corev1.Pod) {
+	after := p.strandedAfter()
 	for uid := range p.woken {
 		if _, ok := p.headed[uid]; !ok {
 			delete(p.woken, uid)
 		}
 	}
 	for uid, h := range p.headed {
-		pod := byUID[uid]
+		pod := ix.byUID[uid]
 		if pod == nil || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || p.assumed[uid] != "" {
 			continue
 		}
 		up := h.since
-		if init, launched := upSince[h.node]; launched && init.After(up) {
+		if init, launched := ix.upSince[h.node]; launched && init.After(up) {
 			up = init
-		} else if !launched && ofClaim[h.node] {
+		} else if !launched && ix.ofClaim[h.node] {
 			continue // its NodeClaim has not initialized yet
 		}
-		if !nodeExists[h.node] {
+		if !ix.nodeExists[h.node] {
 			continue
 		}
 		if waited := now.Sub(up); waited < after {
@@ -134,10 +170,10 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 			continue
 		}
 		found = append(found, strandedPod{pod: pod, node: h.node, up: now.Sub(up)})
-		busy[h.node] = true
+		ix.busy[h.node] = true
 	}
 	for uid := range p.stranded {
-		if pod := byUID[uid]; pod == nil || pod.Spec.NodeName != "" {
+		if pod := ix.byUID[uid]; pod == nil || pod.Spec.NodeName != "" {
 			delete(p.stranded, uid)
 		}
 	}
@@ -145,23 +181,7 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 		p.stranded[s.pod.UID] = true
 	}
 	metrics.PodsStranded.Set(float64(len(p.stranded)))
-	unneeded := p.unneededClaims(claims, byUID, leavingNodes(nodes, claims), busy, now)
-	unused := p.unusedNodes(claims, upSince, busy, now)
-	lapsed := p.lapsedHolds(claims, now)
-	p.mu.Unlock()
-	p.giveBackClaims(ctx, unneeded)
-	p.wake(ctx, wake)
-	for _, claim := range lapsed {
-		p.Released(claim)
-	}
-	for _, c := range unused {
-		p.opts.Recorder.Eventf(apis.ForEvents(c), nil, corev1.EventTypeWarning, "Unused", "Provisioning",
-			"Node %s initialized %s ago and no pod has landed on it", c.Status.NodeName, now.Sub(upSince[c.Status.NodeName]).Round(time.Second))
-		klog.FromContext(ctx).Info("Launched node unused", "nodeClaim", c.Name, "node", c.Status.NodeName)
-	}
-	if len(found) > 0 {
-		p.replanStranded(ctx, found, nodes, pods, claims)
-	}
+	return found, wake
 }
 
 // wake moves pods still pending wakeAfter after the node a plan put them on came up into the

@@ -49,29 +49,64 @@ func Build(c Cluster, o Options) (*Snapshot, error) {
 	}
 	s := &Snapshot{Time: o.Now, Prices: o.PricesName, Filter: o.Filter.String(),
 		NodePools: []NodePool{}, Nodes: []Node{}, Pending: []Pending{}, Launching: []Claim{}, Decisions: []Decision{}}
+	s.addNodes(c, o)
+	running := s.addPods(c, o)
+	o.Requests.sweep()
+	s.addTotals(c, o)
+	s.Fleet.PendingPods = len(s.Pending)
+	lower, err := bound.LowerBoundOf(float64(running.cpuMilli)/1e3, float64(running.memBytes)/(1<<30), o.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("the lower bound of the %d running pods: %w", running.pods, err)
+	}
+	s.Fleet.LowerBoundPerHour = lower
+	if lower > 0 {
+		s.Fleet.PriceToBound = s.Fleet.PricePerHour / lower
+	}
+	for _, nc := range c.NodeClaims {
+		if nc.IsTrue(karpv1.ConditionTypeInitialized) && nc.DeletionTimestamp == nil {
+			continue
+		}
+		if !o.Filter.claimMatches(nc.Labels) {
+			continue
+		}
+		s.Launching = append(s.Launching, newClaim(nc))
+	}
+	sort.Slice(s.Launching, func(i, j int) bool { return s.Launching[i].Name < s.Launching[j].Name })
+	sort.Slice(s.Pending, func(i, j int) bool { return s.Pending[i].Pod < s.Pending[j].Pod })
+	s.Decisions = decisions(c.Events, o.Decisions)
+	sortNodes(s.Nodes, o.Sort)
+	return s, nil
+}
 
+// addNodes adds a row for each node the filter shows.
+func (s *Snapshot) addNodes(c Cluster, o Options) {
 	claimOf := map[string]string{}
 	for _, nc := range c.NodeClaims {
 		if nc.Status.NodeName != "" {
 			claimOf[nc.Status.NodeName] = nc.Name
 		}
 	}
-	shown := map[string]*Node{}
 	for _, n := range c.Nodes {
-		if !o.Filter.nodeMatches(n.Labels) {
-			continue
+		if o.Filter.nodeMatches(n.Labels) {
+			s.Nodes = append(s.Nodes, newNode(n, claimOf[n.Name], o.Prices))
 		}
-		row := newNode(n, claimOf[n.Name], o.Prices)
-		s.Nodes = append(s.Nodes, row)
 	}
+}
+
+// runningPods are the pods running on the nodes shown, summed for the lower bound.
+type runningPods struct {
+	pods               int
+	cpuMilli, memBytes int64
+}
+
+// addPods adds the pods' requests to the nodes shown, and the pending pods with what was last
+// said about them; it returns the sum of the running pods.
+func (s *Snapshot) addPods(c Cluster, o Options) runningPods {
+	shown := map[string]*Node{}
 	for i := range s.Nodes {
 		shown[s.Nodes[i].Name] = &s.Nodes[i]
 	}
-
-	// Pods: their requests on the nodes shown, the ones that run there for the bound, and the
-	// pending ones with what was last said about them.
-	var running int
-	var cpuMilli, memBytes int64 // of the running pods, for the bound
+	var running runningPods
 	reasons := podReasons(c.Events)
 	for _, p := range c.Pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -95,20 +130,22 @@ func Build(c Cluster, o Options) (*Snapshot, error) {
 		n.Pods++
 		n.Usage.CPURequestedMilli += cpu
 		n.Usage.MemoryRequested += mem
-		running++
-		cpuMilli += cpu
-		memBytes += mem
+		running.pods++
+		running.cpuMilli += cpu
+		running.memBytes += mem
 	}
+	return running
+}
 
-	o.Requests.sweep()
-
+// addTotals sums the nodes shown into the fleet and into the NodePools the filter shows, with
+// each pool's capacity beside its limits.
+func (s *Snapshot) addTotals(c Cluster, o Options) {
 	pools := map[string]*NodePool{}
 	for _, np := range c.NodePools {
 		if o.Filter.NodePool != "" && np.Name != o.Filter.NodePool {
 			continue
 		}
-		pool := &NodePool{Name: np.Name, Limits: quantities(corev1.ResourceList(np.Spec.Limits))}
-		pools[np.Name] = pool
+		pools[np.Name] = &NodePool{Name: np.Name, Limits: quantities(corev1.ResourceList(np.Spec.Limits))}
 	}
 	capacity := map[string]corev1.ResourceList{}
 	nodes := map[string]*corev1.Node{}
@@ -145,30 +182,6 @@ func Build(c Cluster, o Options) (*Snapshot, error) {
 		s.NodePools = append(s.NodePools, *pool)
 	}
 	sort.Slice(s.NodePools, func(i, j int) bool { return s.NodePools[i].Name < s.NodePools[j].Name })
-	s.Fleet.PendingPods = len(s.Pending)
-	lower, err := bound.LowerBoundOf(float64(cpuMilli)/1e3, float64(memBytes)/(1<<30), o.Catalog)
-	if err != nil {
-		return nil, fmt.Errorf("the lower bound of the %d running pods: %w", running, err)
-	}
-	s.Fleet.LowerBoundPerHour = lower
-	if lower > 0 {
-		s.Fleet.PriceToBound = s.Fleet.PricePerHour / lower
-	}
-
-	for _, nc := range c.NodeClaims {
-		if nc.IsTrue(karpv1.ConditionTypeInitialized) && nc.DeletionTimestamp == nil {
-			continue
-		}
-		if !o.Filter.claimMatches(nc.Labels) {
-			continue
-		}
-		s.Launching = append(s.Launching, newClaim(nc))
-	}
-	sort.Slice(s.Launching, func(i, j int) bool { return s.Launching[i].Name < s.Launching[j].Name })
-	sort.Slice(s.Pending, func(i, j int) bool { return s.Pending[i].Pod < s.Pending[j].Pod })
-	s.Decisions = decisions(c.Events, o.Decisions)
-	sortNodes(s.Nodes, o.Sort)
-	return s, nil
 }
 
 func newNode(n *corev1.Node, claim string, prices Pricer) Node {

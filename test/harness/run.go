@@ -35,17 +35,12 @@ const (
 // RunSeed generates the scenario of seed, runs it through a fresh sandbox on the seed's cloud,
 // and fails t with every broken invariant, the seed, and the command that reproduces it.
 func RunSeed(t *testing.T, seed uint64) {
-	s := workload.Generate(seed)
-	which := cloudFor(seed)
-	t.Logf("%s, cloud %s", s.Summary(), which)
-	dir := filepath.Join(t.TempDir(), "manifests")
-	if err := s.Write(dir); err != nil {
+	run := &seedRun{t: t, seed: seed, s: workload.Generate(seed), which: cloudFor(seed)}
+	t.Logf("%s, cloud %s", run.s.Summary(), run.which)
+	run.dir = filepath.Join(t.TempDir(), "manifests")
+	if err := run.s.Write(run.dir); err != nil {
 		t.Fatal(err)
 	}
-	var findings []Finding
-	var related []string // objects whose events explain a finding besides those it names
-	var cluster *sandbox.Cluster
-	var last *Reading
 	budget := 4 * time.Minute
 	if drifts(seed) {
 		budget += driftBudget
@@ -53,85 +48,124 @@ func RunSeed(t *testing.T, seed uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	defer func() {
-		if len(findings) > 0 {
-			report(t, s, which, findings, evidence(ctx, cluster, last, findings, related))
+		if len(run.findings) > 0 {
+			report(t, run.s, run.which, run.findings, evidence(ctx, run.cluster, run.last, run.findings, run.related))
 		}
 	}()
-	cluster = Start(t, which)
-	if err := sandbox.ApplyFiles(ctx, cluster.Config, []string{dir}, nil); err != nil {
+	run.cluster = Start(t, run.which)
+	if err := sandbox.ApplyFiles(ctx, run.cluster.Config, []string{run.dir}, nil); err != nil {
 		t.Fatalf("seed %d: applying the scenario: %v", seed, err)
 	}
+	up := run.scaleUp(ctx)
+	if up == nil {
+		return
+	}
+	down, want := run.scaleDown(ctx, up)
+	if down == nil || !drifts(seed) {
+		return
+	}
+	r3, more := driftAll(ctx, t, run.cluster, down, want)
+	run.findings = append(run.findings, more...)
+	if r3 != nil {
+		run.last = r3
+	}
+}
 
-	// The scale-up half.
-	r, err := settle(ctx, cluster, s.Pods(), quietUp, false)
+// seedRun is one seed's scenario on its sandbox, and what it found so far.
+type seedRun struct {
+	t       *testing.T
+	seed    uint64
+	s       *workload.Scenario
+	which   Cloud
+	dir     string // the scenario's manifests
+	cluster *sandbox.Cluster
+	// findings are the broken invariants; related, objects whose events explain a finding
+	// besides those it names; last, the latest reading of the cluster, for the evidence.
+	findings []Finding
+	related  []string
+	last     *Reading
+}
+
+// check adds the invariants r breaks, their names suffixed.
+func (run *seedRun) check(ctx context.Context, r *Reading, suffix string) {
+	f, err := NewFitter(ctx, run.cluster.Cloud, r)
 	if err != nil {
-		findings = append(findings, Finding{"not-settled", "cluster", err.Error()})
+		run.t.Fatalf("seed %d: %v", run.seed, err)
+	}
+	for _, fd := range Check(ctx, r, f) {
+		fd.Check += suffix
+		run.findings = append(run.findings, fd)
+	}
+}
+
+// scaleUp waits for the scenario's pods to settle and checks the fleet, and its price against
+// `tailor plan` of the same manifests; nil when nothing could be read.
+func (run *seedRun) scaleUp(ctx context.Context) *Reading {
+	r, err := settle(ctx, run.cluster, run.s.Pods(), quietUp, false)
+	if err != nil {
+		run.findings = append(run.findings, Finding{"not-settled", "cluster", err.Error()})
 	}
 	if r == nil {
-		return
+		return nil
 	}
-	last = r
-	f, err := NewFitter(ctx, cluster.Cloud, r)
-	if err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
-	}
-	findings = append(findings, Check(ctx, r, f)...)
-	findings = append(findings, comparePrice(ctx, t, cluster, r, dir, which)...)
+	run.last = r
+	run.check(ctx, r, "")
+	run.findings = append(run.findings, comparePrice(ctx, run.t, run.cluster, r, run.dir, run.which)...)
+	return r
+}
 
-	// The scale-down half.
-	pdbs := WatchPDBs(ctx, cluster.Kube, workload.Namespace)
-	want := s.Pods()
-	for _, d := range s.Deployments {
-		to := s.ScaleTo[d.Name]
+// scaleDown scales the Deployments down, waits for consolidation to settle, and checks the
+// fleet, the PodDisruptionBudgets throughout, and that no pod that ran is left Pending. It
+// returns the reading (nil when nothing could be read) and how many pods are wanted now.
+func (run *seedRun) scaleDown(ctx context.Context, up *Reading) (*Reading, int) {
+	pdbs := WatchPDBs(ctx, run.cluster.Kube, workload.Namespace)
+	want := run.s.Pods()
+	for _, d := range run.s.Deployments {
+		to := run.s.ScaleTo[d.Name]
 		want -= int(*d.Spec.Replicas - to)
 		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, to)
-		if _, err := cluster.Kube.AppsV1().Deployments(workload.Namespace).Patch(ctx, d.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatalf("seed %d: scaling %s down: %v", seed, d.Name, err)
+		if _, err := run.cluster.Kube.AppsV1().Deployments(workload.Namespace).Patch(ctx, d.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			run.t.Fatalf("seed %d: scaling %s down: %v", run.seed, d.Name, err)
 		}
 	}
-	r2, err := settle(ctx, cluster, want, quietDown, true)
+	r, err := settle(ctx, run.cluster, want, quietDown, true)
 	if err != nil {
-		findings = append(findings, Finding{"not-settled-after-scale-down", "cluster", err.Error()})
+		run.findings = append(run.findings, Finding{"not-settled-after-scale-down", "cluster", err.Error()})
 	}
-	violations, checked := pdbs.Stop()
-	violations, excused, err := tailorsShare(ctx, cluster.Kube, workload.Namespace, violations)
+	checked := run.checkBudgets(ctx, pdbs)
+	if r == nil {
+		return nil, want
+	}
+	run.last = r
+	disruptions, err := ReadDisruptions(ctx, run.cluster.Kube)
 	if err != nil {
-		t.Logf("seed %d: reading who preempted the budgets' pods: %v", seed, err)
+		run.t.Logf("seed %d: %v", run.seed, err)
+	}
+	for _, fd := range RanThenPending(up, r, disruptions) {
+		fd.Check += "-after-scale-down"
+		run.findings = append(run.findings, fd)
+	}
+	run.check(ctx, r, "-after-scale-down")
+	run.t.Logf("seed %d: scale-up %d nodes, scale-down %d nodes; %d of %d PDBs checked throughout", run.seed, len(up.launched()), len(r.launched()), checked, len(run.s.PDBs))
+	return r, want
+}
+
+// checkBudgets stops watching the PodDisruptionBudgets and adds each violation that was not the
+// scheduler's preemption; it returns how many budgets were checked.
+func (run *seedRun) checkBudgets(ctx context.Context, pdbs *PDBWatch) int {
+	violations, checked := pdbs.Stop()
+	violations, excused, err := tailorsShare(ctx, run.cluster.Kube, workload.Namespace, violations)
+	if err != nil {
+		run.t.Logf("seed %d: reading who preempted the budgets' pods: %v", run.seed, err)
 	}
 	if len(excused) > 0 {
-		t.Logf("seed %d: %d readings below a PodDisruptionBudget follow the scheduler's preemption, not counted; the first: %s", seed, len(excused), excused[0])
+		run.t.Logf("seed %d: %d readings below a PodDisruptionBudget follow the scheduler's preemption, not counted; the first: %s", run.seed, len(excused), excused[0])
 	}
 	for _, v := range violations {
-		findings = append(findings, Finding{"pdb-violated", "PodDisruptionBudget", v.Detail})
-		related = append(related, v.Members...)
+		run.findings = append(run.findings, Finding{"pdb-violated", "PodDisruptionBudget", v.Detail})
+		run.related = append(run.related, v.Members...)
 	}
-	if r2 == nil {
-		return
-	}
-	last = r2
-	disruptions, err := ReadDisruptions(ctx, cluster.Kube)
-	if err != nil {
-		t.Logf("seed %d: %v", seed, err)
-	}
-	for _, fd := range RanThenPending(r, r2, disruptions) {
-		fd.Check += "-after-scale-down"
-		findings = append(findings, fd)
-	}
-	if f, err = NewFitter(ctx, cluster.Cloud, r2); err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
-	}
-	for _, fd := range Check(ctx, r2, f) {
-		fd.Check += "-after-scale-down"
-		findings = append(findings, fd)
-	}
-	t.Logf("seed %d: scale-up %d nodes, scale-down %d nodes; %d of %d PDBs checked throughout", seed, len(r.launched()), len(r2.launched()), checked, len(s.PDBs))
-	if drifts(seed) {
-		r3, more := driftAll(ctx, t, cluster, r2, want)
-		findings = append(findings, more...)
-		if r3 != nil {
-			last = r3
-		}
-	}
+	return checked
 }
 
 // comparePrice checks the live fleet against `tailor plan` of the same manifests.

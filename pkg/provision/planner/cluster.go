@@ -98,6 +98,14 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 		}
 		claimNode[claim.Name] = n.Name
 	}
+	v.placePods(c, claimNode, leaving)
+	return v
+}
+
+// placePods puts the cluster's pods in the view: bound pods on their nodes, pods of leaving
+// nodes on the capacity planned for them or among the reschedulable, and unbound pods on the
+// node they are assumed, planned or nominated onto.
+func (v *View) placePods(c *Cluster, claimNode map[string]string, leaving map[string]bool) {
 	present := make(map[string]bool, len(v.Nodes))
 	for _, n := range v.Nodes {
 		present[n.Name] = true
@@ -138,7 +146,6 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 			}
 		}
 	}
-	return v
 }
 
 // asItsClaimSays is a node that joined for a claim not yet initialized, as it will be once
