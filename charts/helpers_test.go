@@ -117,7 +117,7 @@ func (r *rendered) kinds() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// strict decodes with unknown and duplicate fields as errors, so a misspelt field in a template
+// strict decodes with unknown and duplicate fields as errors, so a misspelled field in a template
 // fails here rather than being dropped by the API server.
 var strict = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 

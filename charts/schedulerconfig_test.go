@@ -93,7 +93,7 @@ func TestSchedulerLoadsTheRenderedConfiguration(t *testing.T) {
 			if _, err := tailor.DecodeArgs(args); err != nil {
 				t.Fatalf("the Tailor plugin refuses its args: %v", err)
 			}
-			// The plugin's decoder ignores unknown fields; a strict decode catches a misspelt one.
+			// The plugin's decoder ignores unknown fields; a strict decode catches a misspelled one.
 			dec := json.NewDecoder(bytes.NewReader(args.Raw))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&tailor.Args{}); err != nil {

@@ -24,8 +24,8 @@ type Batcher struct {
 }
 
 // NewBatcher returns a Batcher with the given windows.
-func NewBatcher(clk clock.Clock, idle, max time.Duration) *Batcher {
-	return &Batcher{clock: clk, idle: idle, max: max, trigger: make(chan struct{}, 1), nudge: make(chan struct{}, 1)}
+func NewBatcher(clk clock.Clock, idle, maxWait time.Duration) *Batcher {
+	return &Batcher{clock: clk, idle: idle, max: maxWait, trigger: make(chan struct{}, 1), nudge: make(chan struct{}, 1)}
 }
 
 // Trigger says that a pod arrived: it opens a batch, or extends the open one. It never blocks.

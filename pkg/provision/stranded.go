@@ -257,12 +257,12 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 		p.checking.Unlock()
 	}
 	activate := map[string]*corev1.Pod{}
-	var clear []*corev1.Pod
+	var toClear []*corev1.Pod
 	p.mu.Lock()
 	for _, s := range found {
 		uid := s.pod.UID
 		if p.ownNomination(s.pod) {
-			clear = append(clear, s.pod)
+			toClear = append(toClear, s.pod)
 		}
 		p.forgetDestination(uid)
 		delete(p.planned, uid)
@@ -279,7 +279,7 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 		logger.Info("Pod stranded beside the node planned for it; planning it again", "pod", klog.KObj(s.pod), "node", s.node,
 			"pendingFor", s.up.Round(time.Second), "filter", answers[i])
 	}
-	for _, pod := range clear {
+	for _, pod := range toClear {
 		p.setNomination(ctx, pod, "")
 	}
 	if p.opts.Activate != nil {
