@@ -225,7 +225,7 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 		has := w.pod.Status.NominatedNodeName
 		switch ok := admitted == nil || admitted[w.pod.UID]; {
 		case ok && has != w.node:
-			changes = append(changes, change{w.pod, w.node})
+			changes = append(changes, change(w))
 		case !ok && has != "":
 			changes = append(changes, change{w.pod, ""})
 		}
