@@ -122,7 +122,7 @@ func caBundle(env *Env, obj string, w admissionregistrationv1.MutatingWebhook, s
 func checkOptedInPods(ctx context.Context, env *Env) []Result {
 	const check = "opted-in-pods"
 	selector := labels.SelectorFromSet(labels.Set{env.Settings.OptInLabel: "true"})
-	var objectSelector labels.Selector = labels.Everything()
+	objectSelector := labels.Everything()
 	if env.Settings.OptInLabel == "" {
 		selector = labels.SelectorFromSet(labels.Set{DefaultOptInLabel: "true"})
 	}

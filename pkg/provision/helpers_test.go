@@ -109,7 +109,3 @@ func readyNode(name, cpu, mem string) *corev1.Node {
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
 }
-
-func selecting(app string) *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
-}

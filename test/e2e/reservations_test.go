@@ -18,6 +18,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/lifecycle/interruption"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -113,11 +114,12 @@ func TestCapacityReservations(t *testing.T) {
 		return err != nil && e.readyPods("app=ml") == 4 && got[len(got)-1] == "on-demand/", fmt.Sprint(got)
 	})
 	found := false
-	for _, ev := range e.eventsFor(string(cloud.InterruptionCapacityReservation), "NodeClaim") {
+	reason := interruption.EventReason(cloud.InterruptionCapacityReservation)
+	for _, ev := range e.eventsFor(reason, "NodeClaim") {
 		found = found || ev.Regarding.Name == blockClaims[0]
 	}
 	if !found {
-		t.Errorf("no %s Event on NodeClaim %s", cloud.InterruptionCapacityReservation, blockClaims[0])
+		t.Errorf("no %s Event on NodeClaim %s", reason, blockClaims[0])
 	}
 }
 

@@ -131,7 +131,7 @@ func (s *shapeState) launchedFor(e *awsEnv, p corev1.Pod) (bool, error) {
 		return false, err
 	}
 	for _, ev := range events.Items {
-		if ev.Regarding.UID == p.UID && strings.Contains(ev.Note, "NodeClaim "+claim) {
+		if ev.Regarding.UID == p.UID && strings.HasSuffix(ev.Note, "nodeclaim/"+claim) {
 			return true, nil
 		}
 	}
