@@ -161,47 +161,67 @@ func termField(list string, i int, tags map[string]string, id, name string) (fie
 // checkSubnets reports, per subnet selector term, the subnets it selects; a term that selects
 // none fails, naming the class and the field.
 func checkSubnets(ctx context.Context, env *Env) []Result {
-	const check = "subnets"
-	if env.AWS == nil {
-		return env.noAWS(check)
-	}
-	classes, problems := nodeClasses(ctx, env, check)
-	if classes == nil {
-		return problems
-	}
-	r := env.resolver()
-	var out []Result
-	for i := range classes {
-		nc := &classes[i]
-		for j, term := range nc.Spec.SubnetSelectorTerms {
-			field, value := termField("subnetSelectorTerms", j, term.Tags, term.ID, "")
-			found, err := r.SubnetsOf(ctx, term)
-			if err != nil {
-				out = append(out, fail(check, classObject(nc), "allow ec2:DescribeSubnets to the identity running tailor doctor", "%s: %v", field, err))
-				continue
+	return checkSelectorTerms(ctx, env, selectorCheck{check: "subnets", noun: "subnet",
+		permission: "ec2:DescribeSubnets", fix: "tag the cluster's private subnets",
+		terms: func(nc *awsv1.EC2NodeClass, r *resolve.Resolver) []selectorTerm {
+			var out []selectorTerm
+			for j, term := range nc.Spec.SubnetSelectorTerms {
+				field, value := termField("subnetSelectorTerms", j, term.Tags, term.ID, "")
+				out = append(out, selectorTerm{field: field, value: value, selects: func(ctx context.Context) ([]string, error) {
+					found, err := r.SubnetsOf(ctx, term)
+					var ids []string
+					for _, s := range found {
+						ids = append(ids, s.ID+" ("+s.Zone+")")
+					}
+					return ids, err
+				}})
 			}
-			if len(found) == 0 {
-				out = append(out, fail(check, classObject(nc), "tag the cluster's private subnets "+value+" (or correct the term)",
-					"%s %s match no subnet", field, value))
-				continue
-			}
-			var ids []string
-			for _, s := range found {
-				ids = append(ids, s.ID+" ("+s.Zone+")")
-			}
-			out = append(out, ok(check, classObject(nc), "%s %s: %s", field, value, strings.Join(ids, ", ")))
-		}
-	}
-	return out
+			return out
+		}})
 }
 
 // checkSecurityGroups is checkSubnets for security group selector terms.
 func checkSecurityGroups(ctx context.Context, env *Env) []Result {
-	const check = "security-groups"
+	return checkSelectorTerms(ctx, env, selectorCheck{check: "security-groups", noun: "security group",
+		permission: "ec2:DescribeSecurityGroups", fix: "tag the node security group",
+		terms: func(nc *awsv1.EC2NodeClass, r *resolve.Resolver) []selectorTerm {
+			var out []selectorTerm
+			for j, term := range nc.Spec.SecurityGroupSelectorTerms {
+				field, value := termField("securityGroupSelectorTerms", j, term.Tags, term.ID, term.Name)
+				out = append(out, selectorTerm{field: field, value: value, selects: func(ctx context.Context) ([]string, error) {
+					found, err := r.SecurityGroupsOf(ctx, term)
+					var ids []string
+					for _, g := range found {
+						ids = append(ids, g.ID+" ("+g.Name+")")
+					}
+					return ids, err
+				}})
+			}
+			return out
+		}})
+}
+
+// selectorCheck is a check of one kind of selector term of every EC2NodeClass.
+type selectorCheck struct {
+	check, noun string
+	// permission is the call a failed lookup needs; fix, what to do when a term selects nothing.
+	permission, fix string
+	terms           func(nc *awsv1.EC2NodeClass, r *resolve.Resolver) []selectorTerm
+}
+
+// selectorTerm is one term: its field, its value, and what it selects, each as "id (detail)".
+type selectorTerm struct {
+	field, value string
+	selects      func(ctx context.Context) ([]string, error)
+}
+
+// checkSelectorTerms reports, per term of every class, what it selects; a term that selects
+// nothing fails, naming the class and the field.
+func checkSelectorTerms(ctx context.Context, env *Env, sc selectorCheck) []Result {
 	if env.AWS == nil {
-		return env.noAWS(check)
+		return env.noAWS(sc.check)
 	}
-	classes, problems := nodeClasses(ctx, env, check)
+	classes, problems := nodeClasses(ctx, env, sc.check)
 	if classes == nil {
 		return problems
 	}
@@ -209,23 +229,17 @@ func checkSecurityGroups(ctx context.Context, env *Env) []Result {
 	var out []Result
 	for i := range classes {
 		nc := &classes[i]
-		for j, term := range nc.Spec.SecurityGroupSelectorTerms {
-			field, value := termField("securityGroupSelectorTerms", j, term.Tags, term.ID, term.Name)
-			found, err := r.SecurityGroupsOf(ctx, term)
-			if err != nil {
-				out = append(out, fail(check, classObject(nc), "allow ec2:DescribeSecurityGroups to the identity running tailor doctor", "%s: %v", field, err))
-				continue
+		for _, t := range sc.terms(nc, r) {
+			ids, err := t.selects(ctx)
+			switch {
+			case err != nil:
+				out = append(out, fail(sc.check, classObject(nc), "allow "+sc.permission+" to the identity running tailor doctor", "%s: %v", t.field, err))
+			case len(ids) == 0:
+				out = append(out, fail(sc.check, classObject(nc), sc.fix+" "+t.value+" (or correct the term)",
+					"%s %s match no %s", t.field, t.value, sc.noun))
+			default:
+				out = append(out, ok(sc.check, classObject(nc), "%s %s: %s", t.field, t.value, strings.Join(ids, ", ")))
 			}
-			if len(found) == 0 {
-				out = append(out, fail(check, classObject(nc), "tag the node security group "+value+" (or correct the term)",
-					"%s %s match no security group", field, value))
-				continue
-			}
-			var ids []string
-			for _, g := range found {
-				ids = append(ids, g.ID+" ("+g.Name+")")
-			}
-			out = append(out, ok(check, classObject(nc), "%s %s: %s", field, value, strings.Join(ids, ", ")))
 		}
 	}
 	return out
