@@ -138,7 +138,8 @@ func runSandbox(ctx context.Context, out io.Writer, f *sandboxFlags) error {
 		if err != nil {
 			return err
 		}
-		if err := sandbox.ApplyFiles(ctx, cluster.Config, files, func(s string) { say("%s", s) }); err != nil {
+		// Stopped while applying (Ctrl-C): the sandbox winds down as usual; the manifests are not at fault.
+		if err := sandbox.ApplyFiles(ctx, cluster.Config, files, func(s string) { say("%s", s) }); err != nil && ctx.Err() == nil {
 			return err
 		}
 	}
