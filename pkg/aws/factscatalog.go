@@ -24,7 +24,7 @@ func FactsCatalog(region string, zones []string) ([]*cloud.InstanceType, error) 
 		if err != nil {
 			return nil, fmt.Errorf("instance type %s: %w", t.Name, err)
 		}
-		it := &cloud.InstanceType{Name: t.Name, Labels: typeLabels(info), Capacity: r.capacity, Overhead: r.overhead}
+		it := &cloud.InstanceType{Name: t.Name, Labels: typeLabels(info), Capacity: r.capacity, Overhead: r.overhead, Devices: builtInDevices(info)}
 		od, _ := ec2facts.OnDemand(region, t.Name)
 		for _, usage := range t.UsageClasses {
 			for _, zone := range zones {

@@ -62,7 +62,7 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 		if err != nil {
 			return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
 		}
-		it := &cloud.InstanceType{Name: string(info.InstanceType), Labels: labels, Capacity: r.capacity, Overhead: r.overhead}
+		it := &cloud.InstanceType{Name: string(info.InstanceType), Labels: labels, Capacity: r.capacity, Overhead: r.overhead, Devices: builtInDevices(info)}
 		zones := sets.List(typeZones[it.Name].Intersection(subnetZones))
 		for _, usage := range info.SupportedUsageClasses {
 			ct := string(usage)

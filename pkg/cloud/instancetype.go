@@ -23,6 +23,10 @@ type InstanceType struct {
 	Overhead corev1.ResourceList
 	// Offerings are the (zone, capacity type) pairs this type is sold in, with their prices.
 	Offerings []Offering
+	// Devices are what the type's DRA drivers publish once they run on its node (GPUs, Neuron
+	// devices, EFA interfaces): what a ResourceClaim can be allocated from. Empty for a type
+	// without devices.
+	Devices []DeviceSet
 }
 
 // OfferingKey names where and how an instance type is bought.
