@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image
+.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image
 
 all: build test
 
@@ -79,10 +79,7 @@ chaos-day: ## the chaos day: its regression seeds, then SEEDS seeds (default 10)
 # too long for the regression set): the log names the budget; see docs/design/workload-harness.md.
 # Replay: HARNESS_SEEDS=6000,6004,2580,2584 go test -count=1 -run TestWorkloadHarness -v ./test/harness/
 harness: ## the workload harness over SEEDS generated scenarios from FIRST, in JOBS processes; failing seeds' manifests and the logs go to OUT
-	SEEDS=$(SEEDS) FIRST=$(FIRST) JOBS=$(JOBS) OUT=$(OUT) GO=$(GO) ./hack/fuzz.sh
-
-# fuzz is the harness's old name, kept so that notes and scripts that say `make fuzz` still work.
-fuzz: harness
+	SEEDS=$(SEEDS) FIRST=$(FIRST) JOBS=$(JOBS) OUT=$(OUT) GO=$(GO) ./hack/harness.sh
 
 run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in one process
 	$(GO) run ./cmd/tailor sandbox --apply examples/

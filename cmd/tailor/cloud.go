@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,10 +19,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
-	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
@@ -31,6 +28,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
+	"github.com/tailor-sh/tailor/pkg/sandbox/awscloud"
 )
 
 const (
@@ -51,16 +49,11 @@ const (
 type sandboxCloud struct {
 	name     string
 	account  account
+	aws      *awscloud.Cloud
 	emu      *emulator.Emulator
 	provider *tailoraws.Provider
 	written  string
-	// kube is the sandbox cluster's client. The emulator and provider are made before the
-	// cluster exists (so their errors surface before it starts); their kubelets and node class
-	// reads use it once sandbox.Start hands it over.
-	kube atomic.Pointer[kubeRef]
 }
-
-type kubeRef struct{ kubernetes.Interface }
 
 // account is who the sandbox's cloud is set up for: the cluster its subnets, security groups
 // and node role are named after, and the region its zones are in.
@@ -89,19 +82,16 @@ func newSandboxCloud(ctx context.Context, name string, acct account) (*sandboxCl
 	default:
 		return nil, fmt.Errorf("--cloud=%q: the clouds are aws (the AWS provider on an in-process emulator) and fake", name)
 	}
-	s.emu = emulator.Start(emulator.Options{ClusterName: acct.cluster, Region: acct.region, OnLaunch: s.boot})
-	// The queue with its access policy and EventBridge rules, as `tailor doctor` expects.
-	s.emu.SetUpInterruptionQueue(sandboxQueue)
+	// The queue gets its access policy and EventBridge rules, as `tailor doctor` expects. The
+	// endpoint and DNS IP only go into user data, which the emulated kubelets read for labels,
+	// taints and reservations; they never dial the API server through it.
+	s.aws = awscloud.Start(awscloud.Options{ClusterName: acct.cluster, Region: acct.region, Queue: sandboxQueue, QueueRules: true,
+		Provider: tailoraws.Options{ClusterEndpoint: "https://sandbox.tailor.internal", ClusterDNS: []string{"10.96.0.10"},
+			OnInterruption: narrateInterruption}})
+	s.emu = s.aws.Emulator
 	var err error
-	// The endpoint and DNS IP only go into user data, which the emulated kubelets read for
-	// labels, taints and reservations; they never dial the API server through it.
-	s.provider, err = tailoraws.New(ctx, tailoraws.Options{
-		ClusterName: acct.cluster, Endpoint: s.emu.URL(), Region: acct.region,
-		ClusterEndpoint: "https://sandbox.tailor.internal", ClusterDNS: []string{"10.96.0.10"},
-		NodeClasses: s.nodeClass, InterruptionQueue: sandboxQueue, OnInterruption: narrateInterruption,
-	})
-	if err != nil {
-		s.emu.Close()
+	if s.provider, err = s.aws.NewProvider(ctx); err != nil {
+		s.aws.Close()
 		return nil, err
 	}
 	return s, nil
@@ -109,27 +99,11 @@ func newSandboxCloud(ctx context.Context, name string, acct account) (*sandboxCl
 
 // NewCloud is sandbox.Options.NewCloud.
 func (s *sandboxCloud) NewCloud(kube kubernetes.Interface) cloud.CloudProvider {
-	s.kube.Store(&kubeRef{kube})
 	if s.provider == nil {
 		return narratedCloud{fake.New(fake.Options{Clock: clock.RealClock{}, ClusterName: s.account.cluster, Region: s.account.region,
 			Joiner: &kubelet.Joiner{Client: kube}})}
 	}
-	return narratedCloud{s.provider}
-}
-
-// boot plays the kubelet of each instance the emulator launches: it registers the Node.
-func (s *sandboxCloud) boot(l emulator.Launch) {
-	if k := s.kube.Load(); k != nil {
-		register.Nodes(k.Interface)(l)
-	}
-}
-
-func (s *sandboxCloud) nodeClass(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
-	k := s.kube.Load()
-	if k == nil {
-		return nil, fmt.Errorf("the sandbox cluster is not up yet")
-	}
-	return tailoraws.NodeClassesFromKube(k.Interface)(ctx, name)
+	return narratedCloud{s.aws.NewCloud(s.provider)(kube)}
 }
 
 // start runs the provider's own controllers (EC2NodeClass status) and tells other commands where
@@ -148,13 +122,9 @@ func (s *sandboxCloud) start(ctx context.Context, cluster *sandbox.Cluster, kube
 		return err
 	}
 	deps := controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor, Recorder: broadcaster.NewRecorder(scheme.Scheme, "tailor")}
-	for _, c := range s.provider.Controllers(deps) {
-		go func() {
-			if err := c.Run(ctx); err != nil {
-				klog.FromContext(ctx).Error(err, "AWS provider controller stopped")
-			}
-		}()
-	}
+	awscloud.RunControllers(ctx, s.provider, deps, func(err error) {
+		klog.FromContext(ctx).Error(err, "AWS provider controller stopped")
+	})
 	s.narrateNodeClasses(ctx, cluster)
 	say("cloud: AWS provider on the emulator at %s (SIMULATED: cluster %s, region %s, account %s)", s.emu.URL(), s.account.cluster, s.account.region, emulator.AccountID)
 	say("  interrupt a node: tailor sandbox interrupt --kubeconfig %s --node NAME", kubeconfig)
@@ -165,8 +135,8 @@ func (s *sandboxCloud) Close() {
 	if s.written != "" {
 		_ = os.Remove(s.written)
 	}
-	if s.emu != nil {
-		s.emu.Close()
+	if s.aws != nil {
+		s.aws.Close()
 	}
 }
 

@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // TestSandboxServesMetrics: `tailor sandbox --apply DIR` writes metrics-endpoint beside the
@@ -36,9 +39,12 @@ func TestSandboxServesMetrics(t *testing.T) {
 	}()
 	written := filepath.Join(filepath.Dir(kubeconfig), metricsEndpointFile)
 	want := []string{"karpenter_nodeclaims_created_total{", "tailor_nodeclaims_created_total"}
+	// The process's registry outlives a sandbox: an earlier test's NodeClaims may already have
+	// samples. This sandbox's own NodeClaim must add to them.
+	before := gatheredTotal(t, "tailor_nodeclaims_created_total")
 	var body string
 	deadline := time.Now().Add(2 * time.Minute)
-	for !servesAll(body, want) {
+	for !servesAll(body, want) || scrapedTotal(body, "tailor_nodeclaims_created_total") <= before {
 		select {
 		case err := <-done:
 			t.Fatalf("the sandbox exited: %v", err)
@@ -78,6 +84,43 @@ func servesAll(body string, prefixes []string) bool {
 		}
 	}
 	return true
+}
+
+// gatheredTotal sums the samples of the metric family name in the process's registry.
+func gatheredTotal(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatalf("gathering the registry: %v", err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// scrapedTotal sums the samples of the metric name in an exposition body.
+func scrapedTotal(body, name string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
+		if len(fields) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(fields[0], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }
 
 func scrape(t *testing.T, url string) string {

@@ -358,3 +358,11 @@ func overrideTailorArgs(cfg map[string]any, args map[string]any) error {
 	}
 	return fmt.Errorf("the shipped scheduler configuration has no pluginConfig for Tailor")
 }
+
+// QuickDisruptionArgs are Tailor plugin args (Options.TailorArgs) that shorten the disruption
+// loop's fixed waits, Karpenter's 15 s consolidation validation and 10 s poll, to a second each:
+// the decisions and the re-check are the same, tests and benchmarks just do not wait for them.
+// A new map each call, so a caller may add to it.
+func QuickDisruptionArgs() map[string]any {
+	return map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,20 +11,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
-	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
+	"github.com/tailor-sh/tailor/pkg/sandbox/awscloud"
 )
 
 // awsCluster and awsQueue match examples/: its EC2NodeClass selects subnets and security groups
@@ -78,38 +76,23 @@ func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[str
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = klog.NewContext(ctx, klog.Background())
 	e := &awsEnv{env: &env{t: t, ctx: ctx, clock: &sandbox.OffsetClock{}}, interrupted: make(chan handledNotice, 16)}
-	// The emulator and provider exist before the cluster, as in `tailor sandbox`; the cluster's
-	// client reaches them once sandbox.Start makes it.
-	var kube atomic.Pointer[kubernetes.Interface]
-	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: clusterName, Region: region, OnLaunch: func(l emulator.Launch) {
-		if k := kube.Load(); k != nil {
-			register.Nodes(*k)(l)
-		}
-	}})
-	t.Cleanup(e.emu.Close)
-	e.emu.CreateQueue(awsQueue)
-	var err error
-	opts := tailoraws.Options{ClusterName: clusterName, Region: region, Endpoint: e.emu.URL(), Clock: e.clock,
-		InterruptionQueue: awsQueue, RetryMaxBackoff: 100 * time.Millisecond,
-		NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
-			return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
-		},
+	popts := tailoraws.Options{RetryMaxBackoff: 100 * time.Millisecond,
 		OnInterruption: func(_ context.Context, ev eventbridge.Event, providerID string) {
 			e.interrupted <- handledNotice{ev, providerID}
 		}}
 	if tune != nil {
-		tune(&opts)
+		tune(&popts)
 	}
-	e.provider, err = tailoraws.New(ctx, opts)
-	if err != nil {
+	aws := awscloud.Start(awscloud.Options{Clock: e.clock, ClusterName: clusterName, Region: region, Queue: awsQueue, Provider: popts})
+	e.emu = aws.Emulator
+	t.Cleanup(aws.Close)
+	var err error
+	if e.provider, err = aws.NewProvider(ctx); err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	cluster, err := sandbox.Start(ctx, t, sandbox.Options{Dir: t.TempDir(), Clock: e.clock, TailorArgs: tailorArgs,
-		NewCloud: func(k kubernetes.Interface) cloud.CloudProvider {
-			kube.Store(&k)
-			return e.provider
-		}})
+		NewCloud: aws.NewCloud(e.provider)})
 	if err != nil {
 		cancel()
 		t.Fatalf("starting the sandbox: %v", err)
@@ -124,13 +107,9 @@ func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[str
 	// their watches do not hold up its shutdown.
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	t.Cleanup(stopControllers)
-	for _, c := range e.provider.Controllers(controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
-		go func() {
-			if err := c.Run(ctrlCtx); err != nil {
-				t.Errorf("provider controller: %v", err)
-			}
-		}()
-	}
+	awscloud.RunControllers(ctrlCtx, e.provider, controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}, func(err error) {
+		t.Errorf("provider controller: %v", err)
+	})
 	return e
 }
 

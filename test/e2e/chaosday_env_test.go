@@ -13,14 +13,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/aws/emulator"
-	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption"
 	"github.com/tailor-sh/tailor/pkg/aws/interruption/eventbridge"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
+	"github.com/tailor-sh/tailor/pkg/sandbox/awscloud"
 )
 
 // chaosDayEnv is a cluster on the AWS provider over the emulator whose one Tailor replica builds
@@ -35,7 +34,7 @@ type chaosDayEnv struct {
 
 // chaosDayArgs are Tailor's args for the day: Karpenter's 15 s validation and 10 s poll would
 // make every phase wait; the decisions themselves are the same.
-var chaosDayArgs = map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"}
+var chaosDayArgs = sandbox.QuickDisruptionArgs()
 
 func newChaosDayEnv(t *testing.T) *chaosDayEnv {
 	t.Helper()
@@ -45,24 +44,16 @@ func newChaosDayEnv(t *testing.T) *chaosDayEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = klog.NewContext(ctx, klog.Background())
 	e := &chaosDayEnv{env: &env{t: t, ctx: ctx, clock: &sandbox.OffsetClock{}}}
-	var kube atomic.Pointer[kubernetes.Interface]
-	e.emu = emulator.Start(emulator.Options{Clock: e.clock, ClusterName: awsCluster, Region: emulator.Region, OnLaunch: func(l emulator.Launch) {
-		if k := kube.Load(); k != nil {
-			register.Nodes(*k)(l)
-		}
-	}})
-	t.Cleanup(e.emu.Close)
-	e.emu.CreateQueue(awsQueue)
+	aws := awscloud.Start(awscloud.Options{Clock: e.clock, ClusterName: awsCluster, Queue: awsQueue,
+		Provider: tailoraws.Options{RetryMaxBackoff: 100 * time.Millisecond}})
+	e.emu = aws.Emulator
+	t.Cleanup(aws.Close)
 	newProvider := func(k kubernetes.Interface) cloud.CloudProvider {
-		kube.Store(&k)
-		p, err := tailoraws.New(ctx, tailoraws.Options{ClusterName: awsCluster, Region: emulator.Region, Endpoint: e.emu.URL(), Clock: e.clock,
-			InterruptionQueue: awsQueue, RetryMaxBackoff: 100 * time.Millisecond,
-			NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
-				return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
-			}})
+		aws.Bind(k)
+		p, err := aws.NewProvider(ctx)
 		if err != nil {
 			// The options are the test's own; only a broken SDK configuration gets here.
-			panic(fmt.Sprintf("building the AWS provider for a new replica: %v", err))
+			panic(fmt.Sprintf("a new replica: %v", err))
 		}
 		return p
 	}

@@ -94,7 +94,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 		Clock: clk,
 		// Karpenter's 15 s validation period and 10 s poll are fixed waits per command; the
 		// benchmark is about what Tailor computes and asks of the API server at this size.
-		TailorArgs:      map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
+		TailorArgs:      sandbox.QuickDisruptionArgs(),
 		SchedulerConfig: proxy.start,
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
 			return fake.New(fake.Options{Clock: clk, ClusterName: "fleet", Joiner: &kubelet.Joiner{Client: kube}})

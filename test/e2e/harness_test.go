@@ -77,7 +77,7 @@ func startEnv(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Op
 		Clock: e.clock,
 		// Karpenter's 15 s validation period and 10 s poll would make every disruption test
 		// wait; the re-check itself is the same.
-		TailorArgs: map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
+		TailorArgs: sandbox.QuickDisruptionArgs(),
 		Webhook:    hook,
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
 			var joiner fake.Joiner = &kubelet.Joiner{Client: kube}

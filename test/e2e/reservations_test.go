@@ -58,7 +58,7 @@ spec:
 func TestCapacityReservations(t *testing.T) {
 	// The disruption loop's periods are shortened as in the other disruption tests, and the
 	// reservations are described every second, so that the test need not wait Karpenter's.
-	e := newAWSEnvTuned(t, awsCluster, emulator.Region, map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"},
+	e := newAWSEnvTuned(t, awsCluster, emulator.Region, sandbox.QuickDisruptionArgs(),
 		func(o *tailoraws.Options) { o.CapacityReservationRefreshInterval = time.Second })
 	odcr := e.emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: fake.ZoneA, Total: 2,
 		MatchCriteria: emulator.MatchCriteriaTargeted, Tags: map[string]string{"team": "ml"}})

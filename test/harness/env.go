@@ -8,22 +8,19 @@ package harness
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
-	"github.com/tailor-sh/tailor/pkg/aws/emulator"
-	"github.com/tailor-sh/tailor/pkg/aws/emulator/register"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/controllers"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
+	"github.com/tailor-sh/tailor/pkg/sandbox/awscloud"
 )
 
 // Cloud names the cloud a seed runs on, as `tailor sandbox --cloud` spells it.
@@ -35,7 +32,7 @@ const (
 )
 
 // TailorArgs shorten the disruption loop's waits, as the e2e tests do; the re-check is the same.
-var TailorArgs = map[string]any{"consolidationValidationPeriod": "1s", "disruptionPollInterval": "1s"}
+var TailorArgs = sandbox.QuickDisruptionArgs()
 
 // Start brings up a sandbox cluster on the cloud, stopped when the test ends. The AWS cloud is the
 // real provider over the in-process emulator with its EC2NodeClass controller running, set up
@@ -51,27 +48,15 @@ func Start(t *testing.T, which Cloud) *sandbox.Cluster {
 			return fake.New(fake.Options{Clock: opts.Clock, ClusterName: "harness", Joiner: &kubelet.Joiner{Client: kube}})
 		}
 	case AWS:
-		var kube atomic.Pointer[kubernetes.Interface]
-		emu := emulator.Start(emulator.Options{Clock: opts.Clock, ClusterName: "tailor", OnLaunch: func(l emulator.Launch) {
-			if k := kube.Load(); k != nil {
-				register.Nodes(*k)(l)
-			}
-		}})
-		t.Cleanup(emu.Close)
+		aws := awscloud.Start(awscloud.Options{Clock: opts.Clock, ClusterName: "tailor",
+			Provider: tailoraws.Options{RetryMaxBackoff: 100 * time.Millisecond}})
+		t.Cleanup(aws.Close)
 		var err error
-		provider, err = tailoraws.New(ctx, tailoraws.Options{ClusterName: "tailor", Endpoint: emu.URL(), Clock: opts.Clock,
-			RetryMaxBackoff: 100 * time.Millisecond,
-			NodeClasses: func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
-				return tailoraws.NodeClassesFromKube(*kube.Load())(ctx, name)
-			}})
-		if err != nil {
+		if provider, err = aws.NewProvider(ctx); err != nil {
 			cancel()
-			t.Fatalf("starting the AWS provider: %v", err)
+			t.Fatal(err)
 		}
-		opts.NewCloud = func(k kubernetes.Interface) cloud.CloudProvider {
-			kube.Store(&k)
-			return provider
-		}
+		opts.NewCloud = aws.NewCloud(provider)
 	default:
 		cancel()
 		t.Fatalf("no cloud %q", which)
@@ -97,13 +82,9 @@ func Start(t *testing.T, which Cloud) *sandbox.Cluster {
 		// must end before the API server stops.
 		ctrlCtx, stop := context.WithCancel(ctx)
 		t.Cleanup(stop)
-		for _, c := range provider.Controllers(controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}) {
-			go func() {
-				if err := c.Run(ctrlCtx); err != nil && ctrlCtx.Err() == nil {
-					t.Errorf("AWS provider controller: %v", err)
-				}
-			}()
-		}
+		awscloud.RunControllers(ctrlCtx, provider, controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}, func(err error) {
+			t.Errorf("AWS provider controller: %v", err)
+		})
 	}
 	return cluster
 }
