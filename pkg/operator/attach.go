@@ -3,6 +3,10 @@ package operator
 import (
 	"fmt"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1alpha2"
+	kubefeatures "k8s.io/kubernetes/pkg/features"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -74,6 +78,7 @@ func (o *Operator) attachControllers(h fwk.Handle, args *tailor.Args) error {
 		StrandedAfter: args.StrandedAfter.Duration,
 		Activate:      func(pods map[string]*corev1.Pod) { h.Activate(klog.Background(), pods) },
 		Backoff:       backoff,
+		PodGroups:     podGroups(h),
 	})
 	var err error
 	o.lifecycle, err = lifecycle.New(lifecycle.Options{
@@ -212,4 +217,14 @@ func (o *Operator) watchLeavingNodes(h fwk.Handle) error {
 		},
 	})
 	return err
+}
+
+// podGroups is the scheduler's PodGroup lister when it schedules gangs, and nil otherwise: the
+// API (scheduling.k8s.io/v1alpha2) is served only where its feature gates are on, and an informer
+// of an API that is not served would retry its list forever.
+func podGroups(h fwk.Handle) schedulinglisters.PodGroupLister {
+	if !utilfeature.DefaultFeatureGate.Enabled(kubefeatures.GenericWorkload) || !utilfeature.DefaultFeatureGate.Enabled(kubefeatures.GangScheduling) {
+		return nil
+	}
+	return h.SharedInformerFactory().Scheduling().V1alpha2().PodGroups().Lister()
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1alpha2"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -69,6 +71,9 @@ type Options struct {
 	Activate func(pods map[string]*corev1.Pod)
 	// Backoff holds NodePools back after a permanent launch failure; may be nil.
 	Backoff *cloud.LaunchBackoff
+	// PodGroups are the scheduler's PodGroups, read for gang policies; nil when gang scheduling
+	// is off, and then a PodGroup's pods are planned one by one like any other.
+	PodGroups schedulinglisters.PodGroupLister
 }
 
 // Provisioner owns the pending pods handed over by the scheduler and the plans made for them.
@@ -401,7 +406,7 @@ func (p *Provisioner) plan(ctx context.Context, pl *planner.Planner, view *plann
 	if err != nil {
 		return nil, err
 	}
-	plan := pl.Plan(ctx, planner.Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Unsettled: view.Unsettled, Spared: p.spared(pending, view), Pools: pools,
+	plan := p.wholeGangs(ctx, pl, planner.Input{Pending: pending, Nodes: view.Nodes, Pods: view.Pods, InFlight: view.InFlight, Unsettled: view.Unsettled, Spared: p.spared(pending, view), Pools: pools,
 		DaemonSets: planner.DaemonSetPods(dss), Destined: p.destinations(pending)})
 	metrics.PlanDuration.Observe(p.opts.Clock.Since(start).Seconds())
 	metrics.PodsPerPlan.Observe(float64(len(pending)))

@@ -1,0 +1,141 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1alpha2"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
+)
+
+// podGroupLister serves the given PodGroups as the scheduler's informer would.
+func podGroupLister(t *testing.T, groups ...*schedulingv1alpha2.PodGroup) schedulinglisters.PodGroupLister {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, g := range groups {
+		if err := indexer.Add(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return schedulinglisters.NewPodGroupLister(indexer)
+}
+
+func gang(name string, minCount int32) *schedulingv1alpha2.PodGroup {
+	return &schedulingv1alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: schedulingv1alpha2.PodGroupSpec{SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: minCount}}}}
+}
+
+// gangPods are n one-CPU pods of the PodGroup group.
+func gangPods(group string, n int) []*corev1.Pod {
+	out := make([]*corev1.Pod, n)
+	for i := range out {
+		out[i] = newPod(fmt.Sprintf("%s-%02d", group, i), "1", "1Gi", func(p *corev1.Pod) {
+			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
+		})
+	}
+	return out
+}
+
+// limitedPool is a NodePool that may launch at most cpu CPUs.
+func limitedPool(name, cpu string) planner.Pool {
+	pool := newPool(name)
+	pool.NodePool.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse(cpu)}
+	return pool
+}
+
+func plannedCount(plan *planner.Plan) int {
+	n := len(plan.FitsExisting)
+	for _, c := range plan.Claims {
+		n += len(c.Pods)
+	}
+	return n
+}
+
+// TestGangPlannedWholeOrNotAtAll: a gang whose minCount the NodePool's limit cannot hold gets no
+// capacity at all, and each pod says why; with room for minCount it is planned; a gang that
+// cannot be completed does not take from one that can; pods of no gang are planned one by one.
+func TestGangPlannedWholeOrNotAtAll(t *testing.T) {
+	ctx := context.Background()
+	recorder := events.NewFakeRecorder(100)
+	p := &Provisioner{opts: Options{Recorder: recorder, PodGroups: podGroupLister(t, gang("train", 16), gang("tune", 4), gang("half", 8))}}
+	plan := func(pool planner.Pool, pending ...[]*corev1.Pod) *planner.Plan {
+		var all []*corev1.Pod
+		for _, ps := range pending {
+			all = append(all, ps...)
+		}
+		return p.wholeGangs(ctx, testPlanner(t), planner.Input{Pending: all, Pools: []planner.Pool{pool}})
+	}
+
+	short := plan(limitedPool("default", "12"), gangPods("train", 16))
+	if len(short.Claims) != 0 || len(short.Unplaceable) != 16 {
+		t.Fatalf("a 16-pod gang under a 12-CPU limit: %d claims, %d unplaceable; want none launched and 16 explained", len(short.Claims), len(short.Unplaceable))
+	}
+	if why := short.Unplaceable[0].Reasons[""]; !strings.Contains(why, "PodGroup default/train needs at least 16 pods") {
+		t.Errorf("the gang's pods are told %q", why)
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.Contains(e, "FailedProvisioning") || !strings.Contains(e, "default/train") {
+			t.Errorf("the PodGroup's Event is %q", e)
+		}
+	default:
+		t.Error("no Event on the PodGroup")
+	}
+
+	if whole := plan(limitedPool("default", "40"), gangPods("train", 16)); plannedCount(whole) != 16 || len(whole.Unplaceable) != 0 {
+		t.Errorf("a 16-pod gang under a 40-CPU limit: %d planned, %d unplaceable; want 16 and none", plannedCount(whole), len(whole.Unplaceable))
+	}
+
+	// Under 12 CPUs the 16-pod gang cannot complete; the 4-pod one and the loose pods still get
+	// their capacity, which the short gang's pods must not have taken first.
+	mixed := plan(limitedPool("default", "12"), gangPods("train", 16), gangPods("tune", 4), pods(3, "1", "1Gi"))
+	if plannedCount(mixed) != 7 || len(mixed.Unplaceable) != 16 {
+		t.Errorf("two gangs and three loose pods under 12 CPUs: %d planned, %d unplaceable; want 7 (tune and the loose pods) and 16 (train)",
+			plannedCount(mixed), len(mixed.Unplaceable))
+	}
+	for _, u := range mixed.Unplaceable {
+		if !strings.HasPrefix(u.Pod.Name, "train-") {
+			t.Errorf("%s is unplaceable: %v", u.Pod.Name, u.Reasons)
+		}
+	}
+
+	// minCount 8 of 16 pods: the scheduler binds once 8 have a place, so 8 placed is whole enough.
+	partial := plan(limitedPool("default", "12"), gangPods("half", 16))
+	if n := plannedCount(partial); n < 8 || len(partial.Claims) == 0 {
+		t.Errorf("a gang of minCount 8 under 12 CPUs: %d planned; want at least 8", n)
+	}
+
+	// Two gangs that each fit alone but not together: the older keeps its capacity.
+	older, younger := gangPods("pair-a", 6), gangPods("pair-b", 6)
+	for _, pod := range younger {
+		pod.CreationTimestamp = metav1.Now()
+	}
+	p.opts.PodGroups = podGroupLister(t, gang("pair-a", 6), gang("pair-b", 6))
+	pair := plan(limitedPool("default", "10"), younger, older)
+	first := ""
+	if len(pair.Unplaceable) > 0 {
+		first = pair.Unplaceable[0].Pod.Name
+	}
+	if plannedCount(pair) != 6 || len(pair.Unplaceable) != 6 || !strings.HasPrefix(first, "pair-b") {
+		t.Errorf("two 6-pod gangs under 10 CPUs: %d planned, %d unplaceable (%q first); want pair-a's 6 planned, pair-b's 6 not",
+			plannedCount(pair), len(pair.Unplaceable), first)
+	}
+
+	// A PodGroup that does not exist, or gang scheduling off: planned like any pod.
+	p.opts.PodGroups = nil
+	if off := plan(limitedPool("default", "12"), gangPods("train", 16)); plannedCount(off) == 0 {
+		t.Error("with gang scheduling off, the pods of a PodGroup got nothing")
+	}
+}
