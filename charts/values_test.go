@@ -23,6 +23,7 @@ var custom = release{label: "custom", name: "autoscaler", namespace: "ops", valu
     minValuesPolicy: BestEffort
 replicas: 3
 logLevel: 4
+featureGates: {GenericWorkload: true, GangScheduling: true}
 image:
   repository: registry.example.com/platform/tailor-scheduler
   tag: v0.1.0-rc.1
@@ -61,7 +62,7 @@ func TestNonDefaultValues(t *testing.T) {
 	for _, arg := range []string{
 		"--v=4", "--interruption-queue=prod-east-interruptions", "--aws-region=us-east-1",
 		"--webhook-service=autoscaler-tailor", "--webhook-namespace=ops", "--webhook-configuration=autoscaler-tailor",
-		"--webhook-cert-dir=/etc/tailor/webhook-certs",
+		"--webhook-cert-dir=/etc/tailor/webhook-certs", "--feature-gates=GangScheduling=true,GenericWorkload=true",
 	} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %q lack %s", c.Args, arg)

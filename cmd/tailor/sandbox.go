@@ -105,6 +105,8 @@ func runSandbox(ctx context.Context, out io.Writer, f *sandboxFlags) error {
 		Dir:      dataDir,
 		Clock:    clock.RealClock{},
 		NewCloud: clouds.NewCloud,
+		// Gangs (PodGroups) work in the sandbox as they would on a cluster with the gates on.
+		FeatureGates: sandbox.GangGates,
 	})
 	if err != nil {
 		return err

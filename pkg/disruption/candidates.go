@@ -112,6 +112,9 @@ func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.
 		if scheduling.IsDaemonSetPod(p) {
 			continue
 		}
+		if g := gangOf(p); s.Gangs[g] {
+			return fmt.Sprintf("pod %s/%s belongs to the gang of PodGroup %s, whose pods run all together or not at all", p.Namespace, p.Name, g)
+		}
 		if why := pdbs.blocks(p); why != "" {
 			return why
 		}
@@ -184,6 +187,14 @@ func (idx *pdbIndex) blocks(p *corev1.Pod) string {
 		return fmt.Sprintf("pod %s/%s is covered by %d PodDisruptionBudgets, so it cannot be evicted", p.Namespace, p.Name, len(matched))
 	case len(matched) == 1 && matched[0].Status.DisruptionsAllowed <= 0:
 		return fmt.Sprintf("PodDisruptionBudget %s/%s allows no disruption of pod %s", matched[0].Namespace, matched[0].Name, p.Name)
+	}
+	return ""
+}
+
+// gangOf is the "namespace/name" of the PodGroup the pod belongs to, or "".
+func gangOf(p *corev1.Pod) string {
+	if g := p.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		return p.Namespace + "/" + *g.PodGroupName
 	}
 	return ""
 }

@@ -138,6 +138,18 @@ func TestCandidates(t *testing.T) {
 				c.Assumed[p.UID] = "n1"
 			},
 			blocked: "do-not-disrupt=true"},
+		{name: "a pod of a gang",
+			setup: func(c *cluster) {
+				c.pod("p1", "n1", "100m", "128Mi", inGroup("train"))
+				c.Gangs = map[string]bool{"default/train": true}
+			},
+			blocked: "pod default/p1 belongs to the gang of PodGroup default/train"},
+		{name: "a pod of a PodGroup without a gang policy moves",
+			setup: func(c *cluster) {
+				c.pod("p1", "n1", "100m", "128Mi", inGroup("serve"))
+				c.Gangs = map[string]bool{"default/train": true}
+			},
+			pods: 1},
 		{name: "a pod in another namespace moves too",
 			setup: func(c *cluster) { c.pod("p1", "n1", "100m", "128Mi", inNamespace("other")) }, pods: 1},
 		{name: "a node whose NodePool is gone",

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	schedulinglisters "k8s.io/client-go/listers/scheduling/v1alpha2"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,6 +68,8 @@ type Options struct {
 	// ReplacementTimeout bounds the wait for replacements to initialize; past it the command is
 	// abandoned and its nodes kept.
 	ReplacementTimeout time.Duration
+	// PodGroups are read for gang policies (State.Gangs); nil when gang scheduling is off.
+	PodGroups schedulinglisters.PodGroupLister
 }
 
 // singleNodeTimeout bounds single-node consolidation within one pass, as Karpenter's 3 minutes.
@@ -262,6 +266,9 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	s := &State{Nodes: nodes, Pods: pods, Claims: claims, PDBs: pdbs, DaemonSets: planner.DaemonSetPods(dss),
 		Pools: map[string]*karpv1.NodePool{}, TypesByPool: map[string][]*cloud.InstanceType{}, Now: c.opts.Clock.Now()}
 	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
+	if s.Gangs, err = c.gangs(); err != nil {
+		return nil, err
+	}
 	s.Unavailable = map[string]string{}
 	for _, np := range pools {
 		done := metrics.CloudCall("disruption", "GetInstanceTypes", c.opts.Cloud)
@@ -303,4 +310,22 @@ func setOf(names []string) map[string]bool {
 		out[n] = true
 	}
 	return out
+}
+
+// gangs are the PodGroups with a gang policy, by "namespace/name".
+func (c *Controller) gangs() (map[string]bool, error) {
+	if c.opts.PodGroups == nil {
+		return nil, nil
+	}
+	groups, err := c.opts.PodGroups.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, g := range groups {
+		if g.Spec.SchedulingPolicy.Gang != nil {
+			out[g.Namespace+"/"+g.Name] = true
+		}
+	}
+	return out, nil
 }

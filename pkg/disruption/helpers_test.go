@@ -285,6 +285,11 @@ func podLabeled(key, value string) podOpt {
 
 func inNamespace(ns string) podOpt { return func(p *corev1.Pod) { p.Namespace = ns } }
 
+// inGroup makes the pod one of the PodGroup group (spec.schedulingGroup).
+func inGroup(group string) podOpt {
+	return func(p *corev1.Pod) { p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group} }
+}
+
 func ownedByDaemonSet() podOpt {
 	return func(p *corev1.Pod) {
 		p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet",

@@ -36,7 +36,12 @@ type State struct {
 	Awaited map[string]bool
 	// AwaitedNodes are nodes a plan left pending pods to: they fit there and are about to bind.
 	AwaitedNodes map[string]bool
-	Now          time.Time
+	// Gangs are the PodGroups ("namespace/name") whose gang policy binds their pods all together
+	// or not at all. Their nodes are not disrupted voluntarily: a node drained alone would leave
+	// the gang short, and its pods would wait for a place that the scheduler only gives a whole
+	// gang.
+	Gangs map[string]bool
+	Now   time.Time
 
 	// byProvider indexes Claims by provider ID; see claimOf.
 	byProvider map[string]*karpv1.NodeClaim

@@ -48,6 +48,7 @@ func (o *Operator) attachDisruption(h fwk.Handle, clients clientset.Interface) e
 		ValidationPeriod: o.args.ConsolidationValidationPeriod.Duration,
 		PollInterval:     o.args.DisruptionPollInterval.Duration,
 		SpotToSpotMin:    int(*o.args.SpotToSpotMinInstanceTypes),
+		PodGroups:        podGroups(h),
 	}
 	var err error
 	v.consolidatable, err = disruption.NewConsolidatable(disruption.ConsolidatableOptions{

@@ -77,7 +77,49 @@ func (p *Provisioner) wholeGangs(ctx context.Context, pl *planner.Planner, in pl
 		in.Pending = without(in.Pending, []planner.ShortGang{youngest})
 	}
 	p.tellShortGangs(ctx, plan, dropped)
+	p.giveBackShortGangs(ctx, in.Pods, dropped)
 	return plan
+}
+
+// giveBackShortGangs forgets where earlier plans sent the pods of gangs that have been short of
+// their minCount for GangCompletionTimeout: those pods were planned onto capacity that the rest
+// of their gang never joined, and the scheduler binds none of them until it does. Forgotten, the
+// NodeClaims launched for them are no longer wanted and are given back (unneededClaims), and the
+// gang is planned again whole, or not at all, from scratch. placed are the pods the round's view
+// counts on nodes and capacity in flight.
+func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.Pod, short []planner.ShortGang) {
+	if p.opts.GangCompletionTimeout <= 0 {
+		return
+	}
+	now := p.opts.Clock.Now()
+	since := make(map[planner.Gang]time.Time, len(short))
+	gangOf := p.gangOf()
+	for _, s := range short {
+		began, ok := p.shortSince[s.Gang]
+		if !ok {
+			began = now
+		}
+		if now.Sub(began) < p.opts.GangCompletionTimeout {
+			since[s.Gang] = began
+			continue
+		}
+		var held []*corev1.Pod
+		for _, pod := range placed {
+			if g, ok := gangOf(pod); ok && g == s.Gang && pod.Spec.NodeName == "" {
+				held = append(held, pod)
+			}
+		}
+		klog.FromContext(ctx).Info("Giving back the capacity of a gang that did not complete", "podGroup", s.Gang.String(),
+			"minCount", s.Gang.MinCount, "placed", s.Placed, "short for", now.Sub(began), "podsHeld", len(held))
+		if pg, err := p.opts.PodGroups.PodGroups(s.Gang.Namespace).Get(s.Gang.Name); err == nil {
+			p.opts.Recorder.Eventf(pg, nil, corev1.EventTypeWarning, "GangGivenBack", "Provisioning",
+				"PodGroup %s stayed short of minCount %d for %s: the capacity planned for %d of its pods is given back", s.Gang, s.Gang.MinCount,
+				p.opts.GangCompletionTimeout, len(held))
+		}
+		p.forgetHeadings(ctx, held)
+	}
+	// A gang that is no longer short, or whose capacity was just given back, starts afresh.
+	p.shortSince = since
 }
 
 // tellShortGangs makes the pods of the gangs left out unplaceable, with why, and records it on

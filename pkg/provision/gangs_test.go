@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
@@ -13,6 +14,7 @@ import (
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1alpha2"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -138,4 +140,67 @@ func TestGangPlannedWholeOrNotAtAll(t *testing.T) {
 	if off := plan(limitedPool("default", "12"), gangPods("train", 16)); plannedCount(off) == 0 {
 		t.Error("with gang scheduling off, the pods of a PodGroup got nothing")
 	}
+}
+
+// TestShortGangGivesBackItsCapacity: a gang left short of its minCount, with some of its pods
+// planned onto capacity in flight, keeps that capacity for GangCompletionTimeout; past it, Tailor
+// forgets where those pods were sent, so the NodeClaims launched for them are no longer wanted,
+// and says so on the PodGroup. A gang that completes meanwhile starts afresh.
+func TestShortGangGivesBackItsCapacity(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now())
+	recorder := events.NewFakeRecorder(100)
+	p := New(Options{Clock: clk, Recorder: recorder, PodGroups: podGroupLister(t, gang("train", 16)), GangCompletionTimeout: 5 * time.Minute})
+	held := gangPods("train", 15)
+	p.mu.Lock()
+	for _, pod := range held {
+		p.planned[pod.UID] = "claim-" + pod.Name
+	}
+	p.mu.Unlock()
+	short := []planner.ShortGang{{Gang: planner.Gang{Namespace: "default", Name: "train", MinCount: 16}, Placed: 15, Pods: gangPods("train", 16)[15:]}}
+
+	p.giveBackShortGangs(ctx, held, short)
+	clk.Step(4 * time.Minute)
+	p.giveBackShortGangs(ctx, held, short)
+	if n := plannedOnes(p, held); n != 15 {
+		t.Fatalf("4 minutes short: %d of 15 pods still planned, want all (the timeout is 5m)", n)
+	}
+	clk.Step(2 * time.Minute)
+	p.giveBackShortGangs(ctx, held, short)
+	if n := plannedOnes(p, held); n != 0 {
+		t.Errorf("6 minutes short: %d of 15 pods still planned onto their capacity, want none", n)
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.Contains(e, "GangGivenBack") || !strings.Contains(e, "15 of its pods") {
+			t.Errorf("the PodGroup's Event is %q", e)
+		}
+	default:
+		t.Error("no GangGivenBack Event")
+	}
+
+	// Short again from now: the clock starts anew, and a round in which the gang is whole resets it.
+	p.giveBackShortGangs(ctx, held, short)
+	clk.Step(4 * time.Minute)
+	p.giveBackShortGangs(ctx, held, nil)
+	clk.Step(4 * time.Minute)
+	p.mu.Lock()
+	p.planned[held[0].UID] = "claim-again"
+	p.mu.Unlock()
+	p.giveBackShortGangs(ctx, held, short)
+	if n := plannedOnes(p, held); n != 1 {
+		t.Errorf("short, whole, then short again 4 minutes later: %d planned, want the 1 kept", n)
+	}
+}
+
+func plannedOnes(p *Provisioner, pods []*corev1.Pod) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, pod := range pods {
+		if _, ok := p.planned[pod.UID]; ok {
+			n++
+		}
+	}
+	return n
 }

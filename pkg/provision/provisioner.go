@@ -74,6 +74,9 @@ type Options struct {
 	// PodGroups are the scheduler's PodGroups, read for gang policies; nil when gang scheduling
 	// is off, and then a PodGroup's pods are planned one by one like any other.
 	PodGroups schedulinglisters.PodGroupLister
+	// GangCompletionTimeout is how long a gang may stay short of its minCount, with capacity
+	// planned for some of its pods, before that capacity is given back; 0 means never.
+	GangCompletionTimeout time.Duration
 }
 
 // Provisioner owns the pending pods handed over by the scheduler and the plans made for them.
@@ -81,6 +84,9 @@ type Options struct {
 type Provisioner struct {
 	opts    Options
 	batcher *Batcher
+	// shortSince is when each gang that a plan left out for being short of its minCount was
+	// first found so; reconcile's own (giveBackShortGangs).
+	shortSince map[planner.Gang]time.Time
 
 	mu sync.Mutex
 	// enqueued are pods the PostFilter handed over since they last bound.

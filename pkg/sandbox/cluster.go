@@ -41,6 +41,9 @@ type Options struct {
 	// KwokNodeAnnotation) to become Ready.
 	NewCloud func(kube kubernetes.Interface) cloud.CloudProvider
 	Clock    clock.WithTicker
+	// FeatureGates are turned on or off in every component of the cluster (e.g. GangGates); they
+	// are the process's, so a process runs clusters of one set of gates.
+	FeatureGates map[string]bool
 	// TailorArgs override the Tailor plugin's args of the shipped configuration, by JSON name
 	// (e.g. "consolidationValidationPeriod": "1s"), so tests need not wait Karpenter's periods.
 	TailorArgs map[string]any
@@ -101,7 +104,11 @@ type Cluster struct {
 func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) {
 	logger := klog.FromContext(ctx)
 	began := time.Now()
-	cp, err := StartControlPlane(tb, filepath.Join(opts.Dir, "etcd"))
+	flags, err := gateFlags(opts.FeatureGates)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := StartControlPlane(tb, filepath.Join(opts.Dir, "etcd"), flags...)
 	if err != nil {
 		return nil, err
 	}

@@ -81,7 +81,7 @@ or auto and the cluster serves cert-manager.io/v1. Empty otherwise.
 
 {{/* The Tailor plugin's args, checked against the names the plugin knows. */}}
 {{- define "tailor.pluginArgs" -}}
-{{- $known := list "batchIdleDuration" "batchMaxDuration" "consolidationValidationPeriod" "disruptionPollInterval" "spotToSpotMinInstanceTypes" "minValuesPolicy" "strandedAfter" "nodeRepair" "terminationWorkers" "nodeClaimWorkers" }}
+{{- $known := list "batchIdleDuration" "batchMaxDuration" "consolidationValidationPeriod" "disruptionPollInterval" "spotToSpotMinInstanceTypes" "minValuesPolicy" "strandedAfter" "gangCompletionTimeout" "nodeRepair" "terminationWorkers" "nodeClaimWorkers" }}
 {{- range $key, $_ := .Values.settings.pluginArgs }}
 {{- if not (has $key $known) }}
 {{- fail (printf "settings.pluginArgs.%s: the Tailor plugin has no such arg; it knows %s" $key (join ", " $known)) }}

@@ -43,6 +43,12 @@ type Args struct {
 	// Launched nodes that no pod has landed on this long after they initialized are counted as
 	// unused. Longer than the scheduler's 10 s maximum backoff; default 30s.
 	StrandedAfter metav1.Duration `json:"strandedAfter,omitempty"`
+	// GangCompletionTimeout is how long a gang (a PodGroup with a gang policy) may stay short of
+	// its minCount, with capacity launched or held for some of its pods, before that capacity is
+	// given back: the scheduler binds none of a gang's pods until minCount have a place, so a
+	// half gang's nodes would be paid for and idle. Default 5m, as long as the GangScheduling
+	// plugin holds a gang's pods at Permit.
+	GangCompletionTimeout metav1.Duration `json:"gangCompletionTimeout,omitempty"`
 	// NodeRepair replaces nodes whose Ready condition (or another condition the cloud's repair
 	// policies name) has been False or Unknown longer than the policy tolerates (30 minutes for
 	// Ready), forcefully, unless more than 20% of the NodePool's or the cluster's nodes are
@@ -70,6 +76,7 @@ const (
 	DefaultDisruptionPollInterval        = 10 * time.Second
 	DefaultSpotToSpotMinInstanceTypes    = 15
 	DefaultStrandedAfter                 = 30 * time.Second
+	DefaultGangCompletionTimeout         = 5 * time.Minute
 	DefaultTerminationWorkers            = 100
 	DefaultNodeClaimWorkers              = 100
 	maxWorkers                           = 1000
@@ -123,6 +130,9 @@ func SetDefaults(a *Args) {
 	if a.StrandedAfter.Duration == 0 {
 		a.StrandedAfter.Duration = DefaultStrandedAfter
 	}
+	if a.GangCompletionTimeout.Duration == 0 {
+		a.GangCompletionTimeout.Duration = DefaultGangCompletionTimeout
+	}
 	if a.SpotToSpotMinInstanceTypes == nil {
 		n := int32(DefaultSpotToSpotMinInstanceTypes)
 		a.SpotToSpotMinInstanceTypes = &n
@@ -154,6 +164,9 @@ func Validate(a *Args, path *field.Path) field.ErrorList {
 	}
 	if a.StrandedAfter.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("strandedAfter"), a.StrandedAfter.String(), "must not be negative"))
+	}
+	if a.GangCompletionTimeout.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("gangCompletionTimeout"), a.GangCompletionTimeout.String(), "must not be negative"))
 	}
 	if a.MinValuesPolicy != "Strict" && a.MinValuesPolicy != "BestEffort" {
 		errs = append(errs, field.NotSupported(path.Child("minValuesPolicy"), a.MinValuesPolicy, []string{"Strict", "BestEffort"}))

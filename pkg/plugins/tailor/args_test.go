@@ -28,6 +28,8 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "negative poll", raw: `{"disruptionPollInterval":"-1s"}`, wantErr: "disruptionPollInterval"},
 		{name: "spot-to-spot minimum too small", raw: `{"spotToSpotMinInstanceTypes":0}`, wantErr: "spotToSpotMinInstanceTypes"},
 		{name: "spot-to-spot minimum above 60", raw: `{"spotToSpotMinInstanceTypes":61}`, wantErr: "spotToSpotMinInstanceTypes"},
+		{name: "gang completion timeout by default", raw: `{}`, check: func(a *Args) bool { return a.GangCompletionTimeout.Duration == 5*time.Minute }},
+		{name: "negative gang completion timeout", raw: `{"gangCompletionTimeout":"-1m"}`, wantErr: "gangCompletionTimeout: Invalid value"},
 		{name: "node repair off by default", raw: `{}`, check: func(a *Args) bool { return !a.NodeRepair }},
 		{name: "node repair on", raw: `{"nodeRepair":true}`, check: func(a *Args) bool { return a.NodeRepair }},
 		{name: "node repair not a bool", raw: `{"nodeRepair":"yes"}`, wantErr: ": json: cannot unmarshal"},
