@@ -63,7 +63,7 @@ func (o *Operator) attachControllers(h fwk.Handle, args *tailor.Args) error {
 		NodeClaims:    nodeClaims,
 		ClaimLister:   o.claimLister,
 		PoolLister:    o.poolLister,
-		Pods:          h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		Pods:          o.bookedPods(h),
 		Nodes:         nodeInformer.Lister(),
 		DaemonSets:    h.SharedInformerFactory().Apps().V1().DaemonSets().Lister(),
 		Cloud:         o.cloud,
