@@ -59,7 +59,7 @@ func (o *Operator) buildProvisioningRequests(ctx context.Context, h fwk.Handle, 
 		ClaimLister:   o.claimLister,
 		ClaimInform:   o.claimInform,
 		// The controller's queue has one worker, so its planner plans one request at a time.
-		Plan: func(ctx context.Context, pods []*corev1.Pod, launch bool) (*planner.Plan, error) {
+		Plan: func(ctx context.Context, pods []*corev1.Pod, launch bool) (*planner.Plan, []string, error) {
 			return o.provisioner.PlanApart(ctx, pl, pods, launch)
 		},
 		Bookings: o.bookings,

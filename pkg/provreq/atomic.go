@@ -28,7 +28,7 @@ func (c *Controller) atomicScaleUp(ctx context.Context, req *autoscalingv1.Provi
 	}
 	if claims := c.claimsFor(key); len(claims) > 0 {
 		// Launched before a restart: book again over what was launched, then wait as before.
-		plan, err := c.opts.Plan(ctx, pods, false)
+		plan, _, err := c.opts.Plan(ctx, pods, false)
 		if err != nil {
 			return 0, err
 		}
@@ -36,9 +36,19 @@ func (c *Controller) atomicScaleUp(ctx context.Context, req *autoscalingv1.Provi
 		c.opts.Bookings.book(key, bk)
 		return c.awaitReady(ctx, req, key, bk, changed)
 	}
-	plan, err := c.opts.Plan(ctx, pods, true)
+	plan, held, err := c.opts.Plan(ctx, pods, true)
 	if err != nil {
 		return 0, err
+	}
+	if len(plan.Unplaceable) > 0 && len(held) > 0 {
+		// A NodePool that cannot launch for now (its node class not ready yet, launches held back
+		// after a failure) may hold the rest later: not an answer to fail the request on.
+		msg := fmt.Sprintf("%d of %d pods cannot be placed while NodePools cannot launch (%s): %s; Tailor plans again every %s",
+			len(plan.Unplaceable), len(pods), strings.Join(held, "; "), whyUnplaced(plan.Unplaceable), CheckAgain)
+		if notProvisioned(req, ReasonCapacityIsNotFound, msg, now) || changed {
+			return CheckAgain, c.write(ctx, req)
+		}
+		return CheckAgain, nil
 	}
 	if len(plan.Unplaceable) > 0 {
 		fail(req, ReasonCapacityIsNotFound, fmt.Sprintf("%d of %d pods cannot be placed, so nothing was launched: %s",

@@ -70,6 +70,13 @@ func (b *Bookings) get(key string) *booking {
 	return b.byKey[key]
 }
 
+// empty reports whether nothing is booked.
+func (b *Bookings) empty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.byKey) == 0
+}
+
 // placed is a booked pod where it stands now: bound to a node, or nominated to a claim's stand-in.
 func (b *Bookings) placed(s slot) *corev1.Pod {
 	pod := s.pod.DeepCopy()
@@ -202,6 +209,9 @@ type bookedNamespaceLister struct {
 }
 
 func (l bookedNamespaceLister) List(selector labels.Selector) ([]*corev1.Pod, error) {
+	if l.all.b.empty() {
+		return l.PodNamespaceLister.List(selector) // the namespace's index, not every pod
+	}
 	all, err := l.all.List(selector)
 	if err != nil {
 		return nil, err

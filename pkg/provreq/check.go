@@ -25,7 +25,7 @@ var everything = labels.Everything()
 func (c *Controller) checkCapacity(ctx context.Context, req *autoscalingv1.ProvisioningRequest, key string, pods []*corev1.Pod) (time.Duration, error) {
 	now := c.opts.Clock.Now()
 	changed := accept(req, now)
-	plan, err := c.opts.Plan(ctx, pods, false)
+	plan, _, err := c.opts.Plan(ctx, pods, false)
 	if err != nil {
 		return 0, err
 	}

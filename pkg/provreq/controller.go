@@ -41,8 +41,9 @@ const RequestAnnotationKey = "tailor.sh/provisioning-request"
 const CheckAgain = 30 * time.Second
 
 // PlanFunc plans a request's pods over the cluster (provision.Provisioner.PlanApart with a planner
-// of the controller's own); launch says whether new NodeClaims may be opened.
-type PlanFunc func(ctx context.Context, pods []*corev1.Pod, launch bool) (*planner.Plan, error)
+// of the controller's own); launch says whether new NodeClaims may be opened. held says why each
+// NodePool that cannot launch for now was left out of the plan.
+type PlanFunc func(ctx context.Context, pods []*corev1.Pod, launch bool) (plan *planner.Plan, held []string, err error)
 
 // Options are what the controller reads and writes.
 type Options struct {
@@ -155,7 +156,7 @@ func (c *Controller) keepBooked(ctx context.Context, req *autoscalingv1.Provisio
 			klog.FromContext(ctx).V(1).Info("Cannot book a Provisioned request again", "provisioningRequest", key, "err", err)
 			return left, nil
 		}
-		plan, err := c.opts.Plan(ctx, pods, false)
+		plan, _, err := c.opts.Plan(ctx, pods, false)
 		if err != nil {
 			return 0, err
 		}

@@ -210,3 +210,24 @@ func TestAtomicScaleUpGivesBackWhenALaunchFails(t *testing.T) {
 		t.Fatalf("created %d claims in all, want the request planned and launched again", len(w.nodeClaim.created))
 	}
 }
+
+// TestAtomicScaleUpWaitsForNodePoolsThatCannotLaunchYet: while a NodePool cannot launch (its node
+// class not ready yet, say), a request it might hold is not failed but planned again.
+func TestAtomicScaleUpWaitsForNodePoolsThatCannotLaunchYet(t *testing.T) {
+	w := newWorld(t)
+	w.addTemplate("job", "4")
+	w.addRequest("train", atomic, "job", 2)
+	w.plan = nowhere("no NodePool can launch")
+	w.held = []string{`NodePool "default": EC2NodeClass "default" is not ready`}
+	req, requeue := w.reconcile("train")
+	expectCondition(t, req, autoscalingv1.Provisioned, metav1.ConditionFalse, ReasonCapacityIsNotFound, "is not ready")
+	if condition(req, autoscalingv1.Failed) != nil || requeue != CheckAgain {
+		t.Fatalf("failed while a NodePool could not launch yet: requeue %s, %+v", requeue, req.Status.Conditions)
+	}
+	w.held = nil
+	w.plan = twoPerClaim
+	w.reconcile("train")
+	if len(w.nodeClaim.created) != 1 {
+		t.Fatalf("created %d claims once the NodePool could launch, want 1", len(w.nodeClaim.created))
+	}
+}

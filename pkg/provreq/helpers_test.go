@@ -44,6 +44,8 @@ type world struct {
 	// plan is what the planner answers, given the pods and whether launching is allowed.
 	plan    func(pods []*corev1.Pod, launch bool) *planner.Plan
 	planned []bool
+	// held are the NodePools the planner says cannot launch for now.
+	held []string
 }
 
 func newWorld(t *testing.T) *world {
@@ -62,9 +64,9 @@ func newWorld(t *testing.T) *world {
 		Templates:     corelisters.NewPodTemplateLister(w.templates),
 		NodeClaims:    w.nodeClaim,
 		ClaimLister:   claimLister,
-		Plan: func(_ context.Context, pods []*corev1.Pod, launch bool) (*planner.Plan, error) {
+		Plan: func(_ context.Context, pods []*corev1.Pod, launch bool) (*planner.Plan, []string, error) {
 			w.planned = append(w.planned, launch)
-			return w.plan(pods, launch), nil
+			return w.plan(pods, launch), w.held, nil
 		},
 		Bookings:    NewBookings(claimLister, corelisters.NewNodeLister(w.nodes)),
 		Clock:       w.clock,
