@@ -13,6 +13,7 @@ import (
 
 	autoscalingv1 "github.com/tailor-sh/tailor/pkg/apis/autoscaling/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
@@ -85,6 +86,9 @@ func (c *Controller) launch(ctx context.Context, key string, plan *planner.Plan)
 			return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for ProvisioningRequest %s: %w", pc.NodePool.Name, key, err)
 		}
 		created[i] = got.Name
+		// Counted as the provisioner's launches are, so the fleet's dashboards see these too.
+		metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()
+		metrics.NodeClaimCreated(pc.NodePool.Name, "provisioned", got.Annotations[planner.MinValuesRelaxedAnnotationKey] == "true")
 		klog.FromContext(ctx).Info("Launching NodeClaim for ProvisioningRequest", "nodeClaim", got.Name, "nodePool", pc.NodePool.Name,
 			"provisioningRequest", key, "pods", len(pc.Pods))
 	}

@@ -80,6 +80,9 @@ func (b *Bookings) empty() bool {
 // placed is a booked pod where it stands now: bound to a node, or nominated to a claim's stand-in.
 func (b *Bookings) placed(s slot) *corev1.Pod {
 	pod := s.pod.DeepCopy()
+	// Named as a booking, for the Events and logs that name the pods on a node (a node the
+	// disruption loop leaves alone names the pod that blocks it).
+	pod.Name = "booking-" + pod.Name
 	pod.Spec.SchedulerName = BookedSchedulerName
 	pod.Annotations[karpv1.DoNotDisruptAnnotationKey] = "true"
 	if s.node != "" {

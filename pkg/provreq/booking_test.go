@@ -45,7 +45,7 @@ func TestBookedPodsStandWhereTheRoomIs(t *testing.T) {
 		if p.Spec.NodeName != want[i].node || p.Status.NominatedNodeName != want[i].nominated {
 			t.Errorf("%s on %q nominated %q, want %q and %q", p.Name, p.Spec.NodeName, p.Status.NominatedNodeName, want[i].node, want[i].nominated)
 		}
-		if p.Annotations[karpv1.DoNotDisruptAnnotationKey] != "true" || p.Spec.SchedulerName != BookedSchedulerName {
+		if p.Annotations[karpv1.DoNotDisruptAnnotationKey] != "true" || p.Spec.SchedulerName != BookedSchedulerName || p.Name != "booking-r-"+string(rune('0'+i)) {
 			t.Errorf("%s: annotations %v, scheduler %q", p.Name, p.Annotations, p.Spec.SchedulerName)
 		}
 	}
@@ -109,7 +109,7 @@ func TestBookedListerAddsBookingsToPods(t *testing.T) {
 	if all, _ := l.List(labels.Everything()); len(all) != 2 {
 		t.Fatalf("listed %d pods, want the real one and the booked one", len(all))
 	}
-	if sel, _ := l.List(labels.SelectorFromSet(labels.Set{"job": "train"})); len(sel) != 1 || sel[0].Name != "r-0" {
+	if sel, _ := l.List(labels.SelectorFromSet(labels.Set{"job": "train"})); len(sel) != 1 || sel[0].Name != "booking-r-0" {
 		t.Fatalf("selector listed %v", sel)
 	}
 	if ns, _ := l.Pods("other").List(labels.Everything()); len(ns) != 0 {
