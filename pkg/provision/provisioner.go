@@ -69,6 +69,9 @@ type Options struct {
 	Activate func(pods map[string]*corev1.Pod)
 	// Backoff holds NodePools back after a permanent launch failure; may be nil.
 	Backoff *cloud.LaunchBackoff
+	// Destined maps pending pods to a node that room was kept on for them (a ProvisioningRequest's
+	// booking, for the pods that consume it), which plans try first; may be nil.
+	Destined func(pending []*corev1.Pod) map[types.UID]string
 }
 
 // Provisioner owns the pending pods handed over by the scheduler and the plans made for them.

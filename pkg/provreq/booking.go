@@ -1,11 +1,13 @@
 package provreq
 
 import (
+	"cmp"
 	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -39,6 +41,8 @@ type booking struct {
 type Bookings struct {
 	claims karplisters.NodeClaimLister
 	nodes  corelisters.NodeLister
+	// real are the cluster's pods, once BookedPods has been given them.
+	real corelisters.PodLister
 
 	mu    sync.Mutex
 	byKey map[string]*booking
@@ -110,6 +114,13 @@ func (b *Bookings) placed(s slot) *corev1.Pod {
 // its namespace). A consumer bound to a booked node frees that node's room; the others free room
 // from the end of the booking.
 func (b *Bookings) booked(real []*corev1.Pod) []*corev1.Pod {
+	out, _ := b.split(real)
+	return out
+}
+
+// split is booked, and for each unbound consumer the node (or the stand-in of the NodeClaim) of
+// the room it frees, where the planner sends it first.
+func (b *Bookings) split(real []*corev1.Pod) ([]*corev1.Pod, map[types.UID]string) {
 	b.mu.Lock()
 	keys := make([]string, 0, len(b.byKey))
 	for k := range b.byKey {
@@ -122,7 +133,7 @@ func (b *Bookings) booked(real []*corev1.Pod) []*corev1.Pod {
 	}
 	b.mu.Unlock()
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	consumers := map[string][]*corev1.Pod{}
 	for _, p := range real {
@@ -131,6 +142,7 @@ func (b *Bookings) booked(real []*corev1.Pod) []*corev1.Pod {
 		}
 	}
 	var out []*corev1.Pod
+	freed := map[types.UID]string{}
 	for i, k := range keys {
 		var placed []*corev1.Pod
 		for _, s := range bookings[i].slots {
@@ -138,27 +150,36 @@ func (b *Bookings) booked(real []*corev1.Pod) []*corev1.Pod {
 				placed = append(placed, p)
 			}
 		}
-		out = append(out, unconsumed(placed, consumers[k])...)
+		out = append(out, unconsumed(placed, consumers[k], freed)...)
 	}
-	return out
+	return out, freed
 }
 
 // unconsumed drops one booked pod per consumer: the one on the consumer's node if there is one,
-// else the last.
-func unconsumed(placed, consumers []*corev1.Pod) []*corev1.Pod {
+// else one from the end, whose place it notes in freed for a consumer not yet bound. Consumers go
+// in name order, so that every listing frees the same room for the same pod.
+func unconsumed(placed, consumers []*corev1.Pod, freed map[types.UID]string) []*corev1.Pod {
+	sort.Slice(consumers, func(i, j int) bool { return consumers[i].Name < consumers[j].Name })
 	left := 0
+	var unbound []*corev1.Pod
 	for _, c := range consumers {
-		i := -1
-		if c.Spec.NodeName != "" {
-			i = indexOnNode(placed, c.Spec.NodeName)
-		}
-		if i < 0 {
-			left++
+		if c.Spec.NodeName == "" {
+			unbound = append(unbound, c)
 			continue
 		}
-		placed = append(placed[:i], placed[i+1:]...)
+		if i := indexOnNode(placed, c.Spec.NodeName); i >= 0 {
+			placed = append(placed[:i], placed[i+1:]...)
+			continue
+		}
+		left++
 	}
-	return placed[:max(0, len(placed)-left)]
+	keep := max(0, len(placed)-left-len(unbound))
+	for i, c := range unbound {
+		if j := len(placed) - 1 - i; j >= keep {
+			freed[c.UID] = cmp.Or(placed[j].Spec.NodeName, placed[j].Status.NominatedNodeName)
+		}
+	}
+	return placed[:keep]
 }
 
 func indexOnNode(pods []*corev1.Pod, node string) int {
@@ -170,60 +191,26 @@ func indexOnNode(pods []*corev1.Pod, node string) int {
 	return -1
 }
 
-// BookedPods returns pods as a lister that also lists the booked pods, for the provisioner and
-// the disruption loop. Only List and Get are asked of it.
-func (b *Bookings) BookedPods(pods corelisters.PodLister) corelisters.PodLister {
-	return bookedLister{real: pods, b: b}
-}
-
-type bookedLister struct {
-	real corelisters.PodLister
-	b    *Bookings
-}
-
-func (l bookedLister) List(selector labels.Selector) ([]*corev1.Pod, error) {
-	all, err := l.real.List(labels.Everything())
+// Destinations maps the pending pods that consume a booked request to the node (or the stand-in
+// of the NodeClaim still launching) of the room they free, so that the provisioner's plan sends
+// them there first rather than to whatever room first fit finds.
+func (b *Bookings) Destinations(pending []*corev1.Pod) map[types.UID]string {
+	b.mu.Lock()
+	lister, none := b.real, len(b.byKey) == 0
+	b.mu.Unlock()
+	if none || lister == nil {
+		return nil
+	}
+	real, err := lister.List(labels.Everything())
 	if err != nil {
-		return nil, err
+		return nil
 	}
-	booked := l.b.booked(all)
-	if len(booked) == 0 && selector.Empty() {
-		return all, nil
-	}
-	out := make([]*corev1.Pod, 0, len(all)+len(booked))
-	for _, p := range append(all, booked...) {
-		if selector.Matches(labels.Set(p.Labels)) {
-			out = append(out, p)
+	_, freed := b.split(real)
+	out := map[types.UID]string{}
+	for _, p := range pending {
+		if node, ok := freed[p.UID]; ok && node != "" {
+			out[p.UID] = node
 		}
 	}
-	return out, nil
-}
-
-func (l bookedLister) Pods(namespace string) corelisters.PodNamespaceLister {
-	return bookedNamespaceLister{PodNamespaceLister: l.real.Pods(namespace), all: l, namespace: namespace}
-}
-
-// bookedNamespaceLister lists one namespace's pods and booked pods; Get reads real pods only, as
-// nothing gets a booked pod by name.
-type bookedNamespaceLister struct {
-	corelisters.PodNamespaceLister
-	all       bookedLister
-	namespace string
-}
-
-func (l bookedNamespaceLister) List(selector labels.Selector) ([]*corev1.Pod, error) {
-	if l.all.b.empty() {
-		return l.PodNamespaceLister.List(selector) // the namespace's index, not every pod
-	}
-	all, err := l.all.List(selector)
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0:0]
-	for _, p := range all {
-		if p.Namespace == l.namespace {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return out
 }

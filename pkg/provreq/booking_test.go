@@ -123,3 +123,30 @@ func TestBookedListerAddsBookingsToPods(t *testing.T) {
 		t.Fatalf("listed %d pods after release", len(all))
 	}
 }
+
+// TestPendingConsumersAreDestinedToTheRoomTheyFree: a pending consumer is sent first to the room
+// its arrival frees from the booking, on a node or on the stand-in of a claim still launching;
+// pods that consume nothing, or are bound already, get no destination.
+func TestPendingConsumersAreDestinedToTheRoomTheyFree(t *testing.T) {
+	w := newWorld(t)
+	_ = w.claims.Add(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "launching"}})
+	w.c.opts.Bookings.book("team/r", &booking{slots: []slot{
+		{pod: pod("r-0", "", map[string]string{}), node: "node-a"},
+		{pod: pod("r-1", "", map[string]string{}), claim: "launching"},
+	}})
+	consume := map[string]string{autoscalingv1.ConsumeAnnotationKey: "r"}
+	real := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	bound, first, second, bystander := pod("j-0", "node-a", consume), pod("j-1", "", consume), pod("j-2", "", consume), pod("web", "", nil)
+	for _, p := range []*corev1.Pod{bound, first, second, bystander} {
+		_ = real.Add(p)
+	}
+	w.c.opts.Bookings.BookedPods(corelisters.NewPodLister(real))
+	got := w.c.opts.Bookings.Destinations([]*corev1.Pod{first, second, bystander})
+	// j-0 took node-a's room; j-1 takes the last room left, the launching claim's; j-2 finds none.
+	if len(got) != 1 || got[first.UID] != "launching" {
+		t.Fatalf("destinations %v, want only j-1 to the launching claim", got)
+	}
+	if left := w.c.opts.Bookings.booked([]*corev1.Pod{bound, first, second, bystander}); len(left) != 0 {
+		t.Fatalf("%d pods still booked with three consumers of two", len(left))
+	}
+}
