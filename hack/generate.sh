@@ -20,7 +20,7 @@ MODULE="github.com/tailor-sh/tailor"
 APIS="${MODULE}/pkg/apis"
 OUT="pkg/generated"
 # Group/version folders under pkg/apis whose types carry +genclient.
-GROUP_VERSIONS=(karpenter/v1 aws/v1)
+GROUP_VERSIONS=(karpenter/v1 aws/v1 autoscaling/v1)
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -32,7 +32,8 @@ go run "${CONTROLLER_GEN}" \
   crd:crdVersions=v1 \
   output:crd:artifacts:config=manifests/crds \
   paths=./pkg/apis/karpenter/v1 \
-  paths=./pkg/apis/aws/v1
+  paths=./pkg/apis/aws/v1 \
+  paths=./pkg/apis/autoscaling/v1
 
 # Validation that markers cannot express (fields of corev1.Taint, values of string maps).
 go run ./hack/crdpatch manifests/crds

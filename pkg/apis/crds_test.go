@@ -6,6 +6,8 @@ import (
 	"github.com/tailor-sh/tailor/manifests/crds"
 )
 
+const provisioningRequests = "provisioningrequests.autoscaling.x-k8s.io"
+
 func TestCRDs(t *testing.T) {
 	all, err := crds.All()
 	if err != nil {
@@ -15,6 +17,8 @@ func TestCRDs(t *testing.T) {
 		"nodepools.karpenter.sh":           {"NodeClass", "Nodes", "Ready", "Age", "Weight", "CPU", "Memory"},
 		"nodeclaims.karpenter.sh":          {"Type", "Capacity", "Zone", "Node", "Ready", "Age"},
 		"ec2nodeclasses.karpenter.k8s.aws": {"Ready", "Age", "Role"},
+		// Cluster Autoscaler's API: namespaced, as upstream, and outside Karpenter's category.
+		provisioningRequests: {"Class", "Accepted", "Provisioned", "Failed", "Age"},
 	}
 	if len(all) != len(want) {
 		t.Fatalf("got %d CRDs, want %d", len(all), len(want))
@@ -25,10 +29,14 @@ func TestCRDs(t *testing.T) {
 			t.Errorf("unexpected CRD %s", crd.Name)
 			continue
 		}
-		if crd.Spec.Scope != "Cluster" {
+		switch {
+		case crd.Name == provisioningRequests:
+			if crd.Spec.Scope != "Namespaced" || len(crd.Spec.Names.Categories) != 0 {
+				t.Errorf("%s: scope %s, categories %v; want Namespaced and none, as upstream", crd.Name, crd.Spec.Scope, crd.Spec.Names.Categories)
+			}
+		case crd.Spec.Scope != "Cluster":
 			t.Errorf("%s: scope %s, want Cluster", crd.Name, crd.Spec.Scope)
-		}
-		if len(crd.Spec.Names.Categories) != 1 || crd.Spec.Names.Categories[0] != "karpenter" {
+		case len(crd.Spec.Names.Categories) != 1 || crd.Spec.Names.Categories[0] != "karpenter":
 			t.Errorf("%s: categories %v, want [karpenter]", crd.Name, crd.Spec.Names.Categories)
 		}
 		v := crd.Spec.Versions[0]

@@ -61,13 +61,14 @@ func (o *Operator) attachControllers(h fwk.Handle, args *tailor.Args) error {
 	// Shared by the lifecycle controller, which holds a NodePool back after a permanent launch
 	// failure, and the provisioner, which leaves it out of plans meanwhile.
 	backoff := cloud.NewLaunchBackoff(o.clock)
+	pods := o.bookedPods(h) // builds o.bookings, which Destined reads
 	o.provisioner = provision.New(provision.Options{
 		SchedulerName:         h.ProfileName(),
 		Kube:                  h.ClientSet(),
 		NodeClaims:            nodeClaims,
 		ClaimLister:           o.claimLister,
 		PoolLister:            o.poolLister,
-		Pods:                  h.SharedInformerFactory().Core().V1().Pods().Lister(),
+		Pods:                  pods,
 		Nodes:                 nodeInformer.Lister(),
 		DaemonSets:            h.SharedInformerFactory().Apps().V1().DaemonSets().Lister(),
 		Cloud:                 o.cloud,
@@ -80,6 +81,7 @@ func (o *Operator) attachControllers(h fwk.Handle, args *tailor.Args) error {
 		Backoff:               backoff,
 		PodGroups:             podGroups(h),
 		GangCompletionTimeout: args.GangCompletionTimeout.Duration,
+		Destined:              o.bookings.Destinations,
 	})
 	var err error
 	o.lifecycle, err = lifecycle.New(lifecycle.Options{

@@ -38,7 +38,7 @@ func (o *Operator) attachDisruption(h fwk.Handle, clients clientset.Interface) e
 		ClaimLister:      claimLister,
 		PoolLister:       poolLister,
 		Nodes:            factory.Core().V1().Nodes().Lister(),
-		Pods:             factory.Core().V1().Pods().Lister(),
+		Pods:             o.bookedPods(h),
 		PDBs:             factory.Policy().V1().PodDisruptionBudgets().Lister(),
 		DaemonSets:       factory.Apps().V1().DaemonSets().Lister(),
 		Cloud:            o.cloud,

@@ -34,6 +34,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/provision"
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
+	"github.com/tailor-sh/tailor/pkg/provreq"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -54,6 +55,8 @@ type Operator struct {
 	claimLister karplisters.NodeClaimLister
 	poolLister  karplisters.NodePoolLister
 	provisioner *provision.Provisioner
+	// bookings keep room for ProvisioningRequests; the provisioner and disruption see it as pods.
+	bookings    *provreq.Bookings
 	lifecycle   *lifecycle.Controller
 	termination *termination.Controller
 	gc          *gc.Collector
@@ -178,6 +181,10 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	if err := o.buildDisruption(ctx, h, profile, parallelism); err != nil {
 		return err
 	}
+	requests, err := o.buildProvisioningRequests(ctx, h, profile, parallelism)
+	if err != nil {
+		return err
+	}
 	// Start any informer the simulation's plugins registered that the scheduler's did not.
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
@@ -200,6 +207,9 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	o.wg.Go(func() { o.provisioner.Run(ctx, pl, checker) })
 	o.startSignals(ctx)
 	o.runDisruption(ctx)
+	if err := o.runProvisioningRequests(ctx, h, requests); err != nil {
+		return err
+	}
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run
 	// them only on the leader, like Tailor's.
 	if cp, ok := o.cloud.(controllers.Provider); ok {

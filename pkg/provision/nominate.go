@@ -361,8 +361,13 @@ func (p *Provisioner) scheduledByNomination(pod *corev1.Pod, nodes map[string]bo
 }
 
 // destinations are the nodes pending pods are on their way to: the node they are nominated to,
-// or else the one an earlier plan counted them on.
+// or else the one an earlier plan counted them on, or else the one room is booked on for them
+// (Options.Destined).
 func (p *Provisioner) destinations(pending []*corev1.Pod) map[types.UID]string {
+	var kept map[types.UID]string
+	if p.opts.Destined != nil {
+		kept = p.opts.Destined(pending) // outside the lock: it lists pods itself
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.opts.Clock.Now()
@@ -372,6 +377,8 @@ func (p *Provisioner) destinations(pending []*corev1.Pod) map[types.UID]string {
 			out[pod.UID] = n
 		} else if d, ok := p.destined[pod.UID]; ok && !now.After(d.until) {
 			out[pod.UID] = d.node
+		} else if n, ok := kept[pod.UID]; ok {
+			out[pod.UID] = n
 		}
 	}
 	return out

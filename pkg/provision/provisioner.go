@@ -77,6 +77,9 @@ type Options struct {
 	// GangCompletionTimeout is how long a gang may stay short of its minCount, with capacity
 	// planned for some of its pods, before that capacity is given back; 0 means never.
 	GangCompletionTimeout time.Duration
+	// Destined maps pending pods to a node that room was kept on for them (a ProvisioningRequest's
+	// booking, for the pods that consume it), which plans try first; may be nil.
+	Destined func(pending []*corev1.Pod) map[types.UID]string
 }
 
 // Provisioner owns the pending pods handed over by the scheduler and the plans made for them.

@@ -6,6 +6,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	autoscalingv1 "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/autoscaling/v1"
 	awsv1 "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/aws/v1"
 	karpenterv1 "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	discovery "k8s.io/client-go/discovery"
@@ -15,6 +16,7 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterface
+	AutoscalingV1() autoscalingv1.AutoscalingV1Interface
 	AWSV1() awsv1.AWSV1Interface
 	KarpenterV1() karpenterv1.KarpenterV1Interface
 }
@@ -22,8 +24,14 @@ type Interface interface {
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	aWSV1       *awsv1.AWSV1Client
-	karpenterV1 *karpenterv1.KarpenterV1Client
+	autoscalingV1 *autoscalingv1.AutoscalingV1Client
+	aWSV1         *awsv1.AWSV1Client
+	karpenterV1   *karpenterv1.KarpenterV1Client
+}
+
+// AutoscalingV1 retrieves the AutoscalingV1Client
+func (c *Clientset) AutoscalingV1() autoscalingv1.AutoscalingV1Interface {
+	return c.autoscalingV1
 }
 
 // AWSV1 retrieves the AWSV1Client
@@ -80,6 +88,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.autoscalingV1, err = autoscalingv1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.aWSV1, err = awsv1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -109,6 +121,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.autoscalingV1 = autoscalingv1.New(c)
 	cs.aWSV1 = awsv1.New(c)
 	cs.karpenterV1 = karpenterv1.New(c)
 

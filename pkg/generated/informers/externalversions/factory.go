@@ -9,6 +9,7 @@ import (
 	time "time"
 
 	versioned "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
+	autoscaling "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions/autoscaling"
 	aws "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions/aws"
 	internalinterfaces "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions/internalinterfaces"
 	karpenter "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions/karpenter"
@@ -310,8 +311,13 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
+	Autoscaling() autoscaling.Interface
 	AWS() aws.Interface
 	Karpenter() karpenter.Interface
+}
+
+func (f *sharedInformerFactory) Autoscaling() autoscaling.Interface {
+	return autoscaling.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) AWS() aws.Interface {

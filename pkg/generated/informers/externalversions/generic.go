@@ -5,7 +5,8 @@ package externalversions
 import (
 	fmt "fmt"
 
-	v1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	v1 "github.com/tailor-sh/tailor/pkg/apis/autoscaling/v1"
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpenterv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -37,8 +38,12 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=karpenter.k8s.aws, Version=v1
-	case v1.SchemeGroupVersion.WithResource("ec2nodeclasses"):
+	// Group=autoscaling.x-k8s.io, Version=v1
+	case v1.SchemeGroupVersion.WithResource("provisioningrequests"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Autoscaling().V1().ProvisioningRequests().Informer()}, nil
+
+		// Group=karpenter.k8s.aws, Version=v1
+	case awsv1.SchemeGroupVersion.WithResource("ec2nodeclasses"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.AWS().V1().EC2NodeClasses().Informer()}, nil
 
 		// Group=karpenter.sh, Version=v1

@@ -3,6 +3,7 @@
 package scheme
 
 import (
+	autoscalingv1 "github.com/tailor-sh/tailor/pkg/apis/autoscaling/v1"
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpenterv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ var Scheme = runtime.NewScheme()
 var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
+	autoscalingv1.AddToScheme,
 	awsv1.AddToScheme,
 	karpenterv1.AddToScheme,
 }
