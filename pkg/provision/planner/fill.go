@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"slices"
+
+	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
 // Claims with room first. A claim launches as the cheapest of its offerings that holds its pods,
@@ -58,6 +60,11 @@ type claimRooms struct {
 	orders       []*growthOrder
 	reads, stamp int
 	marks        []int
+	// sides are the claims holding each kind of pod that repels its own; sideScratch and
+	// sideGrowths are order's scratch for them.
+	sides       map[kindID]*kindSide
+	sideScratch []int
+	sideGrowths []growth
 	// by and refusedIn say, for the pod order runs for, whether a domain answers for its
 	// claims and which refused it (grow.go).
 	by        byDomain
@@ -70,6 +77,11 @@ type claimRoom struct {
 	// at is where in the claim's alive offerings its cheapest holding one is (-1: none): the
 	// search for what the claim would grow into starts there (grow.go).
 	at int
+}
+
+// holds reports whether the room holds a pod asking for asks: cpu, memory and a pod's place.
+func (room claimRoom) holds(asks simulation.Requests) bool {
+	return room.pods > 0 && asks.MilliCPU <= room.milliCPU && asks.Memory <= room.memory
 }
 
 // opened adds a claim, the last to open; changed records that a pod joined claim i.

@@ -69,17 +69,29 @@ func (r *claimRooms) order(open []*openClaim, pass fillPass, asks simulation.Req
 			}
 			return len(r.refusedIn) == 0 || !r.refusedIn[r.domainOf(oc)]
 		}
-		if pass.roomy {
+		var side []int
+		few := false
+		if shy {
+			side, few = r.side(open, kind, pass.kin)
+		}
+		switch {
+		case pass.roomy && few:
+			for _, i := range side {
+				if r.rooms[i].holds(asks) && weighed(i) && !yield(i) {
+					return
+				}
+			}
+		case pass.roomy:
 			for i := r.index.next(0, asks); i >= 0; i = r.index.next(i+1, asks) {
 				if weighed(i) && !yield(i) {
 					return
 				}
 			}
-			return
-		}
-		for _, g := range r.growthsFor(open, asks).sorted {
-			if weighed(g.i) && !yield(g.i) {
-				return
+		default:
+			for _, g := range r.growthsFor(open, asks).of(side, few, &r.sideGrowths) {
+				if weighed(g.i) && !yield(g.i) {
+					return
+				}
 			}
 		}
 	}

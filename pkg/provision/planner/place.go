@@ -298,7 +298,7 @@ func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, a
 	p.rooms.changed(i)
 	p.pf.add(pp.info, oc.info)
 	if c.shy {
-		oc.holds(c.kind)
+		p.rooms.holds(oc, i, c.kind)
 	}
 }
 
@@ -324,7 +324,7 @@ func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s sha
 		}
 		oc.book(pp.pod)
 		if c.shy {
-			oc.holds(c.kind)
+			p.rooms.holds(oc, len(p.open), c.kind)
 		}
 		p.pf.opened(oc.info)
 		p.open = append(p.open, oc)

@@ -141,12 +141,28 @@ func (g *growthOrder) refresh(open []*openClaim, rooms []claimRoom, i int) {
 // order (the first pass): those are weighed in the first pass.
 func (g *growthOrder) growthOf(open []*openClaim, rooms []claimRoom, i int) (growth, bool) {
 	room, asks := rooms[i], simulation.Requests{MilliCPU: g.milliCPU, Memory: g.memory}
-	if room.pods > 0 && asks.MilliCPU <= room.milliCPU && asks.Memory <= room.memory {
+	if room.holds(asks) {
 		return growth{}, false
 	}
 	oc := open[i]
 	cost, base := oc.growth(room, asks)
 	return growth{rank: oc.pool.rank, cost: cost, base: base, i: i}, true
+}
+
+// of is the order, or, when few, the order of the claims of side alone, gathered into scratch.
+func (g *growthOrder) of(side []int, few bool, scratch *[]growth) []growth {
+	if !few {
+		return g.sorted
+	}
+	out := (*scratch)[:0]
+	for _, i := range side {
+		if i < len(g.in) && g.in[i] {
+			out = append(out, g.entry[i])
+		}
+	}
+	slices.SortFunc(out, growth.compare)
+	*scratch = out
+	return out
 }
 
 // growthsFor returns the order for pods asking for asks, up to date with every claim in open.
@@ -180,4 +196,62 @@ func (r *claimRooms) growthsFor(open []*openClaim, asks simulation.Requests) *gr
 	}
 	g.seen = len(r.log)
 	return g
+}
+
+// kindSides hold, for each kind of pod that repels its own kind, which claims hold a pod of it:
+// a bit per claim in opening order, and how many. Late in a plan nearly every claim holds a pod
+// of a kind spread by hostname, so a pass for the claims without it used to skip nearly every
+// claim the indexes yielded, and a pass for those with it nearly none; when the claims on the
+// pass's side are few (a quarter or fewer), order takes them from the bits instead.
+type kindSide struct {
+	bits  []uint64
+	count int
+}
+
+// fewSide is the share of the claims under which the pass's side is read from the bits.
+const fewSide = 4
+
+// holds records that claim oc, the i-th to open, holds a pod of kind: openClaim.holds, and its bit.
+func (r *claimRooms) holds(oc *openClaim, i int, kind kindID) {
+	oc.holds(kind)
+	if r.sides == nil {
+		r.sides = map[kindID]*kindSide{}
+	}
+	s := r.sides[kind]
+	if s == nil {
+		s = &kindSide{}
+		r.sides[kind] = s
+	}
+	for len(s.bits) <= i/64 {
+		s.bits = append(s.bits, 0)
+	}
+	if bit := uint64(1) << (i % 64); s.bits[i/64]&bit == 0 {
+		s.bits[i/64] |= bit
+		s.count++
+	}
+}
+
+// side returns, in opening order, the claims of open on pass's side of kind (holding it for a
+// kin pass, not holding it otherwise), or false when they are not few enough to be worth it.
+func (r *claimRooms) side(open []*openClaim, kind kindID, kin bool) ([]int, bool) {
+	s := r.sides[kind]
+	count := 0
+	if s != nil {
+		count = s.count
+	}
+	if !kin {
+		count = len(open) - count
+	}
+	if count*fewSide > len(open) {
+		return nil, false
+	}
+	out := r.sideScratch[:0]
+	for i := range open {
+		held := s != nil && i/64 < len(s.bits) && s.bits[i/64]&(1<<(i%64)) != 0
+		if held == kin {
+			out = append(out, i)
+		}
+	}
+	r.sideScratch = out
+	return out, true
 }

@@ -41,7 +41,8 @@ func scanOrder(open []*openClaim, pass fillPass, asks simulation.Requests, kind 
 
 // Claims open and take pods at random, and pods of random sizes, kinds and passes ask for the
 // claims to weigh: the indexes yield the claims the scan does, in its order, however many sizes
-// of pod come and go (more than keptGrowthOrders, so orders are dropped and built again).
+// of pod come and go (more than keptGrowthOrders, so orders are dropped and built again), and
+// whether a pass's side of a kind is read from its bits or not.
 func TestClaimIndexesYieldWhatAScanYields(t *testing.T) {
 	pool := newPool("default")
 	pool.InstanceTypes = karpenterCatalog()
@@ -58,22 +59,23 @@ func TestClaimIndexesYieldWhatAScanYields(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 2))
 	var r claimRooms
 	var open []*openClaim
-	for step := range 3000 {
+	fewSides := 0
+	for step := range 6000 {
 		pod := newPod(fmt.Sprintf("p%d", step), cpus[rng.IntN(len(cpus))], mems[rng.IntN(len(mems))])
 		asks := simulation.Requests{MilliCPU: pod.Spec.Containers[0].Resources.Requests.Cpu().MilliValue(),
 			Memory: pod.Spec.Containers[0].Resources.Requests.Memory().Value()}
-		kind := kindID(rng.IntN(4))
+		kind := kindID(rng.IntN(3))
 		switch {
-		case len(open) == 0 || rng.IntN(10) == 0:
+		case len(open) == 0 || rng.IntN(20) == 0:
 			oc := newOpenClaim(fmt.Sprintf("c%d", len(open)), ps, nil, alive)
 			oc.info.AddPod(pod)
-			oc.holds(kind)
+			r.holds(oc, len(open), kind)
 			open = append(open, oc)
 			r.opened()
-		case rng.IntN(2) == 0:
+		case rng.IntN(10) < 7:
 			i := rng.IntN(len(open))
 			open[i].info.AddPod(pod)
-			open[i].holds(kind)
+			r.holds(open[i], i, kind)
 			r.changed(i)
 		}
 		pass, shy := fillPasses[rng.IntN(2)], rng.IntN(2) == 0
@@ -84,11 +86,17 @@ func TestClaimIndexesYieldWhatAScanYields(t *testing.T) {
 		for range rng.IntN(3) {
 			rejecting[open[rng.IntN(len(open))]] = true
 		}
+		if _, few := r.side(open, kind, pass.kin); shy && few {
+			fewSides++
+		}
 		want := scanOrder(open, pass, asks, kind, shy, rejecting)
 		got := slices.Collect(r.order(open, pass, asks, kind, shy, rejecting, byDomain{}))
 		if !slices.Equal(got, want) {
 			t.Fatalf("step %d, %d claims, pass %+v, asks %+v: the indexes yield %v, the scan %v", step, len(open), pass, asks, got, want)
 		}
+	}
+	if fewSides < 100 || fewSides > 2900 {
+		t.Errorf("a pass read its side of a kind from the bits %d times in 6,000 asks: both ways are not tried", fewSides)
 	}
 	if len(open) < 200 {
 		t.Fatalf("only %d claims opened: the tree never grew past its first size", len(open))
