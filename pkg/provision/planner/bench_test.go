@@ -144,8 +144,9 @@ func ec2Catalog() []*cloud.InstanceType {
 //
 // The sizes of catalog=karpenter/mix=diverse are the curve of a planner that scales with the
 // fleet (issue 35): 2,000 to 20,000 pods, and 50,000 with TAILOR_PLAN_50K=1 (one plan of 50,000
-// takes about a minute of CPU, too long for every make bench). catalog=upstream/mix=upstream is
-// Karpenter's own benchmark input (upstream_bench_test.go), to compare with its figures.
+// took 89 CPU-s and 7 minutes on the shared machine, too long for every make bench).
+// catalog=upstream/mix=upstream is Karpenter's own benchmark input (upstream_bench_test.go), to
+// compare with its figures.
 func BenchmarkPlan(b *testing.B) {
 	mixes := map[string]func(n int) []*corev1.Pod{
 		"diverse":  func(n int) []*corev1.Pod { return benchPods(n, benchClasses...) },
