@@ -1,5 +1,5 @@
 // Command benchreport reads the output of `make bench` (Go benchmark format) and writes one
-// report: each figure issue 15 asks for, its target, whether it is met and, where two paths or
+// report: each figure issues 15 and 35 ask for, its target, whether it is met and, where two paths or
 // two schedulers ran side by side, their ratio. A figure whose benchmark did not run says so.
 //
 //	go run ./hack/benchreport bench.txt > bench-report.md
@@ -66,6 +66,7 @@ var (
 const (
 	pass        = "DisruptionPass/finds-nothing/path="
 	plan        = "Plan/catalog=karpenter/pods="
+	upstream    = "Plan/catalog=upstream/pods="
 	throughput  = "SchedulingThroughput/workload="
 	memoryBench = "SchedulerMemory"
 	fleet       = "FleetScale/pods="
@@ -78,6 +79,18 @@ var figures = []figure{
 	{"planner, Karpenter's mix at 20,000 pods", plan + "20000/mix=diverse", "pods/s", median, "", 0},
 	{"price over the LP bound, Karpenter's mix at 5,000 pods", plan + "5000/mix=diverse", "price/bound", median, "<=", 1.10},
 	{"price over the LP bound, the generic workload at 5,000 pods", plan + "5000/mix=generic", "price/bound", median, "<=", 1.001},
+	// Karpenter's own benchmark input (issue 35): its scheduler measures 1.65-1.69 × the bound
+	// there, and 1.549 on Tailor's mix above, so the target is to beat its best. A plan leaves
+	// some of those pods to the next plan; price/bound-all is after them.
+	{"planner, Karpenter's mix at 2,000 pods", plan + "2000/mix=diverse", "pods/s", median, "", 0},
+	{"price over the LP bound, Karpenter's mix at 2,000 pods", plan + "2000/mix=diverse", "price/bound", median, "<=", 1.549},
+	{"planner, Karpenter's exact benchmark at 2,000 pods", upstream + "2000/mix=upstream", "pods/s", median, "", 0},
+	{"planner, Karpenter's exact benchmark at 5,000 pods", upstream + "5000/mix=upstream", "pods/s", median, ">=", 3000},
+	{"price over the LP bound, Karpenter's exact benchmark at 2,000 pods, every pod placed", upstream + "2000/mix=upstream", "price/bound-all", median, "<=", 1.65},
+	{"price over the LP bound, Karpenter's exact benchmark at 5,000 pods, every pod placed", upstream + "5000/mix=upstream", "price/bound-all", median, "<=", 1.65},
+	{"pods the first plan leaves to the next, Karpenter's exact benchmark at 5,000 pods", upstream + "5000/mix=upstream", "unplaced", median, "", 0},
+	{"planner, Karpenter's mix at 10,000 pods", plan + "10000/mix=diverse", "pods/s", median, "", 0},
+	{"planner, Karpenter's mix at 50,000 pods (TAILOR_PLAN_50K=1)", plan + "50000/mix=diverse", "pods/s", median, "", 0},
 	{"scheduler throughput with Tailor over vanilla, SchedulingBasic", throughput + "SchedulingBasic", "tailor/vanilla", geomean, ">=", 0.95},
 	{"scheduler throughput with Tailor over vanilla, spread and anti-affinity", throughput + "TopologySpreadAntiAffinity", "tailor/vanilla", geomean, ">=", 0.95},
 	{"resident memory with Tailor minus vanilla, 1,000 nodes and 10,000 pods (MB)", memoryBench, "rss-diff-MB", median, "<=", 100},
@@ -136,7 +149,9 @@ var ratios = []ratio{
 	{"worst disruption pass, rebuild over fork",
 		figure{unit: "s/pass", name: pass + "rebuild"}, figure{unit: "s/pass", name: pass + "fork"}, "", 0},
 	{"planner pods/s, 20,000 pods over 2,000 (Karpenter's mix)",
-		figure{unit: "pods/s", name: plan + "20000/mix=diverse"}, figure{unit: "pods/s", name: plan + "2000/mix=diverse"}, ">=", 0.5},
+		figure{unit: "pods/s", name: plan + "20000/mix=diverse"}, figure{unit: "pods/s", name: plan + "2000/mix=diverse"}, ">=", 0.6},
+	{"planner pods/s, 20,000 pods over 2,000 (Karpenter's exact benchmark)",
+		figure{unit: "pods/s", name: upstream + "20000/mix=upstream"}, figure{unit: "pods/s", name: upstream + "2000/mix=upstream"}, ">=", 0.6},
 }
 
 func main() {

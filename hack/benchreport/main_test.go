@@ -25,6 +25,8 @@ BenchmarkBurst-2  1  1 ns/op  0.2 max-s-to-last-nodeclaim
 BenchmarkBurst-2  1  1 ns/op  1.5 max-s-to-last-nodeclaim
 BenchmarkFleetScale/pods=400-2  1  1 ns/op  50.0 s-to-all-running  0 pending-end  760 peak-rss-MB
 BenchmarkSchedulerMemory-2  1  1 ns/op  90 rss-diff-MB
+BenchmarkPlan/catalog=upstream/pods=2000/mix=upstream-2  1  1 ns/op  1400 pods/s  1.29 price/bound  1.11 price/bound-all
+BenchmarkPlan/catalog=upstream/pods=20000/mix=upstream-2  1  1 ns/op  700 pods/s
 `
 	values, err := read(strings.NewReader(out))
 	if err != nil {
@@ -45,6 +47,8 @@ BenchmarkSchedulerMemory-2  1  1 ns/op  90 rss-diff-MB
 		"`FleetScale/pods=` pdb-violations | not run | ≤ 0 |",
 		"`FleetScale/pods=400` peak-rss-MB (max of 1) | 760 | — | — |",
 		"rss-diff-MB (median of 1) | 90 | ≤ 100 | met |",
+		"`Plan/catalog=upstream/pods=2000/mix=upstream` price/bound-all (median of 1) | 1.11 | ≤ 1.65 | met |",
+		"pods/s (medians) | 0.5 | ≥ 0.6 | **missed** |",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)

@@ -45,13 +45,28 @@ func passesFor(pod *corev1.Pod, defaultKeys []string) ([]fillPass, bool) {
 }
 
 // claimRooms holds each open claim's room (spare), in the order the claims opened, side by side
-// in one slice: every pod a plan places asks it of every open claim, and at 20,000 pods on
-// 4,000 claims, reaching each claim's room through the claim was a seventh of the plan's time.
+// in one slice, and the indexes that find the claims a pod is weighed on (roomindex.go): every
+// pod a plan places asks it of the open claims, and at 20,000 pods on 4,000 claims, reaching
+// each claim's room through the claim was a seventh of the plan's time.
 type claimRooms struct {
 	rooms []claimRoom
-	// growths is order's scratch, kept from pod to pod; by and refusedIn say, for the pod it
-	// orders claims for, whether a domain answers for its claims and which refused it (grow.go).
-	growths   []growth
+	index roomIndex
+	// log lists the claims that opened or changed, in order; taken is how much of it rooms and
+	// index hold.
+	log   []int
+	taken int
+	// orders are the growth orders kept for the last sizes of pod asked about; reads counts the
+	// asks, marks and stamp pick out each claim once from the log.
+	orders       []*growthOrder
+	reads, stamp int
+	marks        []int
+	// sides are the claims holding each kind of pod that repels its own; sideScratch and
+	// sideGrowths are order's scratch for them.
+	sides       map[kindID]*kindSide
+	sideScratch []int
+	sideGrowths []growth
+	// by and refusedIn say, for the pod order runs for, whether a domain answers for its
+	// claims and which refused it (grow.go).
 	by        byDomain
 	refusedIn map[domain]bool
 }
@@ -59,30 +74,31 @@ type claimRooms struct {
 type claimRoom struct {
 	milliCPU, memory int64
 	pods             int
-	known            bool
 	// at is where in the claim's alive offerings its cheapest holding one is (-1: none): the
 	// search for what the claim would grow into starts there (grow.go).
 	at int
 }
 
-// opened adds a claim, the last to open; changed forgets claim i's room after a pod joined it.
-func (r *claimRooms) opened()       { r.rooms = append(r.rooms, claimRoom{}) }
-func (r *claimRooms) changed(i int) { r.rooms[i].known = false }
+// holds reports whether the room holds a pod asking for asks: cpu, memory and a pod's place.
+func (room claimRoom) holds(asks simulation.Requests) bool {
+	return room.pods > 0 && asks.MilliCPU <= room.milliCPU && asks.Memory <= room.memory
+}
 
-// in reports whether claim oc, the i-th to open, is weighed in pass for a pod of kind asking for
-// at least asks.
-func (r *claimRooms) in(i int, oc *openClaim, pass fillPass, asks simulation.Requests, kind kindID, shy bool) bool {
-	room := &r.rooms[i]
-	if !room.known {
-		*room = oc.spare()
+// opened adds a claim, the last to open; changed records that a pod joined claim i.
+func (r *claimRooms) opened() {
+	r.log = append(r.log, len(r.rooms))
+	r.rooms, r.marks = append(r.rooms, claimRoom{}), append(r.marks, 0)
+}
+
+func (r *claimRooms) changed(i int) { r.log = append(r.log, i) }
+
+// update takes in the rooms of the claims that opened or changed since it last ran.
+func (r *claimRooms) update(open []*openClaim) {
+	for _, i := range r.log[r.taken:] {
+		r.rooms[i] = open[i].spare()
+		r.index.set(i, r.rooms[i])
 	}
-	// The pod fits by cpu, memory and pod count in what the claim's cheapest holding type
-	// leaves free.
-	roomy := room.pods > 0 && asks.MilliCPU <= room.milliCPU && asks.Memory <= room.memory
-	if roomy != pass.roomy {
-		return false
-	}
-	return !shy || oc.holding(kind) == pass.kin
+	r.taken = len(r.log)
 }
 
 func requiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
@@ -132,8 +148,8 @@ func (oc *openClaim) spare() claimRoom {
 		a := oc.pool.types[oc.pool.compatible[i].typ].alloc
 		if a.MilliCPU >= used.MilliCPU && a.Memory >= used.Memory && a.AllowedPodNumber >= pods {
 			return claimRoom{milliCPU: a.MilliCPU - used.MilliCPU, memory: a.Memory - used.Memory,
-				pods: a.AllowedPodNumber - pods, known: true, at: at}
+				pods: a.AllowedPodNumber - pods, at: at}
 		}
 	}
-	return claimRoom{known: true, at: -1}
+	return claimRoom{at: -1}
 }

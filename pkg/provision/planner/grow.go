@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"iter"
 	"math"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -55,58 +54,44 @@ func (a growth) compare(b growth) int {
 // order yields the indices of the open claims weighed in pass for a pod of kind asking for
 // asks, but for those in rejecting and those of a domain that refused the pod in this pass (see
 // byDomain): in the order they opened for claims with room, cheapest growth first for the
-// others. It is not reentrant: its queue is r's scratch.
+// others. The claims with room and the growth order come from r's indexes (roomindex.go), the
+// rest is asked of each claim they yield. It is not reentrant: a claim that a pod joins while it
+// runs must end it.
 func (r *claimRooms) order(open []*openClaim, pass fillPass, asks simulation.Requests, kind kindID, shy bool, rejecting map[*openClaim]bool, by byDomain) iter.Seq[int] {
 	return func(yield func(int) bool) {
-		queue := r.growths[:0]
-		defer func() { r.growths = queue[:0] }()
+		r.update(open)
 		r.by = by
 		clear(r.refusedIn)
-		skip := func(oc *openClaim) bool { return len(r.refusedIn) > 0 && r.refusedIn[r.domainOf(oc)] }
-		for i, oc := range open {
-			if !r.in(i, oc, pass, asks, kind, shy) || rejecting[oc] {
-				continue
+		weighed := func(i int) bool {
+			oc := open[i]
+			if shy && oc.holding(kind) != pass.kin || rejecting[oc] {
+				return false
 			}
-			if pass.roomy {
-				if !skip(oc) && !yield(i) {
+			return len(r.refusedIn) == 0 || !r.refusedIn[r.domainOf(oc)]
+		}
+		var side []int
+		few := false
+		if shy {
+			side, few = r.side(open, kind, pass.kin)
+		}
+		switch {
+		case pass.roomy && few:
+			for _, i := range side {
+				if r.rooms[i].holds(asks) && weighed(i) && !yield(i) {
 					return
 				}
-				continue
 			}
-			cost, base := oc.growth(r.rooms[i], asks)
-			queue = append(queue, growth{rank: oc.pool.rank, cost: cost, base: base, i: i})
-		}
-		for g := range cheapestFirst(queue) {
-			if !skip(open[g.i]) && !yield(g.i) {
-				return
-			}
-		}
-	}
-}
-
-// selectedFirst is how many claims cheapestFirst picks by a scan of the rest before it sorts
-// them: the first claim mostly takes the pod, and a sort per pod cost more than every scan.
-const selectedFirst = 4
-
-// cheapestFirst yields queue's growths in their order (growth.compare), reordering queue in
-// place.
-func cheapestFirst(queue []growth) iter.Seq[growth] {
-	return func(yield func(growth) bool) {
-		for k := range queue {
-			if k == selectedFirst {
-				slices.SortFunc(queue[k:], growth.compare)
-			}
-			if k < selectedFirst {
-				best := k
-				for j := k + 1; j < len(queue); j++ {
-					if queue[j].compare(queue[best]) < 0 {
-						best = j
-					}
+		case pass.roomy:
+			for i := r.index.next(0, asks); i >= 0; i = r.index.next(i+1, asks) {
+				if weighed(i) && !yield(i) {
+					return
 				}
-				queue[k], queue[best] = queue[best], queue[k]
 			}
-			if !yield(queue[k]) {
-				return
+		default:
+			for _, g := range r.growthsFor(open, asks).of(side, few, &r.sideGrowths) {
+				if weighed(g.i) && !yield(g.i) {
+					return
+				}
 			}
 		}
 	}

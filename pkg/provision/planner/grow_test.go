@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -41,31 +40,6 @@ func TestTheClaimThatGrowsForLeastTakesThePod(t *testing.T) {
 	}
 	if math.Abs(price-1.5) > 1e-9 {
 		t.Errorf("the plan costs %.2f an hour, want 1.50 (sizes 2 and 3)", price)
-	}
-}
-
-// TestCheapestFirstIsASort checks the scan-then-sort of the claims weighed for growth against a
-// plain sort, across the switch, with ties and unaffordable claims among them.
-func TestCheapestFirstIsASort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	for round := range 200 {
-		queue := make([]growth, rng.IntN(3*selectedFirst))
-		for i := range queue {
-			cost := int64(rng.IntN(4)) * 300_000
-			if rng.IntN(6) == 0 {
-				cost = unaffordable
-			}
-			queue[i] = growth{rank: rng.IntN(2), cost: cost, base: int64(rng.IntN(3)) * 300_000, i: i}
-		}
-		want := slices.Clone(queue)
-		slices.SortFunc(want, growth.compare)
-		var got []growth
-		for g := range cheapestFirst(queue) {
-			got = append(got, g)
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("round %d: got %v, want %v", round, got, want)
-		}
 	}
 }
 

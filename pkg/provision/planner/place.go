@@ -51,8 +51,8 @@ func (p *planning) place(ctx context.Context, pod *corev1.Pod) {
 	}
 }
 
-// preFilter runs PreFilter for the pod against the nodes and the claims this plan opened so far,
-// or returns why the pod cannot be placed at all.
+// preFilter runs PreFilter for the pod against the nodes and the claims this plan opened so far
+// (p.planned), or returns why the pod cannot be placed at all.
 func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, string) {
 	spec := p.specs[pod]
 	info, err := framework.NewPodInfo(pod)
@@ -64,10 +64,6 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	// (anti-)affinity and topology spread judge each pod as if it were alone: pods that must not
 	// share a node would be packed onto one claim, and pods that must join another would be
 	// Unplaceable.
-	p.planned = p.planned[:0]
-	for _, oc := range p.open {
-		p.planned = append(p.planned, oc.info)
-	}
 	// A pod that spreads is weighed for new capacity against the empty domains too; the view
 	// without them is for the nodes that exist, when there are any.
 	pp.withDomains = spreads(pod, p.defaultKeys) && len(p.domains) > 0
@@ -198,6 +194,15 @@ type shaped struct {
 	domains bool
 }
 
+// withDomains is planned and then the empty domains, in a slice of its own: appended to
+// planned, the domains would sit where the next claim to open is written.
+func (p *planning) withDomains() []fwk.NodeInfo {
+	if len(p.plannedDomains) != len(p.planned)+len(p.domains) {
+		p.plannedDomains = append(append(make([]fwk.NodeInfo, 0, len(p.planned)+len(p.domains)), p.planned...), p.domains...)
+	}
+	return p.plannedDomains
+}
+
 // inView tries one view of the pod: the nodes in flight (for a laddered pod), the claims this
 // plan opened, and new claims from the pools, in that order.
 func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capacityView) (bool, map[string]string) {
@@ -208,7 +213,7 @@ func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capac
 	}
 	views := p.planned
 	if w.domains {
-		views = append(p.planned, p.domains...)
+		views = p.withDomains()
 	}
 	p.pl.sim.Use(p.snapshot, views...)
 	// The pod's state is against the nodes and claims, without the domains; there is none when
@@ -293,7 +298,7 @@ func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, a
 	p.rooms.changed(i)
 	p.pf.add(pp.info, oc.info)
 	if c.shy {
-		oc.holds(c.kind)
+		p.rooms.holds(oc, i, c.kind)
 	}
 }
 
@@ -319,10 +324,11 @@ func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s sha
 		}
 		oc.book(pp.pod)
 		if c.shy {
-			oc.holds(c.kind)
+			p.rooms.holds(oc, len(p.open), c.kind)
 		}
 		p.pf.opened(oc.info)
 		p.open = append(p.open, oc)
+		p.planned = append(p.planned, oc.info)
 		p.rooms.opened()
 		ps.open = append(ps.open, oc)
 		return true, nil

@@ -204,8 +204,13 @@ type planning struct {
 	specs                 map[*corev1.Pod]string
 	pf                    *preFilters
 	// planned are the nodes of the claims this plan opened, as PreFilter is shown them beside
-	// the snapshot's; one slice, refilled for each pod.
-	planned []fwk.NodeInfo
+	// the snapshot's, in the order of open: a claim's is appended as it opens (refilling it for
+	// each pod was a copy of every claim per pod). The simulator keeps the slice it is shown, so
+	// nothing is ever written into planned's spare capacity but the next claim, which no slice
+	// shown reaches. plannedDomains is planned and then domains, for the views that weigh the
+	// empty domains, built anew once a claim has opened since.
+	planned        []fwk.NodeInfo
+	plannedDomains []fwk.NodeInfo
 	// launching are the pods this plan leaves to capacity in flight: the claims it opens must
 	// not break them.
 	launching []onItsNode
