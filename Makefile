@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image
+.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image sbom actionlint release-dry-run release-publish
 
 all: build test
 
@@ -151,3 +151,38 @@ IMAGE_FLAGS = --repository $(IMAGE) --version $(VERSION) --revision "$(REVISION)
 image: ## tailor-scheduler for PLATFORMS as an OCI layout and docker tarballs in bin/image/, then verified
 	$(GO) run ./hack/image build --go $(GO) $(IMAGE_FLAGS) ./cmd/scheduler
 	$(GO) run ./hack/image verify $(IMAGE_FLAGS)
+
+# Releases (docs/development.md#releases): the image above, the chart at the release's version, an
+# SBOM, all signed. The tools run with go run at a pinned version: Tailor does not import them,
+# so they stay out of go.mod. HELM is the Helm of go.mod, whose Go SDK packages the chart.
+COSIGN ?= $(GO) run github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3
+CYCLONEDX_GOMOD ?= $(GO) run github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+HELM ?= $(GO) run helm.sh/helm/v4/cmd/helm@v4.2.4
+ACTIONLINT ?= $(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+# A release's version is its tag, v + a semantic version; on an untagged commit the dry run
+# takes a test version.
+RELEASE_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null || echo v0.0.0-dryrun)
+RELEASE_OUT ?= bin/release
+SBOM = $(RELEASE_OUT)/tailor-scheduler.cdx.json
+RELEASE_FLAGS = --version $(RELEASE_VERSION) --out $(RELEASE_OUT) --sbom $(SBOM) --cosign '$(COSIGN)' --helm '$(HELM)'
+
+actionlint: ## the GitHub Actions workflows through a pinned actionlint
+	$(ACTIONLINT) .github/workflows/*.yml
+
+# The modules linked into cmd/scheduler for linux (both image platforms link the same ones; the
+# dry run checks each), from the module graph, not read back from a binary.
+sbom: ## the CycloneDX SBOM of tailor-scheduler from the Go module graph, into RELEASE_OUT
+	mkdir -p $(RELEASE_OUT)
+	GOOS=linux $(CYCLONEDX_GOMOD) app -json -licenses=false -output $(SBOM) -main cmd/scheduler .
+
+release-dry-run: ## a release of RELEASE_VERSION without pushing: actionlint, image, chart, SBOM, signed with a throwaway key into a loopback registry and verified, into bin/release
+	$(MAKE) actionlint
+	$(MAKE) image VERSION=$(RELEASE_VERSION)
+	$(MAKE) sbom
+	$(GO) run ./hack/release dry-run $(RELEASE_FLAGS)
+
+# The release workflow's last step, after make image IMAGE=$$REGISTRY/tailor-scheduler and make
+# sbom: pushes the image and the chart to REGISTRY and signs them keyless as SIGNER_IDENTITY.
+release-publish: ## CI only: push RELEASE_VERSION's image and chart to REGISTRY, sign keyless as SIGNER_IDENTITY, verify
+	@test -n "$(REGISTRY)" && test -n "$(SIGNER_IDENTITY)" || { echo "make release-publish: set REGISTRY and SIGNER_IDENTITY (the release workflow does)" >&2; exit 2; }
+	$(GO) run ./hack/release publish $(RELEASE_FLAGS) --registry '$(REGISTRY)' --identity '$(SIGNER_IDENTITY)'

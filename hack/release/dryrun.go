@@ -7,40 +7,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// dryRunOptions are what the dry run reads and writes; the Makefile sets every one.
-type dryRunOptions struct {
-	version   string // the release tag, v + semver
-	out       string // bin/release
-	imageDir  string // make image's --out, holding oci/
-	chartDir  string // charts/tailor
-	binary    string // the binary's name in the image
-	sbom      string // the CycloneDX SBOM make sbom wrote
-	cosignCmd string // the pinned cosign command line
-	helmCmd   string // the pinned helm command line; empty skips helm push
-}
-
 // dryRunPassword protects the throwaway key the dry run makes. It guards nothing: the key signs
-// only artifacts that never leave bin/release. Releases are signed keyless in CI.
+// only what stays in bin/release and in a registry that lives as long as the dry run. Releases
+// are signed keyless in CI.
 const dryRunPassword = "tailor-dry-run"
 
-// signer is cosign with the dry run's key: offline, no transparency log, no signing config
-// fetched from Sigstore's TUF repository (the machine may reach only the module proxy).
-type signer struct {
-	cosign  tool
-	key     string
-	pub     string
-	offline []string // the flags every signing command takes
-}
-
-func dryRun(ctx context.Context, o dryRunOptions, log io.Writer) error {
+// dryRun runs the release's steps into a loopback registry with a fresh local key, and prints
+// what each proved.
+func dryRun(ctx context.Context, o options, log io.Writer) error {
 	start := time.Now()
 	if err := checkVersion(o.version); err != nil {
 		return err
@@ -48,18 +25,7 @@ func dryRun(ctx context.Context, o dryRunOptions, log io.Writer) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	chart, err := packageChart(o.chartDir, o.version, o.out)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(log, "chart packaged: %s (version %s, appVersion %s)\n", chart, strings.TrimPrefix(o.version, "v"), o.version)
-	// The SBOM is checked against the image before anything is signed: a signature over an SBOM
-	// that does not describe the binary would vouch for a wrong list.
-	lines, err := verifySBOM(o.sbom, filepath.Join(o.imageDir, "oci"), o.binary)
-	if err != nil {
-		return err
-	}
-	s, err := newSigner(ctx, o, log)
+	s, err := newKeySigner(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -68,28 +34,23 @@ func dryRun(ctx context.Context, o dryRunOptions, log io.Writer) error {
 		return err
 	}
 	defer reg.Close()
-	imageLines, err := s.image(ctx, o, reg.Host)
+	lines, err := publish(ctx, o, s, reg.Host, true, log)
 	if err != nil {
 		return err
 	}
-	blobLines, err := s.blobs(ctx, chart, o.sbom)
-	if err != nil {
-		return err
-	}
-	chartLines, err := pushChart(ctx, o, s, chart, reg.Host, log)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(log, "\nrelease dry run "+o.version+": passed in "+time.Since(start).Round(time.Second).String())
-	for _, l := range append(append(append(lines, imageLines...), blobLines...), chartLines...) {
+	fmt.Fprintf(log, "\nrelease dry run %s passed in %s (registry %s, gone now; key %s):\n",
+		o.version, time.Since(start).Round(time.Second), reg.Host, filepath.Join(o.out, "cosign.pub"))
+	for _, l := range lines {
 		fmt.Fprintln(log, "  "+l)
 	}
 	return nil
 }
 
-// newSigner makes a fresh key pair in OUT/cosign.{key,pub}: generate-key-pair refuses to
-// overwrite without asking, and a key from an earlier run proves nothing about this one.
-func newSigner(ctx context.Context, o dryRunOptions, log io.Writer) (*signer, error) {
+// newKeySigner makes a fresh key pair in OUT/cosign.{key,pub} (generate-key-pair would ask
+// before overwriting one, and a key from an earlier run proves nothing about this one) and
+// signs offline with it: no transparency log, no signing configuration fetched from Sigstore,
+// since the machine may reach only the module proxy.
+func newKeySigner(ctx context.Context, o options, log io.Writer) (*signer, error) {
 	cosign, err := newTool("cosign", o.cosignCmd, log, "COSIGN_PASSWORD="+dryRunPassword)
 	if err != nil {
 		return nil, err
@@ -104,126 +65,50 @@ func newSigner(ctx context.Context, o dryRunOptions, log io.Writer) (*signer, er
 		return nil, err
 	}
 	return &signer{
-		cosign: cosign, key: prefix + ".key", pub: prefix + ".pub",
-		offline: []string{"--key", prefix + ".key", "--tlog-upload=false", "--use-signing-config=false", "--yes"},
+		cosign:   cosign,
+		sign:     []string{"--key", prefix + ".key", "--tlog-upload=false", "--use-signing-config=false", "--yes"},
+		verify:   []string{"--key", prefix + ".pub", "--insecure-ignore-tlog=true"},
+		registry: []string{"--allow-http-registry", "--allow-insecure-registry"},
 	}, nil
 }
 
-// image pushes the image to the loopback registry, signs its index by digest, verifies the
-// signature with the public key, and keeps the signature's bundle in OUT.
-func (s *signer) image(ctx context.Context, o dryRunOptions, host string) ([]string, error) {
-	ref, err := pushLayout(filepath.Join(o.imageDir, "oci"), host+"/"+o.binary, o.version)
+// newKeylessSigner signs as the release workflow: a short-lived certificate for the workflow's
+// OIDC identity from Sigstore's public instance, logged in its transparency log; verification
+// requires that identity, so a signature by anyone else fails.
+func newKeylessSigner(o options, log io.Writer) (*signer, error) {
+	if o.identity == "" || o.issuer == "" {
+		return nil, errors.New("--identity and --issuer are required: the workflow's identity and its OIDC issuer")
+	}
+	cosign, err := newTool("cosign", o.cosignCmd, log)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.signRef(ctx, ref.String()); err != nil {
-		return nil, err
-	}
-	bundle := filepath.Join(o.out, o.binary+".image.sigstore.json")
-	if err := saveSignature(ref, bundle); err != nil {
-		return nil, err
-	}
-	return []string{
-		"image signed and verified: " + ref.String() + " against " + s.pub,
-		"image signature bundle: " + bundle,
+	return &signer{
+		cosign: cosign,
+		sign:   []string{"--yes"},
+		verify: []string{"--certificate-identity", o.identity, "--certificate-oidc-issuer", o.issuer},
 	}, nil
 }
 
-// signRef signs an artifact in the loopback registry by digest and verifies the signature.
-func (s *signer) signRef(ctx context.Context, ref string) error {
-	insecure := []string{"--allow-http-registry", "--allow-insecure-registry"}
-	if err := s.cosign.run(ctx, append(append(append([]string{"sign"}, s.offline...), insecure...), ref)...); err != nil {
+// release publishes for real, from the release workflow.
+func release(ctx context.Context, o options, log io.Writer) error {
+	if err := checkVersion(o.version); err != nil {
 		return err
 	}
-	return s.cosign.run(ctx, append(append([]string{"verify", "--key", s.pub, "--insecure-ignore-tlog=true"}, insecure...), ref)...)
-}
-
-// blobs signs each file into FILE.sigstore.json, verifies each against the public key, and
-// checks that verification can fail: a copy of the last file with one byte more must not verify.
-func (s *signer) blobs(ctx context.Context, files ...string) ([]string, error) {
-	var lines []string
-	for _, f := range files {
-		bundle := f + ".sigstore.json"
-		if err := s.cosign.run(ctx, append(append([]string{"sign-blob"}, s.offline...), "--bundle", bundle, f)...); err != nil {
-			return nil, err
-		}
-		if err := s.verifyBlob(ctx, f, bundle); err != nil {
-			return nil, err
-		}
-		lines = append(lines, "signed and verified: "+f+" with "+bundle)
+	if o.registry == "" {
+		return errors.New("--registry is empty: pass the registry and path the release goes to, e.g. $REGISTRY")
 	}
-	last := files[len(files)-1]
-	tampered := last + ".tampered"
-	if err := tamper(last, tampered); err != nil {
-		return nil, err
-	}
-	defer os.Remove(tampered)
-	if err := s.verifyBlob(ctx, tampered, last+".sigstore.json"); err == nil {
-		return nil, fmt.Errorf("cosign verify-blob accepted %s, a changed copy of %s: verification proves nothing", tampered, last)
-	}
-	return append(lines, "refused as it must: "+last+" with one byte more against its bundle"), nil
-}
-
-func (s *signer) verifyBlob(ctx context.Context, file, bundle string) error {
-	return s.cosign.run(ctx, "verify-blob", "--key", s.pub, "--insecure-ignore-tlog=true", "--bundle", bundle, file)
-}
-
-func tamper(src, dst string) error {
-	b, err := os.ReadFile(src)
+	s, err := newKeylessSigner(o, log)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, append(b, '\n'), 0o644)
-}
-
-// saveSignature writes the signature cosign attached to ref in the registry (an OCI 1.1
-// referrer whose one layer is a Sigstore bundle) to a file, since the registry goes away.
-func saveSignature(ref name.Digest, path string) error {
-	idx, err := remote.Referrers(ref)
-	if err != nil {
-		return fmt.Errorf("listing the signatures of %s: %w", ref, err)
-	}
-	im, err := idx.IndexManifest()
+	lines, err := publish(ctx, o, s, o.registry, false, log)
 	if err != nil {
 		return err
 	}
-	for _, d := range im.Manifests {
-		if !strings.Contains(d.ArtifactType, "sigstore.bundle") {
-			continue
-		}
-		img, err := remote.Image(ref.Context().Digest(d.Digest.String()))
-		if err != nil {
-			return err
-		}
-		return writeFirstLayer(img, path)
+	fmt.Fprintf(log, "\nrelease %s published to %s:\n", o.version, o.registry)
+	for _, l := range lines {
+		fmt.Fprintln(log, "  "+l)
 	}
-	return fmt.Errorf("%s has no Sigstore bundle among its %d referrers", ref, len(im.Manifests))
-}
-
-// helmDigestRE reads the digest `helm push` prints.
-var helmDigestRE = regexp.MustCompile(`Digest: (sha256:[0-9a-f]{64})`)
-
-// pushChart runs `helm push` as the release workflow does, into the loopback registry, and signs
-// and verifies the pushed chart by digest, as the workflow does with the registry's.
-func pushChart(ctx context.Context, o dryRunOptions, s *signer, chart, host string, log io.Writer) ([]string, error) {
-	if o.helmCmd == "" {
-		return []string{"helm push skipped: no --helm"}, nil
-	}
-	helm, err := newTool("helm", o.helmCmd, log)
-	if err != nil {
-		return nil, err
-	}
-	out, err := helm.output(ctx, "push", chart, "oci://"+host+"/charts", "--plain-http")
-	if err != nil {
-		return nil, err
-	}
-	m := helmDigestRE.FindSubmatch(out)
-	if m == nil {
-		return nil, fmt.Errorf("helm push printed no digest: %q", out)
-	}
-	ref := host + "/charts/tailor@" + string(m[1])
-	if err := s.signRef(ctx, ref); err != nil {
-		return nil, err
-	}
-	return []string{"chart pushed with helm push, signed and verified: " + ref}, nil
+	return nil
 }

@@ -9,12 +9,17 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
+
+// keychain is where registry credentials come from: the Docker configuration that a registry
+// login writes, which cosign and helm read as well. The loopback registry needs none.
+var keychain = authn.DefaultKeychain
 
 // localRegistry is go-containerregistry's in-memory registry on a loopback port. The dry run
 // pushes the image there because cosign signs and verifies an image through a registry: the
@@ -48,19 +53,23 @@ func (r *localRegistry) Close() error { return r.srv.Close() }
 
 // pushLayout pushes the index make image wrote into an OCI layout (the one entry of its
 // index.json) as repo:tag, and returns the pushed index's reference by digest: what gets signed.
-func pushLayout(dir string, repo, tag string) (name.Digest, error) {
+func pushLayout(dir string, repo, tag string, insecure bool) (name.Digest, error) {
 	idx, d, err := releaseIndex(dir)
 	if err != nil {
 		return name.Digest{}, err
 	}
-	ref, err := name.NewTag(repo+":"+tag, name.Insecure)
+	var opts []name.Option
+	if insecure {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.NewTag(repo+":"+tag, opts...)
 	if err != nil {
 		return name.Digest{}, err
 	}
-	if err := remote.WriteIndex(ref, idx); err != nil {
+	if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(keychain)); err != nil {
 		return name.Digest{}, fmt.Errorf("pushing %s: %w", ref, err)
 	}
-	return digestRef(repo, d)
+	return ref.Context().Digest(d.String()), nil
 }
 
 // releaseIndex is the multi-platform index in an OCI layout that make image wrote: the one
@@ -80,10 +89,6 @@ func releaseIndex(dir string) (v1.ImageIndex, v1.Hash, error) {
 	d := rm.Manifests[0].Digest
 	idx, err := root.ImageIndex(d)
 	return idx, d, err
-}
-
-func digestRef(repo string, d v1.Hash) (name.Digest, error) {
-	return name.NewDigest(repo+"@"+d.String(), name.Insecure)
 }
 
 // writeFirstLayer writes an artifact's first layer, uncompressed, to a file.
