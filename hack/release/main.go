@@ -2,6 +2,7 @@
 // the release workflow call it; docs/development.md#releases says what each step proves.
 //
 //	go run ./hack/release chart --version vX.Y.Z        the chart, versioned, into --out
+//	go run ./hack/release sbom --cyclonedx CMD          the SBOM of cmd/scheduler, from the module graph
 //	go run ./hack/release verify-sbom --sbom FILE       the SBOM against the image's binaries
 //	go run ./hack/release dry-run --version vX.Y.Z ...  all of it into a loopback registry, signed with a throwaway key
 //	go run ./hack/release publish --version vX.Y.Z ...  the same into the project's registry, keyless (CI)
@@ -23,7 +24,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: release chart|verify-sbom|dry-run|publish [flags]")
+		fmt.Fprintln(os.Stderr, "usage: release chart|sbom|verify-sbom|dry-run|publish [flags]")
 		os.Exit(2)
 	}
 	if err := run(ctx, os.Args[1], os.Args[2:]); err != nil {
@@ -41,6 +42,8 @@ func run(ctx context.Context, cmd string, args []string) error {
 	fs.StringVar(&o.chartDir, "chart", "charts/tailor", "the chart's folder")
 	fs.StringVar(&o.binary, "binary", "tailor-scheduler", "the binary's name in the image, and the image's repository name")
 	fs.StringVar(&o.sbom, "sbom", "bin/release/tailor-scheduler.cdx.json", "the CycloneDX JSON SBOM")
+	fs.StringVar(&o.cyclonedxCmd, "cyclonedx", "", "the pinned cyclonedx-gomod command (sbom)")
+	fs.StringVar(&o.mainPkg, "main", "cmd/scheduler", "the binary's main package, relative to the module (sbom)")
 	fs.StringVar(&o.cosignCmd, "cosign", "", "the pinned cosign command (dry-run, publish)")
 	fs.StringVar(&o.helmCmd, "helm", "", "the pinned helm command (dry-run, publish)")
 	fs.StringVar(&o.registry, "registry", "", "publish: the registry and path the image and chart go to (REGISTRY/tailor-scheduler, oci://REGISTRY/charts/tailor)")
@@ -60,6 +63,8 @@ func run(ctx context.Context, cmd string, args []string) error {
 		}
 		fmt.Println(p)
 		return nil
+	case "sbom":
+		return writeSBOM(ctx, o.cyclonedxCmd, o.mainPkg, o.sbom, os.Stdout)
 	case "verify-sbom":
 		lines, err := verifySBOM(o.sbom, filepath.Join(o.imageDir, "oci"), o.binary)
 		for _, l := range lines {
@@ -71,5 +76,5 @@ func run(ctx context.Context, cmd string, args []string) error {
 	case "publish":
 		return release(ctx, o, os.Stdout)
 	}
-	return fmt.Errorf("unknown command %q: want chart, verify-sbom, dry-run or publish", cmd)
+	return fmt.Errorf("unknown command %q: want chart, sbom, verify-sbom, dry-run or publish", cmd)
 }

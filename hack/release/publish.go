@@ -16,17 +16,19 @@ import (
 
 // options are what a release reads and writes; the Makefile sets every one.
 type options struct {
-	version   string // the release tag, v + semver
-	out       string // bin/release
-	imageDir  string // make image's --out, holding oci/
-	chartDir  string // charts/tailor
-	binary    string // the binary's name in the image, and the image's repository name
-	sbom      string // the CycloneDX SBOM make sbom wrote
-	cosignCmd string // the pinned cosign command line
-	helmCmd   string // the pinned helm command line
-	registry  string // publish: where the image and the chart go, e.g. HOST/ORG
-	identity  string // publish: the workflow's identity that keyless signatures must carry
-	issuer    string // publish: the OIDC issuer of that identity
+	version      string // the release tag, v + semver
+	out          string // bin/release
+	imageDir     string // make image's --out, holding oci/
+	chartDir     string // charts/tailor
+	binary       string // the binary's name in the image, and the image's repository name
+	sbom         string // the CycloneDX SBOM make sbom wrote
+	mainPkg      string // the binary's main package (sbom)
+	cyclonedxCmd string // the pinned cyclonedx-gomod command line (sbom)
+	cosignCmd    string // the pinned cosign command line
+	helmCmd      string // the pinned helm command line
+	registry     string // publish: where the image and the chart go, e.g. HOST/ORG
+	identity     string // publish: the workflow's identity that keyless signatures must carry
+	issuer       string // publish: the OIDC issuer of that identity
 }
 
 // signer is cosign with either the dry run's key or, in the release workflow, keyless: the

@@ -16,6 +16,7 @@ type tool struct {
 	name string   // for messages: cosign, helm
 	argv []string // the command line before the arguments
 	env  []string // added to this process's environment
+	dir  string   // where it runs; empty: here
 	log  io.Writer
 }
 
@@ -42,6 +43,7 @@ func (t tool) output(ctx context.Context, args ...string) ([]byte, error) {
 	cmd.Stdout = io.MultiWriter(&printed, t.log)
 	cmd.Stderr = cmd.Stdout
 	cmd.Env = append(os.Environ(), t.env...)
+	cmd.Dir = t.dir
 	fmt.Fprintf(t.log, "+ %s %s\n", t.name, strings.Join(args, " "))
 	if err := cmd.Run(); err != nil {
 		return printed.Bytes(), fmt.Errorf("%s %s: %w", t.name, strings.Join(args, " "), err)
