@@ -115,10 +115,11 @@ verify-generate: generate ## fails if generated files are stale
 
 # Supply-chain hygiene: the module cache matches go.sum, every tool the build runs is pinned (a
 # `go run` of a remote module names its version, never @latest; nothing is installed with go
-# install), and the generated files are current.
-verify: ## go mod verify, every go run of a tool pinned, then verify-generate
+# install; a workflow's action is named by commit), and the generated files are current.
+verify: ## go mod verify, every go run of a tool and every action pinned, then verify-generate
 	$(GO) mod verify
-	@! grep -nE 'go run [^ ]*@latest|go[ ]install ' Makefile hack/*.sh .ci/run || { echo "a tool above is not pinned: name its version (go run module@vX.Y.Z)"; exit 1; }
+	@! grep -nE 'go run [^ ]*@latest|go[ ]install ' Makefile hack/*.sh .ci/run .github/workflows/*.yml || { echo "a tool above is not pinned: name its version (go run module@vX.Y.Z)"; exit 1; }
+	@! grep -nE '^[ -]*uses: ' .github/workflows/*.yml | grep -vE 'uses: [^ @]+@[0-9a-f]{40}( |$$)' || { echo "an action above is not pinned: name its commit (uses: owner/action@SHA # vX.Y.Z)"; exit 1; }
 	$(MAKE) verify-generate
 
 # EC2's published facts (pkg/aws/ec2facts) are extracted from a copy of
