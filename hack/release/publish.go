@@ -162,16 +162,22 @@ func saveBundles(ref name.Digest, prefix string) ([]string, error) {
 	}
 	var paths []string
 	for _, d := range im.Manifests {
-		if !strings.Contains(d.ArtifactType, "sigstore.bundle") {
-			continue
-		}
-		kind := "signature"
-		if strings.Contains(d.Annotations["dev.sigstore.bundle.predicateType"], "cyclonedx") {
-			kind = "sbom-attestation"
-		}
+		// The manifest, not the referrers index, is read for the bundle's media type and the
+		// annotations: registries differ in what of them the index repeats.
 		img, err := remote.Image(ref.Context().Digest(d.Digest.String()), auth)
 		if err != nil {
 			return nil, err
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Layers) != 1 || !strings.Contains(string(m.Layers[0].MediaType), "sigstore.bundle") {
+			continue
+		}
+		kind := "signature"
+		if strings.Contains(m.Annotations["dev.sigstore.bundle.predicateType"], "cyclonedx") {
+			kind = "sbom-attestation"
 		}
 		p := prefix + "." + kind + ".sigstore.json"
 		if err := writeFirstLayer(img, p); err != nil {
