@@ -147,9 +147,10 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE ?= tailor-scheduler
 PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_OUT ?= bin/image
 IMAGE_FLAGS = --repository $(IMAGE) --version $(VERSION) --revision "$(REVISION)" \
-	--source-date-epoch $(SOURCE_DATE_EPOCH) --platforms $(PLATFORMS) --out bin/image
-image: ## tailor-scheduler for PLATFORMS as an OCI layout and docker tarballs in bin/image/, then verified
+	--source-date-epoch $(SOURCE_DATE_EPOCH) --platforms $(PLATFORMS) --out $(IMAGE_OUT)
+image: ## tailor-scheduler for PLATFORMS as an OCI layout and docker tarballs in IMAGE_OUT (bin/image/), then verified
 	$(GO) run ./hack/image build --go $(GO) $(IMAGE_FLAGS) ./cmd/scheduler
 	$(GO) run ./hack/image verify $(IMAGE_FLAGS)
 
@@ -165,7 +166,8 @@ ACTIONLINT ?= $(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 RELEASE_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null || echo v0.0.0-dryrun)
 RELEASE_OUT ?= bin/release
 SBOM = $(RELEASE_OUT)/tailor-scheduler.cdx.json
-RELEASE_FLAGS = --version $(RELEASE_VERSION) --out $(RELEASE_OUT) --sbom $(SBOM) --cosign '$(COSIGN)' --helm '$(HELM)'
+RELEASE_FLAGS = --version $(RELEASE_VERSION) --out $(RELEASE_OUT) --image-dir $(IMAGE_OUT) --sbom $(SBOM) \
+	--cosign '$(COSIGN)' --helm '$(HELM)'
 
 actionlint: ## the GitHub Actions workflows through a pinned actionlint
 	$(ACTIONLINT) .github/workflows/*.yml
