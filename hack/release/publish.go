@@ -97,7 +97,7 @@ func (s *signer) attestSBOM(ctx context.Context, ref, sbom string) error {
 	if err := s.cosign.run(ctx, join([]string{"attest", "--predicate", sbom}, typ, s.sign, s.registry, []string{ref})...); err != nil {
 		return err
 	}
-	return s.cosign.run(ctx, join([]string{"verify-attestation"}, typ, s.verify, s.registry, []string{ref})...)
+	return s.cosign.runQuiet(ctx, join([]string{"verify-attestation"}, typ, s.verify, s.registry, []string{ref})...)
 }
 
 // blobs signs each file into FILE.sigstore.json and verifies each. A signature is only worth
