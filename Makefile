@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image
+.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image sbom actionlint release-dry-run release-publish
 
 all: build test
 
@@ -112,10 +112,11 @@ verify-generate: generate ## fails if generated files are stale
 
 # Supply-chain hygiene: the module cache matches go.sum, every tool the build runs is pinned (a
 # `go run` of a remote module names its version, never @latest; nothing is installed with go
-# install), and the generated files are current.
-verify: ## go mod verify, every go run of a tool pinned, then verify-generate
+# install; a workflow's action is named by commit), and the generated files are current.
+verify: ## go mod verify, every go run of a tool and every action pinned, then verify-generate
 	$(GO) mod verify
-	@! grep -nE 'go run [^ ]*@latest|go[ ]install ' Makefile hack/*.sh .ci/run || { echo "a tool above is not pinned: name its version (go run module@vX.Y.Z)"; exit 1; }
+	@! grep -nE 'go run [^ ]*@latest|go[ ]install ' Makefile hack/*.sh .ci/run .github/workflows/*.yml || { echo "a tool above is not pinned: name its version (go run module@vX.Y.Z)"; exit 1; }
+	@! grep -nE '^[ -]*uses: ' .github/workflows/*.yml | grep -vE 'uses: [^ @]+@[0-9a-f]{40}( |$$)' || { echo "an action above is not pinned: name its commit (uses: owner/action@SHA # vX.Y.Z)"; exit 1; }
 	$(MAKE) verify-generate
 
 # EC2's published facts (pkg/aws/ec2facts) are extracted from a copy of
@@ -143,8 +144,46 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE ?= tailor-scheduler
 PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_OUT ?= bin/image
 IMAGE_FLAGS = --repository $(IMAGE) --version $(VERSION) --revision "$(REVISION)" \
-	--source-date-epoch $(SOURCE_DATE_EPOCH) --platforms $(PLATFORMS) --out bin/image
-image: ## tailor-scheduler for PLATFORMS as an OCI layout and docker tarballs in bin/image/, then verified
+	--source-date-epoch $(SOURCE_DATE_EPOCH) --platforms $(PLATFORMS) --out $(IMAGE_OUT)
+image: ## tailor-scheduler for PLATFORMS as an OCI layout and docker tarballs in IMAGE_OUT (bin/image/), then verified
 	$(GO) run ./hack/image build --go $(GO) $(IMAGE_FLAGS) ./cmd/scheduler
 	$(GO) run ./hack/image verify $(IMAGE_FLAGS)
+
+# Releases (docs/development.md#releases): the image above, the chart at the release's version, an
+# SBOM, all signed. The tools run with go run at a pinned version: Tailor does not import them,
+# so they stay out of go.mod. HELM is the Helm of go.mod, whose Go SDK packages the chart.
+COSIGN ?= $(GO) run github.com/sigstore/cosign/v3/cmd/cosign@v3.1.3
+CYCLONEDX_GOMOD ?= $(GO) run github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+HELM ?= $(GO) run helm.sh/helm/v4/cmd/helm@v4.2.4
+ACTIONLINT ?= $(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+# A release's version is its tag, v + a semantic version; on an untagged commit the dry run
+# takes a test version.
+RELEASE_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null || echo v0.0.0-dryrun)
+RELEASE_OUT ?= bin/release
+SBOM = $(RELEASE_OUT)/tailor-scheduler.cdx.json
+RELEASE_FLAGS = --version $(RELEASE_VERSION) --out $(RELEASE_OUT) --image-dir $(IMAGE_OUT) --sbom $(SBOM) \
+	--cosign '$(COSIGN)' --helm '$(HELM)'
+
+actionlint: ## the GitHub Actions workflows through a pinned actionlint
+	$(ACTIONLINT) .github/workflows/*.yml
+
+# The modules cmd/scheduler links, from the module graph (go list), not read back from a binary,
+# with the Go standard library's version for vulnerability scanners. The graph is the host's
+# platform's: releases are made on linux, and the dry run and the workflow check the SBOM against
+# each image platform's binary before anything is signed.
+sbom: ## the CycloneDX SBOM of tailor-scheduler from the Go module graph, into RELEASE_OUT
+	$(GO) run ./hack/release sbom --cyclonedx '$(CYCLONEDX_GOMOD)' --sbom $(SBOM)
+
+release-dry-run: ## a release of RELEASE_VERSION without pushing: actionlint, image, chart, SBOM, signed with a throwaway key into a loopback registry and verified, into bin/release
+	$(MAKE) actionlint
+	$(MAKE) image VERSION=$(RELEASE_VERSION)
+	$(MAKE) sbom
+	$(GO) run ./hack/release dry-run $(RELEASE_FLAGS)
+
+# The release workflow's last step, after make image IMAGE=$$REGISTRY/tailor-scheduler and make
+# sbom: pushes the image and the chart to REGISTRY and signs them keyless as SIGNER_IDENTITY.
+release-publish: ## CI only: push RELEASE_VERSION's image and chart to REGISTRY, sign keyless as SIGNER_IDENTITY, verify
+	@test -n "$(REGISTRY)" && test -n "$(SIGNER_IDENTITY)" || { echo "make release-publish: set REGISTRY and SIGNER_IDENTITY (the release workflow does)" >&2; exit 2; }
+	$(GO) run ./hack/release publish $(RELEASE_FLAGS) --registry '$(REGISTRY)' --identity '$(SIGNER_IDENTITY)'
