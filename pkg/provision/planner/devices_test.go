@@ -254,3 +254,17 @@ func TestSpreadingPodsWithClaimsKeepTheirPlaceWhenThePlanIsWeighed(t *testing.T)
 	}
 	t.Logf("%s", summary(plan))
 }
+
+// A node in flight publishes its type's devices before its driver runs: a pod with a claim goes
+// there while a device is left, and the next one, whose device is not, gets a claim of its own.
+func TestNodeInFlightHoldsClaimsUpToItsDevices(t *testing.T) {
+	pl, _, pool := devicePlanner(t, gpuClaim("gpu-a", 1), gpuClaim("gpu-b", 1))
+	launching := readyNode("launching", "4", "16Gi")
+	launching.Labels[corev1.LabelInstanceTypeStable] = "g6e.xlarge" // one GPU
+	pending := []*corev1.Pod{claimPod("a", "gpu-a"), claimPod("b", "gpu-b")}
+	plan := pl.Plan(context.Background(), Input{Pending: pending, Nodes: []*corev1.Node{launching},
+		InFlight: map[string]string{"launching": "claim-1"}, Pools: []Pool{pool}})
+	if len(plan.InFlight["claim-1"]) != 1 || len(plan.Claims) != 1 || len(plan.Claims[0].Pods) != 1 {
+		t.Fatalf("want one pod on the node in flight and one on a new claim; got %s", summary(plan))
+	}
+}
