@@ -3,6 +3,10 @@ package simulation
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -30,6 +34,20 @@ func NewOffline(ctx context.Context, schedulerName string, objects ...runtime.Ob
 		if !ok {
 			return nil, fmt.Errorf("building the offline simulator: the informer for %v did not sync: %w", typ, context.Cause(ctx))
 		}
+	}
+	// The DRA manager's claim cache takes the informer's claims through an event handler, which
+	// may not have run yet when the informer says it has synced: wait for it, so that a plan sees
+	// every claim there is.
+	lister := factory.Resource().V1().ResourceClaims().Lister()
+	if err := wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
+		want, err := lister.List(labels.Everything())
+		if err != nil {
+			return false, err
+		}
+		got, err := sim.DRA().ResourceClaims().List()
+		return err == nil && len(got) >= len(want), nil
+	}); err != nil {
+		return nil, fmt.Errorf("building the offline simulator: the ResourceClaims did not sync: %w", err)
 	}
 	return sim, nil
 }

@@ -86,10 +86,15 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	}
 	// A claim grows only as big as the offerings that are cheap for this batch's mix of cpu and
 	// memory; a pod that none of them holds (it needs more memory, a GPU) gets a claim that may
-	// grow into any.
+	// grow into any. A pod with ResourceClaims goes straight to the latter: the efficient
+	// offerings are picked for cpu and memory, not devices, and asking DynamicResources about
+	// every type twice doubled what such a pod costs.
 	for _, thrifty := range []bool{true, false} {
 		if !thrifty && ps.efficient == nil {
 			break
+		}
+		if thrifty && ps.efficient != nil && needsDevices(pod) {
+			continue
 		}
 		for g, group := range groups {
 			if len(allowed[g]) == 0 {
@@ -127,7 +132,8 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 		c := ps.compatible[i]
 		options = append(options, &option{c: c, info: pl.templateInfo(ctx, c, name, choice)})
 	}
-	return nil, explain(pod, options, pl.filterOptions(ctx, state, pod, options))
+	statuses := pl.filterOptions(ctx, state, pod, options)
+	return nil, explain(pod, options, statuses) + pl.explainDevices(pod, statuses)
 }
 
 // add puts the pod on the claim and, for a pool with limits, recounts the most the claim may
