@@ -204,3 +204,25 @@ func describeClaims(claims []*resourcev1.ResourceClaim) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// create creates a Deployment or a DRA object, failing the test if the API server refuses it.
+func (e *env) create(obj any) {
+	e.t.Helper()
+	var err error
+	rv1 := e.cluster.Kube.ResourceV1()
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		_, err = e.cluster.Kube.AppsV1().Deployments(o.Namespace).Create(e.ctx, o, metav1.CreateOptions{})
+	case *resourcev1.ResourceClaimTemplate:
+		_, err = rv1.ResourceClaimTemplates(o.Namespace).Create(e.ctx, o, metav1.CreateOptions{})
+	case *resourcev1.ResourceClaim:
+		_, err = rv1.ResourceClaims(o.Namespace).Create(e.ctx, o, metav1.CreateOptions{})
+	case *resourcev1.DeviceClass:
+		_, err = rv1.DeviceClasses().Create(e.ctx, o, metav1.CreateOptions{})
+	default:
+		err = fmt.Errorf("create: unexpected %T", obj)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}

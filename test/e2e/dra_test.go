@@ -6,10 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
@@ -39,21 +41,10 @@ func TestDRADriverServesAnExistingGPUNode(t *testing.T) {
 		return true, ""
 	})
 
-	kube := e.cluster.Kube
-	if _, err := kube.ResourceV1().ResourceClaimTemplates("default").Create(e.ctx, claimTemplate("one-gpu", gpuRequest("gpu", 1)), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.ResourceV1().ResourceClaims("default").Create(e.ctx, claimOf("own-gpu", gpuRequest("gpu", 1)), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	fromTemplate := gpuDeployment("from-template", 1, corev1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")})
-	ownClaim := gpuDeployment("own-claim", 1, corev1.PodResourceClaim{Name: "gpu", ResourceClaimName: ptr.To("own-gpu")})
-	if _, err := kube.AppsV1().Deployments("default").Create(e.ctx, fromTemplate, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.AppsV1().Deployments("default").Create(e.ctx, ownClaim, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.create(claimTemplate("one-gpu", gpuRequest("gpu", 1)))
+	e.create(claimOf("own-gpu", gpuRequest("gpu", 1)))
+	e.create(gpuDeployment("from-template", 1, corev1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}))
+	e.create(gpuDeployment("own-claim", 1, corev1.PodResourceClaim{Name: "gpu", ResourceClaimName: ptr.To("own-gpu")}))
 	seen := map[string]string{}
 	for _, app := range []string{"from-template", "own-claim"} {
 		pods, claims := e.waitClaimsAllocated("app="+app, "gpu", 1, 1, time.Minute)
@@ -70,7 +61,9 @@ func TestDRADriverServesAnExistingGPUNode(t *testing.T) {
 		t.Fatalf("NodeClaims %v (%v), want none: the pods fit the existing node", nc, err)
 	}
 
-	if err := kube.CoreV1().Nodes().Delete(e.ctx, node.Name, metav1.DeleteOptions{}); err != nil {
+	e.expectSlicesKept(node.Name)
+
+	if err := e.cluster.Kube.CoreV1().Nodes().Delete(e.ctx, node.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("the node's slices deleted with it", 30*time.Second, func() (bool, string) {
@@ -90,5 +83,43 @@ func existingNode(name, instanceType string, capacity corev1.ResourceList) *core
 			Labels: map[string]string{corev1.LabelInstanceTypeStable: instanceType, corev1.LabelHostname: name,
 				corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64", corev1.LabelTopologyZone: "us-west-2a"}},
 		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+}
+
+// expectSlicesKept: the driver rewrites no slice when nothing changed (the node's status updates
+// leave its EFA slice as it was), and puts back one deleted behind its back.
+func (e *env) expectSlicesKept(node string) {
+	e.t.Helper()
+	kube := e.cluster.Kube
+	efa := func() *resourcev1.ResourceSlice {
+		list, err := kube.ResourceV1().ResourceSlices().List(e.ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for i := range list.Items {
+			if list.Items[i].Spec.Driver == tailoraws.DriverEFA {
+				return &list.Items[i]
+			}
+		}
+		e.t.Fatalf("node %s has no EFA slice", node)
+		return nil
+	}
+	before := efa()
+	gpu, err := e.gpuSlice(node)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := kube.ResourceV1().ResourceSlices().Delete(e.ctx, gpu.Name, metav1.DeleteOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitFor("the deleted GPU slice published again", 30*time.Second, func() (bool, string) {
+		again, err := e.gpuSlice(node)
+		if err != nil {
+			return false, err.Error()
+		}
+		return again.UID != gpu.UID, "the old slice is still there"
+	})
+	if after := efa(); after.ResourceVersion != before.ResourceVersion || after.Generation != 1 {
+		e.t.Fatalf("the EFA slice was rewritten (resource version %s, then %s; generation %d)", before.ResourceVersion, after.ResourceVersion, after.Generation)
 	}
 }

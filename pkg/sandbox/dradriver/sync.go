@@ -71,7 +71,12 @@ func (d *Driver) publish(ctx context.Context, want []*resourcev1.ResourceSlice, 
 		old, ok := have[s.Name]
 		switch {
 		case !ok:
-			if _, err := client.Create(ctx, s, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			_, err := client.Create(ctx, s, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				// The cache has not seen it yet; its event brings the node back to compare.
+				continue
+			}
+			if err != nil {
 				return changed, fmt.Errorf("publishing ResourceSlice %s: %w", s.Name, err)
 			}
 		case !sameSlice(old, s):
