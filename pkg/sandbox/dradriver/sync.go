@@ -59,14 +59,14 @@ func (d *Driver) sync(ctx context.Context, nodeName string) error {
 	if err != nil {
 		return err
 	}
-	logSync(ctx, nodeName, node, want, changed, deleted)
+	logSync(ctx, nodeName, node, changed, deleted)
 	return nil
 }
 
-// publish creates or updates the slices of want that differ from have's; it returns how many.
-func (d *Driver) publish(ctx context.Context, want []*resourcev1.ResourceSlice, have map[string]*resourcev1.ResourceSlice) (int, error) {
+// publish creates or updates the slices of want that differ from have's; it returns those.
+func (d *Driver) publish(ctx context.Context, want []*resourcev1.ResourceSlice, have map[string]*resourcev1.ResourceSlice) ([]*resourcev1.ResourceSlice, error) {
 	client := d.opts.Kube.ResourceV1().ResourceSlices()
-	changed := 0
+	var changed []*resourcev1.ResourceSlice
 	for _, s := range want {
 		old, ok := have[s.Name]
 		switch {
@@ -92,7 +92,7 @@ func (d *Driver) publish(ctx context.Context, want []*resourcev1.ResourceSlice, 
 		default:
 			continue
 		}
-		changed++
+		changed = append(changed, s)
 	}
 	return changed, nil
 }
@@ -124,12 +124,12 @@ func sameSlice(have, want *resourcev1.ResourceSlice) bool {
 	return equality.Semantic.DeepEqual(h, w) && have.Labels[ManagedByLabel] == ManagedBy
 }
 
-func logSync(ctx context.Context, nodeName string, node *corev1.Node, want []*resourcev1.ResourceSlice, changed, deleted int) {
+func logSync(ctx context.Context, nodeName string, node *corev1.Node, changed []*resourcev1.ResourceSlice, deleted int) {
 	logger := klog.FromContext(ctx)
-	if changed > 0 {
+	if len(changed) > 0 {
 		var drivers []string
 		devices := 0
-		for _, s := range want {
+		for _, s := range changed {
 			drivers = append(drivers, s.Spec.Driver)
 			devices += len(s.Spec.Devices)
 		}
