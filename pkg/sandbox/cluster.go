@@ -94,6 +94,10 @@ type Cluster struct {
 	mu         sync.Mutex
 	replicas   []*replica
 	replicaSeq int
+
+	// devicesByPool caches, for the stand-in DRA driver, the devices of each NodePool's types.
+	devicesMu     sync.Mutex
+	devicesByPool map[string]poolDevices
 }
 
 // Start brings up the control plane, installs Tailor's CRDs, and starts the workload

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,15 +65,9 @@ func (c *Cluster) nodeDevices(ctx context.Context, node *corev1.Node) ([]cloud.D
 		return nil, fmt.Errorf("the sandbox has no cloud yet")
 	}
 	name := node.Labels[corev1.LabelInstanceTypeStable]
-	if poolName := node.Labels[karpv1.NodePoolLabelKey]; poolName != "" {
-		if pool, err := c.Tailor.KarpenterV1().NodePools().Get(ctx, poolName, metav1.GetOptions{}); err == nil {
-			if types, err := provider.InstanceTypes(ctx, pool); err == nil {
-				for _, it := range types {
-					if it.Name == name {
-						return it.Devices, nil
-					}
-				}
-			}
+	if byType := c.poolDevices(ctx, provider, node.Labels[karpv1.NodePoolLabelKey]); byType != nil {
+		if sets, ok := byType[name]; ok {
+			return sets, nil
 		}
 	}
 	if catalog, ok := provider.(cloud.DeviceCatalog); ok {
@@ -80,4 +75,46 @@ func (c *Cluster) nodeDevices(ctx context.Context, node *corev1.Node) ([]cloud.D
 		return sets, err
 	}
 	return nil, nil
+}
+
+// poolDevicesTTL is how long the devices of a NodePool's types are reused: a burst of nodes
+// registering asks for them once, not once a node, each a copy of the catalog.
+const poolDevicesTTL = 10 * time.Second
+
+type poolDevices struct {
+	at     time.Time
+	byType map[string][]cloud.DeviceSet
+}
+
+// poolDevices are the devices of each type the cloud offers the named NodePool; nil when there is
+// no such pool or the cloud cannot say (its node class not ready, say).
+func (c *Cluster) poolDevices(ctx context.Context, provider cloud.CloudProvider, poolName string) map[string][]cloud.DeviceSet {
+	if poolName == "" {
+		return nil
+	}
+	c.devicesMu.Lock()
+	cached, ok := c.devicesByPool[poolName]
+	c.devicesMu.Unlock()
+	if ok && time.Since(cached.at) < poolDevicesTTL {
+		return cached.byType
+	}
+	pool, err := c.Tailor.KarpenterV1().NodePools().Get(ctx, poolName, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	types, err := provider.InstanceTypes(ctx, pool)
+	if err != nil {
+		return nil
+	}
+	byType := make(map[string][]cloud.DeviceSet, len(types))
+	for _, it := range types {
+		byType[it.Name] = it.Devices
+	}
+	c.devicesMu.Lock()
+	if c.devicesByPool == nil {
+		c.devicesByPool = map[string]poolDevices{}
+	}
+	c.devicesByPool[poolName] = poolDevices{at: time.Now(), byType: byType}
+	c.devicesMu.Unlock()
+	return byType
 }
