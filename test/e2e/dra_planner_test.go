@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
@@ -134,6 +135,21 @@ func TestDRABacksNvidiaGPUWithDevices(t *testing.T) {
 	if q, ok := node.Status.Allocatable[awsv1.ResourceNVIDIAGPU]; ok {
 		t.Errorf("node %s advertises %s %s beside the DRA devices", node.Name, q.String(), awsv1.ResourceNVIDIAGPU)
 	}
+	// The NodeClaim was launched for nvidia.com/gpu, which the node never advertises: it is
+	// initialized once the node's devices are published.
+	e.waitFor("the node's NodeClaim Initialized", time.Minute, func() (bool, string) {
+		claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range claims.Items {
+			if c.Status.NodeName == node.Name {
+				cond := c.GetCondition(karpv1.ConditionTypeInitialized)
+				return c.IsTrue(karpv1.ConditionTypeInitialized), fmt.Sprintf("%+v", cond)
+			}
+		}
+		return false, "no NodeClaim for " + node.Name
+	})
 }
 
 // TestDRAUnsatisfiableClaimIsExplained: a claim for a GPU with more memory than any type's GPUs
