@@ -69,6 +69,7 @@ func gpuPool() *karpv1.NodePool {
 // EC2NodeClass and gpuPool.
 func newDRAEnv(e *awsEnv, pool bool) {
 	e.t.Helper()
+	e.t.Cleanup(e.logWhyPending)
 	e.applyExample("deviceclass-gpu.yaml")
 	if pool {
 		e.applyExample("ec2nodeclass.yaml")
@@ -224,5 +225,34 @@ func (e *env) create(obj any) {
 	}
 	if err != nil {
 		e.t.Fatal(err)
+	}
+}
+
+// logWhyPending, when the test failed, logs what the pending pods' conditions and Events say,
+// and the NodeClaims: the scheduler's and Tailor's words on why a pod did not land.
+func (e *env) logWhyPending() {
+	if !e.t.Failed() {
+		return
+	}
+	pods, err := e.cluster.Kube.CoreV1().Pods("default").List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			e.t.Logf("pod %s: %s=%s %s: %s", p.Name, c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+	events, err := e.cluster.Kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
+	if err == nil {
+		for _, ev := range events.Items {
+			e.t.Logf("event %s %s/%s: %s", ev.Reason, ev.Regarding.Kind, ev.Regarding.Name, ev.Note)
+		}
+	}
+	if claims, err := e.cluster.Tailor.KarpenterV1().NodeClaims().List(e.ctx, metav1.ListOptions{}); err == nil {
+		e.t.Logf("NodeClaims: %s", claimSummary(claims.Items))
 	}
 }
