@@ -28,6 +28,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	"github.com/tailor-sh/tailor/pkg/simulation/dra"
 )
 
 // Simulator runs a private framework instance built from a scheduler profile. Its snapshot is
@@ -49,6 +51,14 @@ type Simulator struct {
 	// spread is the main framework's PodTopologySpread, for SpreadDomains; nil if the profile
 	// has none.
 	spread fwk.PreFilterPlugin
+	// dra is the DRA manager every framework of the simulation reads, with the plan's overlay
+	// (see DRA). claims runs only DynamicResources, at PreFilter, Filter and Reserve: Filter,
+	// FilterPlacement and ReserveClaims ask it apart, on the view of the node it is to see
+	// (filterDevices); devicesApart runs every other Filter plugin. claims is nil, and
+	// devicesApart the main framework, when the profile does not run DynamicResources.
+	dra          *dra.Manager
+	claims       framework.Framework
+	devicesApart framework.Framework
 }
 
 // Deps are what the simulation framework's plugins read besides the snapshot. Inside the
@@ -64,8 +74,9 @@ type Deps struct {
 	// it again is fine: Start only runs informers that are not running yet) and waits for it to
 	// sync before asking questions.
 	InformerFactory informers.SharedInformerFactory
-	// DRAManager may be nil: the DynamicResources plugin is then left out of the profile, since it
-	// cannot run without one.
+	// DRAManager serves the cluster's ResourceSlices, ResourceClaims and DeviceClasses; the
+	// simulation adds the plan's overlay on top (pkg/simulation/dra) and never writes to it. When
+	// nil, New builds one over the informer factory, as the scheduler builds its own.
 	DRAManager fwk.SharedDRAManager
 	// CSIManager may be nil: one is then built over the informer factory's CSINode lister.
 	CSIManager fwk.CSIManager
@@ -116,6 +127,15 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 	if deps.CSIManager == nil {
 		deps.CSIManager = nodevolumelimits.NewCSIManager(deps.InformerFactory.Storage().V1().CSINodes().Lister())
 	}
+	if deps.DRAManager == nil {
+		m, err := dra.FromInformers(ctx, deps.Client, deps.InformerFactory)
+		if err != nil {
+			return nil, fmt.Errorf("building the simulation framework for profile %q: %w", profile.SchedulerName, err)
+		}
+		deps.DRAManager = m
+	}
+	overlay := dra.New(deps.DRAManager)
+	deps.DRAManager = overlay
 	p := simulationProfile(profile, deps, exclude)
 
 	// The framework observes into the scheduler's metrics, which are nil until registered. A
@@ -126,7 +146,7 @@ func New(ctx context.Context, profile *config.KubeSchedulerProfile, deps Deps, e
 
 	lister := &swappableLister{}
 	lister.Set(schedcache.NewSnapshot(nil, nil), nil)
-	sim := &Simulator{snapshot: lister, profile: p, nominated: &nominations{}}
+	sim := &Simulator{snapshot: lister, profile: p, nominated: &nominations{}, dra: overlay}
 	opts := append(frameworkOptions(ctx, deps),
 		frameworkruntime.WithSnapshotSharedLister(lister),
 		frameworkruntime.WithPodNominator(sim.nominated))
@@ -206,7 +226,18 @@ func (s *Simulator) buildFrameworks(ctx context.Context, schedulerName string, o
 	if s.capacity, err = build(withFilters(p, true)); err != nil {
 		return err
 	}
-	if s.placement, err = build(withFilters(p, false)); err != nil {
+	s.devicesApart = s.fw
+	drops := sets.New(names.NodeResourcesFit)
+	if slices.Contains(filters, names.DynamicResources) {
+		drops.Insert(names.DynamicResources)
+		if s.claims, err = build(withReserve(onlyPlugin(p, names.DynamicResources), names.DynamicResources)); err != nil {
+			return err
+		}
+		if s.devicesApart, err = build(withoutFilters(p, sets.New(names.DynamicResources))); err != nil {
+			return err
+		}
+	}
+	if s.placement, err = build(withoutFilters(p, drops)); err != nil {
 		return err
 	}
 	if slices.Contains(filters, names.InterPodAffinity) {
@@ -239,9 +270,16 @@ func withFilters(p *config.KubeSchedulerProfile, capacity bool) *config.KubeSche
 	if capacity {
 		return onlyFilter(p, names.NodeResourcesFit)
 	}
+	return withoutFilters(p, sets.New(names.NodeResourcesFit))
+}
+
+// withoutFilters returns p without the plugins of drop at Filter.
+func withoutFilters(p *config.KubeSchedulerProfile, drop sets.Set[string]) *config.KubeSchedulerProfile {
 	out := p.DeepCopy()
-	out.Plugins.Filter.Enabled = withoutNames(out.Plugins.Filter.Enabled, sets.New(names.NodeResourcesFit))
-	out.Plugins.Filter.Disabled = append(out.Plugins.Filter.Disabled, config.Plugin{Name: names.NodeResourcesFit})
+	out.Plugins.Filter.Enabled = withoutNames(out.Plugins.Filter.Enabled, drop)
+	for _, name := range sets.List(drop) {
+		out.Plugins.Filter.Disabled = append(out.Plugins.Filter.Disabled, config.Plugin{Name: name})
+	}
 	return out
 }
 
@@ -274,7 +312,10 @@ func (s *Simulator) PreFilter(ctx context.Context, pod *corev1.Pod) (fwk.CycleSt
 // Filter runs every Filter plugin for pod on node, with the state that PreFilter prepared.
 // The state is not modified, so callers may share it between goroutines.
 func (s *Simulator) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
-	return s.fw.RunFilterPlugins(ctx, state, pod, node)
+	if status := s.devicesApart.RunFilterPlugins(ctx, state, pod, node); !status.IsSuccess() {
+		return status
+	}
+	return s.filterDevices(ctx, state, pod, node)
 }
 
 // FilterCapacity runs NodeResourcesFit alone, and FilterPlacement every other Filter plugin,
@@ -291,7 +332,10 @@ func (s *Simulator) FilterCapacity(ctx context.Context, state fwk.CycleState, po
 
 // FilterPlacement: see FilterCapacity.
 func (s *Simulator) FilterPlacement(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
-	return s.placement.RunFilterPlugins(ctx, state, pod, node)
+	if status := s.placement.RunFilterPlugins(ctx, state, pod, node); !status.IsSuccess() {
+		return status
+	}
+	return s.filterDevices(ctx, state, pod, node)
 }
 
 // InterPodAffinity runs InterPodAffinity alone, PreFilter and Filter, against the current

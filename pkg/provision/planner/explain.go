@@ -175,6 +175,8 @@ func (u Unplaceable) Kind() string {
 			votes["taint"]++
 		case strings.Contains(why, "requirement keys with no compatible offering"), strings.Contains(why, "satisfies the NodePool's requirements"):
 			votes["requirements"]++
+		case strings.Contains(why, "the devices of no instance type satisfy"):
+			votes["devices"]++
 		case strings.Contains(why, "Insufficient"), strings.Contains(why, "Too many pods"):
 			votes["resources"]++
 		case strings.Contains(why, "no NodePool"):

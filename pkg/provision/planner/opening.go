@@ -127,7 +127,8 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 		c := ps.compatible[i]
 		options = append(options, &option{c: c, info: pl.templateInfo(ctx, c, name, choice)})
 	}
-	return nil, explain(pod, options, pl.filterOptions(ctx, state, pod, options))
+	statuses := pl.filterOptions(ctx, state, pod, options)
+	return nil, explain(pod, options, statuses) + pl.explainDevices(pod, statuses)
 }
 
 // add puts the pod on the claim and, for a pool with limits, recounts the most the claim may

@@ -37,13 +37,16 @@ func (pp *placing) asIs() fitCheck { return fitCheck{pp.state, pp.pre, pp.pod, p
 // that exist (the one it is destined for first), then new capacity. A pod none of them holds is
 // unplaceable, with the reasons of the last view of it that was tried.
 func (p *planning) place(ctx context.Context, pod *corev1.Pod) {
+	if p.waits(ctx, pod) {
+		return
+	}
 	pp, why := p.preFilter(ctx, pod)
 	if pp == nil {
 		p.unplaceable(pod, map[string]string{"": why})
 		return
 	}
 	if ni := p.existingNode(ctx, pp); ni != nil {
-		p.placeOn(pp, ni)
+		p.placeOn(ctx, pp, ni)
 		return
 	}
 	if placed, reasons := p.newCapacity(ctx, pp); !placed {
@@ -60,6 +63,7 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 		return nil, err.Error()
 	}
 	pp := &placing{pod: pod, spec: spec, group: groupOf(pod, spec, p.defaultKeys), info: info}
+	p.beforePreFilter(pod)
 	// PreFilter must see the pods placed on claims opened by this plan, or inter-pod
 	// (anti-)affinity and topology spread judge each pod as if it were alone: pods that must not
 	// share a node would be packed onto one claim, and pods that must join another would be
@@ -112,7 +116,8 @@ func (p *planning) existingNode(ctx context.Context, pp *placing) fwk.NodeInfo {
 
 // placeOn counts the pod on a node that exists or is in flight, whichever: the room it takes is
 // gone for the pods after it, so no two pods are planned into the last free slot of one node.
-func (p *planning) placeOn(pp *placing, ni fwk.NodeInfo) {
+func (p *planning) placeOn(ctx context.Context, pp *placing, ni fwk.NodeInfo) {
+	p.reserveOn(ctx, pp.pod, ni)
 	p.snapshot.AddPod(ni, pp.pod)
 	p.pf.add(pp.info, ni)
 	if claim, ok := p.in.InFlight[ni.Node().Name]; ok {
@@ -254,7 +259,7 @@ func (p *planning) launchingNode(ctx context.Context, pp *placing, s shaped) boo
 	if ni == nil {
 		return false
 	}
-	p.placeOn(pp, ni)
+	p.placeOn(ctx, pp, ni)
 	return true
 }
 
@@ -290,6 +295,7 @@ func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, a
 	if p.pl.add(ctx, oc, pp.pod, pp.info, state, alive, choice) {
 		p.pf.relabelled(oc.info, before, n)
 	}
+	p.reserveOnClaim(ctx, pp.pod, oc)
 	p.rooms.changed(i)
 	p.pf.add(pp.info, oc.info)
 	if c.shy {
@@ -310,7 +316,7 @@ func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s sha
 			reasons[ps.NodePool.Name] = shunnedReason(ps)
 			continue
 		}
-		name := fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, len(p.open))
+		name := claimName(ps, len(p.open))
 		oc, why := p.pl.open(ctx, s.state, s.pre, s.as, s.guard, pp.info, s.keys, name, ps)
 		if oc == nil {
 			reasons[ps.NodePool.Name] = why
@@ -318,6 +324,7 @@ func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s sha
 			continue
 		}
 		oc.book(pp.pod)
+		p.reserveOnClaim(ctx, pp.pod, oc)
 		if c.shy {
 			oc.holds(c.kind)
 		}

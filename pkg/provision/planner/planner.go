@@ -70,6 +70,10 @@ type Plan struct {
 	FitsExistingOn map[types.UID]string
 	// Unplaceable are pods no NodePool can hold, with the reason per NodePool.
 	Unplaceable []Unplaceable
+	// Waiting are pods the scheduler would not try yet, so the plan does not either: a
+	// PreEnqueue plugin holds them (their ResourceClaim is not created yet), and it lets them go
+	// once what they wait for is there, when they are planned like any other.
+	Waiting []Unplaceable
 }
 
 // PlannedClaim is a NodeClaim to launch: a NodePool, the pods it is for, and the offerings it
@@ -209,6 +213,9 @@ type planning struct {
 	// launching are the pods this plan leaves to capacity in flight: the claims it opens must
 	// not break them.
 	launching []onItsNode
+	// devices keeps the DRA overlay in step with the plan (devices.go); nil when no pending pod
+	// asks for devices.
+	devices *devicePlan
 }
 
 // newPlanning forks the snapshot (in.Snapshot, or one built from in.Nodes and in.Pods) and
@@ -239,6 +246,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	if len(p.pools) > 0 {
 		p.ratio = p.pools[0].ratio
 	}
+	p.devices = newDevicePlan(p)
 	pl.sim.Use(snapshot)
 	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
 	pl.reserveDaemonsInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)

@@ -1,0 +1,186 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/simulation/dra"
+)
+
+// Pods that ask for devices through ResourceClaims are weighed by DynamicResources, whose Filter
+// runs the structured allocator over the simulation's DRA manager (pkg/simulation/dra). The plan
+// keeps that manager's overlay in step with itself:
+//
+//   - Before such a pod's PreFilter (where the plugin reads the slices), every node the pod may
+//     be weighed on publishes its type's devices: the nodes in flight, the claims this plan
+//     opened (the devices of each type they may still launch as, apart), and the claim the pod
+//     would open in each pool (every type of the pool).
+//   - Once the pod is placed, the plugin's own Reserve records what its claims took, on the node
+//     as each type it may still launch as, so the devices are not planned for another pod and a
+//     claim shared with later pods is allocated once, on that node.
+//
+// Pods without claims never trigger any of this: the plugin skips them before reading a slice.
+
+// needsDevices reports whether the pod asks for devices through ResourceClaims.
+func needsDevices(pod *corev1.Pod) bool { return len(pod.Spec.ResourceClaims) > 0 }
+
+// devicePlan keeps the DRA overlay of one plan.
+type devicePlan struct {
+	m *dra.Manager
+	// pools caches the devices of every type of a pool that has some, by type name.
+	pools map[*poolState]map[string][]cloud.DeviceSet
+	// shown is what the overlay was last told of each open claim: the alive offerings then.
+	shown map[*openClaim][]int
+	// next are the names of the claims the next pod would open, as the overlay serves them.
+	next map[string]bool
+}
+
+// claimName names the n-th claim a plan opens, in ps.
+func claimName(ps *poolState, n int) string { return fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, n) }
+
+// newDevicePlan empties the overlay for a new plan and, when some pending pod asks for devices,
+// tells it the devices of the nodes in flight; nil when none does.
+func newDevicePlan(p *planning) *devicePlan {
+	m := p.pl.sim.DRA()
+	m.Reset()
+	asks := false
+	for _, pod := range p.in.Pending {
+		asks = asks || needsDevices(pod)
+	}
+	if !asks {
+		return nil
+	}
+	types := map[string]*cloud.InstanceType{}
+	for _, pool := range p.in.Pools {
+		for _, it := range pool.InstanceTypes {
+			types[it.Name] = it
+		}
+	}
+	for name := range p.in.InFlight {
+		ni := p.byName[name]
+		if ni == nil {
+			continue
+		}
+		if it := types[ni.Node().Labels[corev1.LabelInstanceTypeStable]]; it != nil && len(it.Devices) > 0 {
+			m.SetNode(name, it.Devices)
+		}
+	}
+	return &devicePlan{m: m, pools: map[*poolState]map[string][]cloud.DeviceSet{}, shown: map[*openClaim][]int{}, next: map[string]bool{}}
+}
+
+// sync tells the overlay the devices of the plan's open claims whose offerings changed since,
+// and of the claim the next pod would open in each pool.
+func (d *devicePlan) sync(p *planning) {
+	for _, oc := range p.open {
+		if shown, ok := d.shown[oc]; ok && sameOfferings(shown, oc.alive) {
+			continue
+		}
+		d.shown[oc] = oc.alive
+		d.m.SetTemplate(oc.name, devicesOf(oc.pool, oc.alive))
+		delete(d.next, oc.name)
+	}
+	next := map[string]bool{}
+	for _, ps := range p.pools {
+		name := claimName(ps, len(p.open))
+		next[name] = true
+		if !d.next[name] {
+			d.m.SetTemplate(name, d.poolDevices(ps))
+		}
+	}
+	for name := range d.next {
+		if !next[name] {
+			d.m.SetTemplate(name, nil)
+		}
+	}
+	d.next = next
+}
+
+// sameOfferings: alive is only ever replaced, never changed in place, so the same slice is the
+// same offerings.
+func sameOfferings(a, b []int) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+func (d *devicePlan) poolDevices(ps *poolState) map[string][]cloud.DeviceSet {
+	if out, ok := d.pools[ps]; ok {
+		return out
+	}
+	out := map[string][]cloud.DeviceSet{}
+	for _, t := range ps.types {
+		if len(t.it.Devices) > 0 {
+			out[t.it.Name] = t.it.Devices
+		}
+	}
+	d.pools[ps] = out
+	return out
+}
+
+// devicesOf are the devices of the types of offerings that have some, by type name.
+func devicesOf(ps *poolState, offerings []int) map[string][]cloud.DeviceSet {
+	out := map[string][]cloud.DeviceSet{}
+	for _, i := range offerings {
+		if it := ps.compatible[i].it; len(it.Devices) > 0 {
+			out[it.Name] = it.Devices
+		}
+	}
+	return out
+}
+
+// beforePreFilter readies the overlay for the pod's PreFilter.
+func (p *planning) beforePreFilter(pod *corev1.Pod) {
+	if p.devices != nil && needsDevices(pod) {
+		p.devices.sync(p)
+	}
+}
+
+// reserveOn records what the pod's claims take on a node that exists or is in flight.
+func (p *planning) reserveOn(ctx context.Context, pod *corev1.Pod, ni fwk.NodeInfo) {
+	if p.devices == nil || !needsDevices(pod) {
+		return
+	}
+	if err := p.pl.sim.ReserveClaims(ctx, pod, []fwk.NodeInfo{ni}); err != nil {
+		klog.FromContext(ctx).Error(err, "Recording the devices of a planned pod", "pod", klog.KObj(pod), "node", ni.Node().Name)
+	}
+}
+
+// reserveOnClaim records what the pod's claims take on the open claim, once as each type the
+// claim may still launch as: whichever it launches as, its devices for the pod are taken.
+func (p *planning) reserveOnClaim(ctx context.Context, pod *corev1.Pod, oc *openClaim) {
+	if p.devices == nil || !needsDevices(pod) {
+		return
+	}
+	seen := map[int]bool{}
+	var views []fwk.NodeInfo
+	for _, i := range oc.alive {
+		t := oc.pool.compatible[i].typ
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		views = append(views, oc.placementView(i, nil, &framework.NodeInfo{}))
+	}
+	if err := p.pl.sim.ReserveClaims(ctx, pod, views); err != nil {
+		klog.FromContext(ctx).Error(err, "Recording the devices of a planned pod", "pod", klog.KObj(pod), "claim", oc.name)
+	}
+}
+
+// waits reports whether the scheduler would not try the pod yet (a PreEnqueue plugin holds it:
+// its ResourceClaim is not created yet), and records it as waiting then. Only pods with claims
+// are asked: for the others the plan is as it was.
+func (p *planning) waits(ctx context.Context, pod *corev1.Pod) bool {
+	if !needsDevices(pod) {
+		return false
+	}
+	status := p.pl.sim.PreEnqueue(ctx, pod)
+	if status.IsSuccess() {
+		return false
+	}
+	p.plan.Waiting = append(p.plan.Waiting, Unplaceable{Pod: pod, Reasons: map[string]string{"": status.Message()}})
+	return true
+}
