@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"github.com/tailor-sh/tailor/pkg/simulation/dra"
 )
@@ -47,9 +48,11 @@ func (s *Simulator) ReserveClaims(ctx context.Context, pod *corev1.Pod, nodes []
 	})
 }
 
-// filterDevices runs DynamicResources' Filter for pod on node's view (deviceView).
+// filterDevices runs DynamicResources' Filter for pod on node's view (deviceView). A pod for
+// which the plugin's PreFilter skipped its Filter (no claim, no extended resource it backs) costs
+// no view.
 func (s *Simulator) filterDevices(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
-	if s.claims == nil {
+	if s.claims == nil || state.GetSkipFilterPlugins().Has(names.DynamicResources) {
 		return nil
 	}
 	return s.claims.RunFilterPlugins(ctx, state, pod, s.deviceView(node))

@@ -223,3 +223,34 @@ func TestPodWaitsForItsClaimToBeCreated(t *testing.T) {
 		t.Fatalf("waiting = %+v, want the pod", plan.Waiting)
 	}
 }
+
+// Pods that spread are weighed once more when the plan is done (besideThePlan), with fresh
+// PreFilter states: their claims, allocated by the plan by then, must still hold them where the
+// plan put them.
+func TestSpreadingPodsWithClaimsKeepTheirPlaceWhenThePlanIsWeighed(t *testing.T) {
+	var objects []runtime.Object
+	var pending []*corev1.Pod
+	for i := range 4 {
+		name := fmt.Sprintf("gpu-%d", i)
+		objects = append(objects, gpuClaim(name, 1))
+		p := claimPod(fmt.Sprintf("replica-%d", i), name)
+		p.Labels = map[string]string{"app": "inference"}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "inference"}}}}
+		pending = append(pending, p)
+	}
+	pl, _, pool := devicePlanner(t, objects...)
+	plan := pl.Plan(context.Background(), Input{Pending: pending, Pools: []Pool{pool}})
+	if len(plan.Unplaceable) > 0 {
+		t.Fatalf("pod %s unplaceable: %v", plan.Unplaceable[0].Pod.Name, plan.Unplaceable[0].Reasons)
+	}
+	placedOnce(t, plan, pending)
+	for _, pc := range plan.Claims {
+		for _, o := range pc.Options {
+			if n, _ := gpus(o.InstanceType); n < len(pc.Pods) {
+				t.Errorf("claim with %d pods of one GPU each may launch as %s, which has %d", len(pc.Pods), o.InstanceType.Name, n)
+			}
+		}
+	}
+	t.Logf("%s", summary(plan))
+}

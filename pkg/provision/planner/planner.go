@@ -253,6 +253,9 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	var selectorKeys []string
 	selectorKeys, p.defaultKeys = pl.sim.ProfileNodeKeys()
 	p.rel = newRelevance(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
+	if p.devices != nil {
+		p.rel.deviceKeys = p.pl.sim.DRA().NodeLabelKeys()
+	}
 	p.domains = emptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
 	p.planned = make([]fwk.NodeInfo, 0, len(in.Pending)+len(p.domains))
 	p.specs = make(map[*corev1.Pod]string, len(in.Pending))

@@ -33,14 +33,19 @@ type relevance struct {
 	// and DoNotSchedule default spread constraints.
 	profileKeys    []string
 	profileDefault []string
-	cache          map[*corev1.Pod]podKeys
+	// deviceKeys are the keys DynamicResources reads for a pod with ResourceClaims (the plan's
+	// dra.Manager.NodeLabelKeys); set before the first pod's keys are asked.
+	deviceKeys []string
+	cache      map[*corev1.Pod]podKeys
 }
 
 // podKeys are the label keys placement may read for one pod. topology are the keys whose value
 // must be settled once the pod is on a claim: pods are counted per domain of these keys, by the
 // pod's own constraints or by others', and a claim that may still launch in several domains would
-// be counted in none. all means the pod reads more than this file can tell (volumes, dynamic
-// resources): every offering is then its own class.
+// be counted in none. all means the pod reads more than this file can tell (volumes): every
+// offering is then its own class. A pod with ResourceClaims reads the keys DynamicResources
+// reads (relevance.deviceKeys): the instance type, whose devices it weighs, and the keys of any
+// node selector of the cluster's slices and allocated claims.
 type podKeys struct {
 	selector []string
 	topology []string
@@ -110,10 +115,15 @@ func (r *relevance) compute(p *corev1.Pod) podKeys {
 	// are settled all the same: a StatefulSet's replica with a volume still spreads over zones,
 	// and a claim left free to launch in any zone counts it in none (four replicas of a zone
 	// spread would be planned onto claims free in three zones, and all launch in one).
-	all := len(p.Spec.ResourceClaims) > 0 || slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+	all := slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
 		return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
 	})
 	sel := map[string]bool{}
+	if len(p.Spec.ResourceClaims) > 0 {
+		for _, k := range r.deviceKeys {
+			sel[k] = true
+		}
+	}
 	for k := range p.Spec.NodeSelector {
 		sel[k] = true
 	}

@@ -109,8 +109,13 @@ func (m *Manager) SetTemplate(name string, byType map[string][]cloud.DeviceSet) 
 // the node's name and the type's, joined. Each type's devices are published for that name, so
 // the allocator reaches a type's devices by name alone, as it does a real node's, and a pod
 // planned on the node as one type takes nothing from it as another. ok is false for every other
-// node, which DynamicResources sees as it is.
+// node, and for a template whose type is not settled (no label): the plugin sees those as they
+// are, where a claim the plan allocated on the node is available and no device of any type is.
 func (m *Manager) ViewName(node *corev1.Node) (name string, ok bool) {
+	typ, labelled := node.Labels[corev1.LabelInstanceTypeStable]
+	if !labelled {
+		return "", false
+	}
 	m.mu.RLock()
 	_, ok = m.templates[node.Name]
 	m.mu.RUnlock()
@@ -119,7 +124,7 @@ func (m *Manager) ViewName(node *corev1.Node) (name string, ok bool) {
 	}
 	// A type without devices gets a view all the same, which no slice serves, as none will serve
 	// the node.
-	return viewName(node.Name, node.Labels[corev1.LabelInstanceTypeStable]), true
+	return viewName(node.Name, typ), true
 }
 
 func viewName(node, typ string) string { return node + "." + typ }
@@ -206,4 +211,39 @@ func templateSlices(name string, byType map[string][]cloud.DeviceSet) []*resourc
 		out = append(out, cloud.ResourceSlices(viewName(name, typ), sets)...)
 	}
 	return out
+}
+
+// NodeLabelKeys are the node label keys DynamicResources may read when it weighs a pod's claims
+// on a node: the instance type, by which a template node's view is named (ViewName), and the
+// keys of the node selectors of the cluster's slices (devices reachable from several nodes) and
+// of its allocated claims (which hold their pods to the nodes they select). The plugin reads the
+// node's name besides, and nothing else of it.
+func (m *Manager) NodeLabelKeys() []string {
+	keys := sets.New(corev1.LabelInstanceTypeStable)
+	add := func(ns *corev1.NodeSelector) {
+		if ns == nil {
+			return
+		}
+		for _, t := range ns.NodeSelectorTerms {
+			for _, e := range t.MatchExpressions {
+				keys.Insert(e.Key)
+			}
+		}
+	}
+	if slices, err := m.base.ResourceSlices().ListWithDeviceTaintRules(); err == nil {
+		for _, s := range slices {
+			add(s.Spec.NodeSelector)
+			for _, d := range s.Spec.Devices {
+				add(d.NodeSelector)
+			}
+		}
+	}
+	if claims, err := m.base.ResourceClaims().List(); err == nil {
+		for _, c := range claims {
+			if c.Status.Allocation != nil {
+				add(c.Status.Allocation.NodeSelector)
+			}
+		}
+	}
+	return sets.List(keys)
 }
