@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -42,6 +43,11 @@ type Options struct {
 	// Replan is called when a claim goes away before it served its pods, so they are planned
 	// again at once.
 	Replan func()
+	// DeviceClasses and ResourceSlices, when set, let a claim launched for an extended resource
+	// that a DeviceClass backs with DRA devices initialize once its node publishes devices, since
+	// the node never advertises the resource itself.
+	DeviceClasses  resourcelisters.DeviceClassLister
+	ResourceSlices resourcelisters.ResourceSliceLister
 	// Backoff, when set, holds back the NodePool and node class of a claim whose launch failed
 	// permanently, so the replan does not launch the same failure again at once.
 	Backoff *cloud.LaunchBackoff

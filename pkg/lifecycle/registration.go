@@ -58,12 +58,15 @@ func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (t
 	if err != nil || node == nil {
 		return 0, err
 	}
-	if why := notInitialized(node, claim); why != "" {
+	dra := draDevices{c.opts.DeviceClasses, c.opts.ResourceSlices}
+	if why := notInitialized(node, claim, dra); why != "" {
+		// No event of the node's tells when a driver publishes its devices: look again.
+		recheck := dra.recheck(claim)
 		if claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why, c.opts.Clock.Now()) {
 			_, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
-			return 0, err
+			return recheck, err
 		}
-		return 0, nil
+		return recheck, nil
 	}
 	labels := map[string]string{karpv1.NodeInitializedLabelKey: "true"}
 	if err := c.patchNode(ctx, node, labels, nil, nil); err != nil {
@@ -80,7 +83,7 @@ func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (t
 	return 0, nil
 }
 
-func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) string {
+func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim, dra draDevices) string {
 	ready := false
 	for _, cond := range node.Status.Conditions {
 		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
@@ -99,9 +102,16 @@ func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) string {
 		if !isExtended(name) || q.IsZero() {
 			continue
 		}
-		if have, ok := node.Status.Allocatable[name]; !ok || have.IsZero() {
-			return fmt.Sprintf("resource %s is not registered on Node %s", name, node.Name)
+		if have, ok := node.Status.Allocatable[name]; ok && !have.IsZero() {
+			continue
 		}
+		if class := dra.backing(name); class != "" {
+			if dra.published(node.Name) {
+				continue
+			}
+			return fmt.Sprintf("resource %s (the DRA devices of DeviceClass %s) is not published for Node %s", name, class, node.Name)
+		}
+		return fmt.Sprintf("resource %s is not registered on Node %s", name, node.Name)
 	}
 	return ""
 }

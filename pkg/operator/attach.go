@@ -96,6 +96,9 @@ func (o *Operator) attachControllers(h fwk.Handle, args *tailor.Args) error {
 		Clock:        o.clock,
 		Replan:       o.provisioner.Trigger,
 		Backoff:      backoff,
+		// The scheduler's own informers, which its DynamicResources plugin watches too.
+		DeviceClasses:  h.SharedInformerFactory().Resource().V1().DeviceClasses().Lister(),
+		ResourceSlices: h.SharedInformerFactory().Resource().V1().ResourceSlices().Lister(),
 	})
 	if err != nil {
 		return err

@@ -31,13 +31,15 @@ two workers each):
     its NodeClaims, as in Karpenter)
   namespace: a deleted namespace is emptied and goes away
   EndpointSlice, PersistentVolume (with an EBS-like provisioner)
+  resourceclaim: pods get the ResourceClaims of their ResourceClaimTemplates (resource.k8s.io/v1
+    is served; a stand-in DRA driver publishes each kwok node's devices as ResourceSlices)
 It does not run:
   node lifecycle, taint eviction: kwok marks a node Ready once and renews no heartbeat nor
     Lease, which that controller would take for a dead node; Tailor's node repair acts on
     unhealthy nodes and Tailor drains through the Eviction API
   ServiceAccount and token controllers: the ServiceAccount admission plugin is off
   service load balancers, routes, node IPAM: no cloud controller; kwok gives pods addresses
-  HPA, certificates, bootstrap tokens, ResourceClaims, PVC/PV protection, attach/detach,
+  HPA, certificates, bootstrap tokens, PVC/PV protection, attach/detach,
     volume expansion`
 
 // clusterControllers are the controllers a user's clean-up relies on: the garbage collector,

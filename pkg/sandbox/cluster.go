@@ -97,6 +97,10 @@ type Cluster struct {
 	mu         sync.Mutex
 	replicas   []*replica
 	replicaSeq int
+
+	// devicesByPool caches, for the stand-in DRA driver, the devices of each NodePool's types.
+	devicesMu     sync.Mutex
+	devicesByPool map[string]poolDevices
 }
 
 // Start brings up the control plane, installs Tailor's CRDs, and starts the workload
@@ -123,7 +127,7 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 }
 
 // start brings up everything after the control plane: the CRDs, the kubeconfig, the workload
-// controllers, kwok, and Tailor's scheduler.
+// controllers, kwok, the stand-in DRA driver, and Tailor's scheduler.
 func (c *Cluster) start(ctx context.Context, opts Options) error {
 	var err error
 	if c.Kube, c.Tailor, err = clientsFor(c.cp.Config); err != nil {
@@ -160,6 +164,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		c.newCloud = opts.NewCloud
 	} else {
 		c.Cloud = opts.NewCloud(c.Kube)
+	}
+	if err := c.startDRADriver(ctx, componentKube); err != nil {
+		return err
 	}
 	if opts.Webhook != nil {
 		if err := c.placeWebhook(*opts.Webhook); err != nil {

@@ -108,9 +108,10 @@ func withJobRuntime(stage string) string {
 	return strings.Replace(stage, "spec:\n", delay, 1)
 }
 
-// StartWorkloadControllers runs the Deployment, ReplicaSet, StatefulSet, DaemonSet, Job and
-// disruption (PodDisruptionBudget status) controllers, so workloads create pods and PDBs allow
-// evictions as they would in a cluster with kube-controller-manager, and the controllers clean-up
+// StartWorkloadControllers runs the Deployment, ReplicaSet, StatefulSet, DaemonSet, Job,
+// disruption (PodDisruptionBudget status) and resourceclaim controllers, so workloads create pods,
+// PDBs allow evictions and pods get the ResourceClaims of their templates as they would in a
+// cluster with kube-controller-manager, and the controllers clean-up
 // relies on (see clusterControllers). Volumes are StartVolumeControllers'; Controllers lists all.
 func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
 	// Without managed fields, as kube-controller-manager's informers hold objects: no controller
@@ -141,6 +142,10 @@ func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubern
 	if err != nil {
 		return fmt.Errorf("creating the Job controller: %w", err)
 	}
+	rcc, err := newResourceClaimController(ctx, kube, factory)
+	if err != nil {
+		return err
+	}
 	cluster, err := newClusterControllers(ctx, cfg, kube, factory, mapper)
 	if err != nil {
 		return err
@@ -153,5 +158,6 @@ func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubern
 	go dsc.Run(ctx, 2)
 	go jc.Run(ctx, 2)
 	go pdbc.Run(ctx)
+	go rcc.Run(ctx, 2)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -31,7 +32,10 @@ func Nodes(kube kubernetes.Interface) func(emulator.Launch) {
 		wait := 100 * time.Millisecond
 		for attempt := 0; attempt < 8; attempt++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, err := kube.CoreV1().Nodes().Create(ctx, emulator.NodeFor(l), metav1.CreateOptions{})
+			node, err := withoutDRABackedResources(ctx, kube, emulator.NodeFor(l))
+			if err == nil {
+				_, err = kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+			}
 			cancel()
 			if err == nil || apierrors.IsAlreadyExists(err) {
 				return
@@ -41,4 +45,23 @@ func Nodes(kube kubernetes.Interface) func(emulator.Launch) {
 			wait *= 2
 		}
 	}
+}
+
+// withoutDRABackedResources drops from the node's capacity and allocatable every extended
+// resource a DeviceClass backs with DRA devices (its spec.extendedResourceName, such as
+// nvidia.com/gpu): a cluster that maps the resource to its DRA driver does not also run the
+// device plugin that would advertise it, and the scheduler serves a resource from DRA devices only
+// on nodes that do not advertise it. The sandbox's stand-in DRA driver publishes the devices.
+func withoutDRABackedResources(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) (*corev1.Node, error) {
+	classes, err := kube.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	for _, c := range classes.Items {
+		if name := c.Spec.ExtendedResourceName; name != nil {
+			delete(node.Status.Capacity, corev1.ResourceName(*name))
+			delete(node.Status.Allocatable, corev1.ResourceName(*name))
+		}
+	}
+	return node, nil
 }
