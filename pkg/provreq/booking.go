@@ -113,14 +113,14 @@ func (b *Bookings) placed(s slot) *corev1.Pod {
 // keeps room for as many of its pods as have no consumer yet (a pod annotated to consume it, in
 // its namespace). A consumer bound to a booked node frees that node's room; the others free room
 // from the end of the booking.
-func (b *Bookings) booked(real []*corev1.Pod) []*corev1.Pod {
-	out, _ := b.split(real)
+func (b *Bookings) booked(clusterPods []*corev1.Pod) []*corev1.Pod {
+	out, _ := b.split(clusterPods)
 	return out
 }
 
 // split is booked, and for each unbound consumer the node (or the stand-in of the NodeClaim) of
 // the room it frees, where the planner sends it first.
-func (b *Bookings) split(real []*corev1.Pod) ([]*corev1.Pod, map[types.UID]string) {
+func (b *Bookings) split(clusterPods []*corev1.Pod) ([]*corev1.Pod, map[types.UID]string) {
 	b.mu.Lock()
 	keys := make([]string, 0, len(b.byKey))
 	for k := range b.byKey {
@@ -136,7 +136,7 @@ func (b *Bookings) split(real []*corev1.Pod) ([]*corev1.Pod, map[types.UID]strin
 		return nil, nil
 	}
 	consumers := map[string][]*corev1.Pod{}
-	for _, p := range real {
+	for _, p := range clusterPods {
 		if name := consumes(p); name != "" {
 			consumers[p.Namespace+"/"+name] = append(consumers[p.Namespace+"/"+name], p)
 		}
@@ -201,11 +201,11 @@ func (b *Bookings) Destinations(pending []*corev1.Pod) map[types.UID]string {
 	if none || lister == nil {
 		return nil
 	}
-	real, err := lister.List(labels.Everything())
+	clusterPods, err := lister.List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	_, freed := b.split(real)
+	_, freed := b.split(clusterPods)
 	out := map[types.UID]string{}
 	for _, p := range pending {
 		if node, ok := freed[p.UID]; ok && node != "" {

@@ -100,12 +100,12 @@ func TestConsumersTakeTheirRoom(t *testing.T) {
 // and booked pods, by selector and namespace; Get reads real pods.
 func TestBookedListerAddsBookingsToPods(t *testing.T) {
 	w := newWorld(t)
-	real := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	_ = real.Add(pod("web", "node-a", nil))
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = indexer.Add(pod("web", "node-a", nil))
 	booked := pod("r-0", "", map[string]string{})
 	booked.Labels = map[string]string{"job": "train"}
 	w.c.opts.Bookings.book("team/r", &booking{slots: []slot{{pod: booked, node: "node-a"}}})
-	l := w.c.opts.Bookings.BookedPods(corelisters.NewPodLister(real))
+	l := w.c.opts.Bookings.BookedPods(corelisters.NewPodLister(indexer))
 	if all, _ := l.List(labels.Everything()); len(all) != 2 {
 		t.Fatalf("listed %d pods, want the real one and the booked one", len(all))
 	}
@@ -135,12 +135,12 @@ func TestPendingConsumersAreDestinedToTheRoomTheyFree(t *testing.T) {
 		{pod: pod("r-1", "", map[string]string{}), claim: "launching"},
 	}})
 	consume := map[string]string{autoscalingv1.ConsumeAnnotationKey: "r"}
-	real := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	bound, first, second, bystander := pod("j-0", "node-a", consume), pod("j-1", "", consume), pod("j-2", "", consume), pod("web", "", nil)
 	for _, p := range []*corev1.Pod{bound, first, second, bystander} {
-		_ = real.Add(p)
+		_ = indexer.Add(p)
 	}
-	w.c.opts.Bookings.BookedPods(corelisters.NewPodLister(real))
+	w.c.opts.Bookings.BookedPods(corelisters.NewPodLister(indexer))
 	got := w.c.opts.Bookings.Destinations([]*corev1.Pod{first, second, bystander})
 	// j-0 took node-a's room; j-1 takes the last room left, the launching claim's; j-2 finds none.
 	if len(got) != 1 || got[first.UID] != "launching" {

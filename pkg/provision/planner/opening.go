@@ -53,25 +53,8 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	if len(ps.compatible) == 0 {
 		return nil, "no available instance type offering satisfies the NodePool's requirements"
 	}
-	var limited corev1.ResourceName
-	var within []int
 	groups := pl.daemonGroups(ctx, ps)
-	allowed := make([][]int, len(groups))
-	for g, group := range groups {
-		if len(ps.NodePool.Spec.Limits) == 0 {
-			allowed[g] = group.offerings
-			within = append(within, group.offerings...)
-			continue
-		}
-		for _, i := range group.offerings {
-			if name, ok := ps.withinLimits(ps.compatible[i].it); !ok {
-				limited = name
-				continue
-			}
-			allowed[g] = append(allowed[g], i)
-			within = append(within, i)
-		}
-	}
+	allowed, within, limited := ps.withinLimitsByGroup(groups)
 	if len(within) == 0 {
 		// Report what counts against the limit, claims opened by this plan included: the pool's
 		// existing claims alone could read "0 of 4 in use" for a limit this plan has filled.
@@ -134,6 +117,28 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	}
 	statuses := pl.filterOptions(ctx, state, pod, options)
 	return nil, explain(pod, options, statuses) + pl.explainDevices(pod, statuses)
+}
+
+// withinLimitsByGroup returns, per daemon group, the offerings the pool's limits still allow a
+// new claim to launch as, all of them together, and a resource whose limit refused one.
+func (ps *poolState) withinLimitsByGroup(groups []daemonGroup) (allowed [][]int, within []int, limited corev1.ResourceName) {
+	allowed = make([][]int, len(groups))
+	for g, group := range groups {
+		if len(ps.NodePool.Spec.Limits) == 0 {
+			allowed[g] = group.offerings
+			within = append(within, group.offerings...)
+			continue
+		}
+		for _, i := range group.offerings {
+			if name, ok := ps.withinLimits(ps.compatible[i].it); !ok {
+				limited = name
+				continue
+			}
+			allowed[g] = append(allowed[g], i)
+			within = append(within, i)
+		}
+	}
+	return allowed, within, limited
 }
 
 // add puts the pod on the claim and, for a pool with limits, recounts the most the claim may
