@@ -18,7 +18,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
-// gpuClass is the DeviceClass of examples/deviceclass-gpu.yaml.
+// gpuClass is the DeviceClass of examples/dra/deviceclass-gpu.yaml.
 const gpuClass = "gpu.nvidia.com"
 
 // gpuRequest asks for count GPUs of gpuClass that pass every CEL selector.
@@ -70,7 +70,7 @@ func gpuPool() *karpv1.NodePool {
 func newDRAEnv(e *awsEnv, pool bool) {
 	e.t.Helper()
 	e.t.Cleanup(e.logWhyPending)
-	e.applyExample("deviceclass-gpu.yaml")
+	e.applyExample("dra/deviceclass-gpu.yaml")
 	if pool {
 		e.applyExample("ec2nodeclass.yaml")
 		e.createNodePool(gpuPool())
