@@ -57,7 +57,7 @@ func readShape(e *env.AWS, name string) (*shapeState, error) {
 	return s, nil
 }
 
-// waitShape is env.waitFor for a subtest: it fails the case, not the whole table.
+// waitShape is env.Env.WaitFor for a subtest: it fails the case, not the whole table.
 func waitShape(t *testing.T, e *env.AWS, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	last := ""

@@ -17,48 +17,53 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// awsCluster and awsQueue match examples/: its EC2NodeClass selects subnets and security groups
+// AWSCluster and AWSQueue match examples/: its EC2NodeClass selects subnets and security groups
 // tagged karpenter.sh/discovery=tailor and names the role KarpenterNodeRole-tailor.
 const (
 	AWSCluster = "tailor"
 	AWSQueue   = "tailor-e2e-interruptions"
 )
 
-// awsEnv is a cluster whose cloud is the real AWS provider against the emulator, with the
+// AWS is a cluster whose cloud is the real AWS provider against the emulator, with the
 // provider's own controller (EC2NodeClass status) running; the operator consumes the
 // interruption queue through the provider's cloud.InterruptionSource.
 type AWS struct {
 	*Env
 	Emu      *emulator.Emulator
 	Provider *tailoraws.Provider
-	// interrupted receives every interruption notice the consumer has handled.
+	// Interrupted receives every interruption notice the consumer has handled.
 	Interrupted chan HandledNotice
 }
 
+// HandledNotice is an interruption notice the provider's consumer handled, and the instance it
+// named.
 type HandledNotice struct {
 	Ev         eventbridge.Event
 	ProviderID string
 }
 
+// NewAWS starts a cluster on the AWS provider against the emulator, with the emulated account set
+// up as examples/ expects it (cluster AWSCluster, the emulator's region); in -short mode it skips
+// the test.
 func NewAWS(t *testing.T) *AWS {
 	t.Helper()
 	return NewAWSFor(t, AWSCluster, emulator.Region)
 }
 
-// newAWSEnvFor is newAWSEnv with the emulated account set up for another cluster and region, as
+// NewAWSFor is NewAWS with the emulated account set up for another cluster and region, as
 // `tailor sandbox --cluster-name --region` does.
 func NewAWSFor(t *testing.T, clusterName, region string) *AWS {
 	t.Helper()
 	return NewAWSWith(t, clusterName, region, nil)
 }
 
-// newAWSEnvWith is newAWSEnvFor with Tailor plugin args (sandbox.Options.TailorArgs).
+// NewAWSWith is NewAWSFor with Tailor plugin args (sandbox.Options.TailorArgs).
 func NewAWSWith(t *testing.T, clusterName, region string, tailorArgs map[string]any) *AWS {
 	t.Helper()
 	return NewAWSTuned(t, clusterName, region, tailorArgs, nil)
 }
 
-// newAWSEnvTuned is newAWSEnvWith with provider options changed by tune.
+// NewAWSTuned is NewAWSWith with provider options changed by tune.
 func NewAWSTuned(t *testing.T, clusterName, region string, tailorArgs map[string]any, tune func(*tailoraws.Options)) *AWS {
 	t.Helper()
 	if testing.Short() {
@@ -118,6 +123,8 @@ func (e *AWS) ClaimInstances() map[string]string {
 	return out
 }
 
+// AWSClass is an EC2NodeClass selecting the examples' subnets, security groups and role, with the
+// AMI alias and user data given.
 func AWSClass(name, alias string, userData *string) *awsv1.EC2NodeClass {
 	discovery := map[string]string{emulator.DiscoveryTag: AWSCluster}
 	return &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: awsv1.EC2NodeClassSpec{
@@ -129,12 +136,14 @@ func AWSClass(name, alias string, userData *string) *awsv1.EC2NodeClass {
 	}}
 }
 
+// AWSPool is a NodePool (see NodePool) whose nodes are launched from the EC2NodeClass class.
 func AWSPool(name, class string) *karpv1.NodePool {
 	np := NodePool(name)
 	np.Spec.Template.Spec.NodeClassRef.Name = class
 	return np
 }
 
+// CreateClass creates nc.
 func (e *AWS) CreateClass(nc *awsv1.EC2NodeClass) {
 	e.T.Helper()
 	if _, err := e.Cluster.Tailor.AWSV1().EC2NodeClasses().Create(e.Ctx, nc, metav1.CreateOptions{}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
+// ClaimOfNode is the NodeClaim of node, by provider ID; it fails the test if there is none.
 func (e *Env) ClaimOfNode(node *corev1.Node) *karpv1.NodeClaim {
 	e.T.Helper()
 	claims, err := e.Cluster.Tailor.KarpenterV1().NodeClaims().List(e.Ctx, metav1.ListOptions{})
@@ -27,6 +28,7 @@ func (e *Env) ClaimOfNode(node *corev1.Node) *karpv1.NodeClaim {
 	return nil
 }
 
+// PodNames lists the names of the pods with the label selector.
 func (e *Env) PodNames(selector string) []string {
 	e.T.Helper()
 	list, err := e.Cluster.Kube.CoreV1().Pods("").List(e.Ctx, metav1.ListOptions{LabelSelector: selector})
@@ -56,6 +58,7 @@ func (e *Env) EventsFor(reason, kind string) []eventsv1.Event {
 	return out
 }
 
+// Notes are the Events' notes.
 func Notes(evs []eventsv1.Event) []string {
 	var out []string
 	for _, ev := range evs {
@@ -64,6 +67,7 @@ func Notes(evs []eventsv1.Event) []string {
 	return out
 }
 
+// ClaimSummary describes NodeClaims for a failure message.
 func ClaimSummary(claims []karpv1.NodeClaim) string {
 	var parts []string
 	for _, c := range claims {
@@ -72,6 +76,7 @@ func ClaimSummary(claims []karpv1.NodeClaim) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
+// EditNodePool applies edit to the NodePool named name, retrying on conflicts.
 func (e *Env) EditNodePool(name string, edit func(*karpv1.NodePool)) {
 	e.T.Helper()
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -35,6 +35,7 @@ type Sampler struct {
 	failure string
 }
 
+// Sample runs check every interval until the Sampler is stopped; check says what is wrong, or "".
 func (e *Env) Sample(every time.Duration, check func() string) *Sampler {
 	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -204,6 +205,7 @@ func PinnedPod(name, node string) *corev1.Pod {
 	}
 }
 
+// DescribeNodes describes the pool's nodes for a failure message.
 func DescribeNodes(e *Env, pool string) string {
 	nodes, err := e.Cluster.Kube.CoreV1().Nodes().List(e.Ctx, metav1.ListOptions{LabelSelector: karpv1.NodePoolLabelKey + "=" + pool})
 	if err != nil {

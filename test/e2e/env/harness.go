@@ -1,6 +1,8 @@
-// Package e2e tests Tailor against a real control plane: embedded etcd, an in-process
-// kube-apiserver, the real kube-scheduler with Tailor's plugin, kwok for kubelets and the fake
-// cloud. Each test gets its own cluster.
+// Package env is the environment every e2e suite under test/e2e runs in: a real control plane
+// (embedded etcd, an in-process kube-apiserver, the real kube-scheduler with Tailor's plugin, kwok
+// for kubelets) over the fake cloud (New) or the real AWS provider against the emulator (NewAWS),
+// one per test, stopped when the test ends; and the waits, objects and assertions the suites
+// share. A helper only one suite uses lives in that suite.
 package env
 
 import (
@@ -26,41 +28,47 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Env is one test's cluster.
+// Env is one test's cluster. Its helpers fail T; none of them may be called after the test ends.
 type Env struct {
-	T       *testing.T
+	T *testing.T
+	// Ctx ends when the test does.
 	Ctx     context.Context
 	Cluster *sandbox.Cluster
-	Cloud   *fake.Provider
-	// clock is Tailor's clock; tests move it forward to pass timeouts without waiting.
+	// Cloud is the fake cloud; nil in an AWS environment, whose cloud is AWS.Provider.
+	Cloud *fake.Provider
+	// Clock is Tailor's clock; tests move it forward to pass timeouts without waiting.
 	Clock *sandbox.OffsetClock
-	// allowStranded is set by the tests that strand a pod on purpose: every other test fails
-	// when Tailor reports a pod stranded beside the node a plan put it on (see expectNoStranded).
-	allowStranded bool
+	// AllowStranded is set by the tests that strand a pod on purpose: every other test fails
+	// when Tailor reports a pod stranded beside the node a plan put it on (see ExpectNoStranded).
+	AllowStranded bool
 }
 
 // JoinerFunc lets a test stand between the cloud and the kubelets it starts.
 type JoinerFunc func(ctx context.Context, inst fake.Instance) error
 
+// Join calls f.
 func (f JoinerFunc) Join(ctx context.Context, inst fake.Instance) error { return f(ctx, inst) }
 
+// New starts a cluster on the fake cloud, with Tailor's quick disruption args; in -short mode it
+// skips the test.
 func New(t *testing.T) *Env { return NewWithJoiner(t, nil) }
 
-// newEnvWithJoiner starts a cluster whose instances register through wrap, given the joiner that
+// NewWithJoiner starts a cluster whose instances register through wrap, given the joiner that
 // registers them with the cluster.
 func NewWithJoiner(t *testing.T, wrap func(fake.Joiner) fake.Joiner) *Env {
 	t.Helper()
 	return Start(t, wrap, nil)
 }
 
-// newEnvWithWebhook starts a cluster whose scheduler also serves the mutating webhook, at
-// e.cluster.WebhookURL.
+// NewWithWebhook starts a cluster whose scheduler also serves the mutating webhook, at
+// e.Cluster.WebhookURL.
 func NewWithWebhook(t *testing.T, o webhook.Options) *Env {
 	t.Helper()
 	return Start(t, nil, &o)
 }
 
-// startEnv starts a cluster; with, if given, changes the sandbox's options first.
+// Start starts a cluster on the fake cloud whose instances register through wrap (if given), with
+// the webhook if hook is given; with, if given, changes the sandbox's options first.
 func Start(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Options, with ...func(*sandbox.Options)) *Env {
 	t.Helper()
 	if testing.Short() {
@@ -112,7 +120,7 @@ func Start(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Optio
 // ExpectNoStranded fails the test if Tailor found a pod stranded, or a node it launched unused:
 // the promise that no pod is left pending beside capacity launched for it holds in every test.
 func (e *Env) ExpectNoStranded() {
-	if e.allowStranded || e.T.Failed() {
+	if e.AllowStranded || e.T.Failed() {
 		return
 	}
 	for _, reason := range []string{"Stranded", "Unused"} {
@@ -136,6 +144,7 @@ func (e *Env) ApplyExample(name string) {
 	}
 }
 
+// CreateNodePool creates np and returns it as the API server stored it.
 func (e *Env) CreateNodePool(np *karpv1.NodePool) *karpv1.NodePool {
 	e.T.Helper()
 	out, err := e.Cluster.Tailor.KarpenterV1().NodePools().Create(e.Ctx, np, metav1.CreateOptions{})
@@ -164,6 +173,8 @@ spec:
 	return np
 }
 
+// DeploymentOf is a Deployment in default of replicas pods labelled app=name, each asking for cpu
+// and memory (see PodSpec).
 func DeploymentOf(name string, replicas int32, cpu, memory string) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
@@ -179,6 +190,8 @@ func DeploymentOf(name string, replicas int32, cpu, memory string) *appsv1.Deplo
 	}
 }
 
+// PodSpec is a pod for Tailor (schedulerName tailor) of one pause container asking for cpu and
+// memory, deleted at once (no grace period).
 func PodSpec(cpu, memory string) corev1.PodSpec {
 	return corev1.PodSpec{
 		SchedulerName:                 "tailor",
@@ -209,7 +222,7 @@ func (e *Env) WaitFor(what string, timeout time.Duration, cond func() (bool, str
 	}
 }
 
-// runningPods waits until every pod with the label selector is Running on a node, and returns them.
+// WaitRunning waits until every pod with the label selector is Running on a node, and returns them.
 func (e *Env) WaitRunning(selector string, want int, timeout time.Duration) []corev1.Pod {
 	e.T.Helper()
 	var pods []corev1.Pod
@@ -230,7 +243,8 @@ func (e *Env) WaitRunning(selector string, want int, timeout time.Duration) []co
 	return pods
 }
 
-// Apply applies manifest files of testdata.
+// Apply creates the objects of manifest files, by paths relative to the suite's directory
+// (testdata/...).
 func (e *Env) Apply(paths ...string) {
 	e.T.Helper()
 	if err := sandbox.ApplyFiles(e.Ctx, e.Cluster.Config, paths, nil); err != nil {

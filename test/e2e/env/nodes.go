@@ -34,6 +34,7 @@ func (e *Env) LaunchOneNode(app string, n int32) *corev1.Node {
 	return node
 }
 
+// WaitNodeGone waits until the Node named name is deleted.
 func (e *Env) WaitNodeGone(name string, timeout time.Duration) {
 	e.T.Helper()
 	e.WaitFor("node "+name+" to be gone", timeout, func() (bool, string) {
@@ -42,6 +43,7 @@ func (e *Env) WaitNodeGone(name string, timeout time.Duration) {
 	})
 }
 
+// InstanceExists says whether the fake cloud still has the instance of providerID.
 func (e *Env) InstanceExists(providerID string) bool {
 	for _, inst := range e.Cloud.Instances() {
 		if inst.ProviderID == providerID {
@@ -51,6 +53,7 @@ func (e *Env) InstanceExists(providerID string) bool {
 	return false
 }
 
+// CreatePDB creates a PodDisruptionBudget over app=app allowing maxUnavailable pods down.
 func (e *Env) CreatePDB(app string, maxUnavailable int) {
 	e.T.Helper()
 	mu := intstr.FromInt32(int32(maxUnavailable))
@@ -66,6 +69,7 @@ func (e *Env) CreatePDB(app string, maxUnavailable int) {
 	}
 }
 
+// ClaimConditionForNode is the condition condType of node's NodeClaim, nil if it has none.
 func (e *Env) ClaimConditionForNode(node *corev1.Node, condType string) *metav1.Condition {
 	claims, err := e.Cluster.Tailor.KarpenterV1().NodeClaims().List(e.Ctx, metav1.ListOptions{})
 	if err != nil {
@@ -104,6 +108,7 @@ func (e *Env) WaitForClaims(n int, timeout time.Duration) {
 	})
 }
 
+// Scale sets d's replicas.
 func (e *Env) Scale(d *appsv1.Deployment, replicas int32) {
 	e.T.Helper()
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
