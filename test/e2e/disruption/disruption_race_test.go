@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailor-sh/tailor/test/e2e/env"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/tailor-sh/tailor/test/e2e/env"
 )
 
 // A pod that the scheduler places on a node in the same instant that consolidation decides to

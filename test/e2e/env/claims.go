@@ -5,11 +5,12 @@ import (
 	"strings"
 	"time"
 
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
 
 // ClaimOfNode is the NodeClaim of node, by provider ID; it fails the test if there is none.

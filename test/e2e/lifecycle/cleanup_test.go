@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailor-sh/tailor/test/e2e/env"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tailor-sh/tailor/test/e2e/env"
 )
 
 // The clean-up a user does after trying the sandbox: what kube-controller-manager's garbage

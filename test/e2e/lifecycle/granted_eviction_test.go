@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailor-sh/tailor/test/e2e/env"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/tailor-sh/tailor/test/e2e/env"
 )
 
 // A drain finishes an eviction the PodDisruptionBudget granted but whose pod was never deleted:

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tailor-sh/tailor/test/e2e/env"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tailor-sh/tailor/test/e2e/env"
 )
 
 // zoneOf returns the zone of the node the pod runs on.
