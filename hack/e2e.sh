@@ -77,16 +77,19 @@ done
 if [ "${#failed[@]}" -eq 0 ] && [ "$pstatus" -eq 0 ]; then
 	exit 0
 fi
+# A test's own lines, and test/e2e/env's (a helper's failure names its file), without the
+# components' klog lines that the test's logger prefixes the same way.
+notklog() { grep -v -E '\.go:[0-9]+: [IWEF][0-9]{4} '; }
 echo "== what failed (whole logs in $OUT):"
 if [ "$pstatus" -ne 0 ]; then
-	grep -E -e '^panic:|^\s+[a-z_]+(_test)?\.go:[0-9]+: |--- FAIL|^FAIL' "$OUT/packages.log" | tail -40
+	grep -E -e '^panic:|^\s+[a-z_]+\.go:[0-9]+: |--- FAIL|^FAIL' "$OUT/packages.log" | notklog | tail -40
 fi
 names=()
 for line in "${failed[@]}"; do
 	t=${line#* }
 	names+=("$t")
 	echo "-- $t (test/e2e/${line%% *})"
-	grep -E -e '^panic:|^\s+[a-z_]+(_test)?\.go:[0-9]+: |--- FAIL' "$OUT/$t.log" | tail -25
+	grep -E -e '^panic:|^\s+[a-z_]+\.go:[0-9]+: |--- FAIL' "$OUT/$t.log" | notklog | tail -25
 done
 echo "failed: ${names[*]}"
 exit 1
