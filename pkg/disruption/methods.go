@@ -155,12 +155,20 @@ func (d *decider) multiNode(ctx context.Context) *Command {
 }
 
 // singleNode deletes one node, or replaces it with one cheaper node.
+// A candidate whose twin (see twins) was refused earlier in the pass is refused for the same
+// reason without a simulation.
 func (d *decider) singleNode(ctx context.Context) *Command {
+	refused := twins{}
 	for _, c := range d.underutilized() {
 		if d.now().After(d.deadline) {
 			return nil
 		}
 		if d.budgets.left(c.Pool.Name, karpv1.DisruptionReasonUnderutilized) < 1 {
+			continue
+		}
+		shape, twinnable := shapeOf(c)
+		if why, ok := refused[shape]; twinnable && ok {
+			d.refuse(c, why)
 			continue
 		}
 		spot := c.CapacityType() == karpv1.CapacityTypeSpot
@@ -169,6 +177,9 @@ func (d *decider) singleNode(ctx context.Context) *Command {
 			return cmd
 		}
 		d.refuse(c, why)
+		if twinnable {
+			refused[shape] = why
+		}
 	}
 	return nil
 }
