@@ -34,11 +34,12 @@ func (p *Provisioner) gangOf() planner.GangOf {
 }
 
 // wholeGangs plans the input so that every gang in it is planned whole (at least MinCount of its
-// pods placed) or not at all. A gang that cannot be completed even alone is left out first: no
+// pods placed), in one topology domain if it asks for one, or not at all. A gang that cannot be completed even alone is left out first: no
 // plan will complete it now. Gangs that each fit alone but not together are left out youngest
 // first, so that the oldest keeps its capacity. The pods of the gangs left out are unplaceable,
 // with why, and their PodGroups get an Event.
 func (p *Provisioner) wholeGangs(ctx context.Context, pl *planner.Planner, in planner.Input) *planner.Plan {
+	in = p.oneDomainGangs(ctx, pl, in)
 	plan := pl.Plan(ctx, in)
 	gangOf := p.gangOf()
 	short := planner.ShortGangs(in, plan, gangOf)

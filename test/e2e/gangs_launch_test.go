@@ -36,15 +36,31 @@ func newGangAWSEnv(t *testing.T, tailorArgs map[string]any) *awsEnv {
 	return e
 }
 
+// gangGroup is PodGroup name in default with the gang policy minCount.
+func gangGroup(name string, minCount int32) *schedulingv1alpha2.PodGroup {
+	return &schedulingv1alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: schedulingv1alpha2.PodGroupSpec{SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: minCount}}}}
+}
+
 // createGang creates PodGroup name with gang minCount, and one pod per spec, named name-NN and
 // labelled app=name, that joins it.
 func (e *env) createGang(name string, minCount int32, specs ...corev1.PodSpec) {
 	e.t.Helper()
-	group := &schedulingv1alpha2.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec: schedulingv1alpha2.PodGroupSpec{SchedulingPolicy: schedulingv1alpha2.PodGroupSchedulingPolicy{
-			Gang: &schedulingv1alpha2.GangSchedulingPolicy{MinCount: minCount}}}}
-	if _, err := e.cluster.Kube.SchedulingV1alpha2().PodGroups("default").Create(e.ctx, group, metav1.CreateOptions{}); err != nil {
+	e.createGangOf(gangGroup(name, minCount), specs...)
+}
+
+// createGangOf creates the PodGroup, and one pod per spec, named after it as createGang names them,
+// that joins it.
+func (e *env) createGangOf(group *schedulingv1alpha2.PodGroup, specs ...corev1.PodSpec) {
+	e.t.Helper()
+	name := group.Name
+	created, err := e.cluster.Kube.SchedulingV1alpha2().PodGroups("default").Create(e.ctx, group, metav1.CreateOptions{})
+	if err != nil {
 		e.t.Fatalf("creating PodGroup %s: %v", name, err)
+	}
+	if group.Spec.SchedulingConstraints != nil && created.Spec.SchedulingConstraints == nil {
+		e.t.Fatalf("the API server dropped PodGroup %s's schedulingConstraints: the TopologyAwareWorkloadScheduling gate is off", name)
 	}
 	for i, spec := range specs {
 		spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
