@@ -131,6 +131,25 @@ func TestGangCompletesOnOtherOfferings(t *testing.T) {
 	if got := len(e.running()); got != 4 {
 		t.Errorf("%d instances running; want the gang's 4", got)
 	}
+	// The launches met the shortage (rather than never trying c6g): the provider now leaves the
+	// short offering out in the zones the gang runs in.
+	pool, err := e.cluster.Tailor.KarpenterV1().NodePools().Get(e.ctx, "gang", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := e.provider.InstanceTypes(e.ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		for _, it := range types {
+			for _, o := range it.Offerings {
+				if it.Name == "c6g.xlarge" && o.CapacityType == karpv1.CapacityTypeOnDemand && o.Zone == n.Labels[corev1.LabelTopologyZone] && o.Available {
+					t.Errorf("c6g.xlarge on-demand in %s is still offered: no launch met its shortage", o.Zone)
+				}
+			}
+		}
+	}
 }
 
 // TestGangGivenBackWhenItCannotComplete: a 3-pod gang whose pods are pinned one to each zone, and
