@@ -67,8 +67,10 @@ func newAWSEnvWith(t *testing.T, clusterName, region string, tailorArgs map[stri
 	return newAWSEnvTuned(t, clusterName, region, tailorArgs, nil)
 }
 
-// newAWSEnvTuned is newAWSEnvWith with provider options changed by tune.
-func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[string]any, tune func(*tailoraws.Options)) *awsEnv {
+// newAWSEnvTuned is newAWSEnvWith with provider options changed by tune and, if given, the
+// sandbox's options changed by with.
+func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[string]any, tune func(*tailoraws.Options),
+	with ...func(*sandbox.Options)) *awsEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e tests start a control plane; skipped in -short mode")
@@ -91,8 +93,11 @@ func newAWSEnvTuned(t *testing.T, clusterName, region string, tailorArgs map[str
 		cancel()
 		t.Fatal(err)
 	}
-	cluster, err := sandbox.Start(ctx, t, sandbox.Options{Dir: t.TempDir(), Clock: e.clock, TailorArgs: tailorArgs,
-		NewCloud: aws.NewCloud(e.provider)})
+	opts := sandbox.Options{Dir: t.TempDir(), Clock: e.clock, TailorArgs: tailorArgs, NewCloud: aws.NewCloud(e.provider)}
+	for _, f := range with {
+		f(&opts)
+	}
+	cluster, err := sandbox.Start(ctx, t, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("starting the sandbox: %v", err)
