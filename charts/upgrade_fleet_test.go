@@ -27,7 +27,7 @@ const fleetNamespace = "shop"
 
 // fleetNodePool is examples/nodepool.yaml with consolidation put off past the test's end, so that
 // any NodeClaim launched or deleted while the test runs is the upgrade's doing (drift included:
-// it is not put off).
+// it is not put off), and with 4-vCPU types only, so that the fleet is several nodes.
 const fleetNodePool = `
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -40,6 +40,7 @@ spec:
         - {key: karpenter.k8s.aws/instance-category, operator: In, values: ["c", "m", "r"]}
         - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
         - {key: kubernetes.io/arch, operator: In, values: ["amd64"]}
+        - {key: karpenter.k8s.aws/instance-cpu, operator: In, values: ["4"]}
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
       expireAfter: 720h
   disruption:
@@ -71,7 +72,7 @@ func startFleet(ctx context.Context, t *testing.T, c *sandbox.Cluster, replicas 
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			Containers: []corev1.Container{{Name: "pause", Image: "pause:3.10", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}},
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}},
 		}},
 	}}
 	if _, err := c.Kube.AppsV1().Deployments(fleetNamespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/kube"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,12 @@ import (
 // (Helm's default driver), through the sandbox's kubeconfig, as the helm CLI builds it.
 func helmFor(t *testing.T, kubeconfig, namespace string) *action.Configuration {
 	t.Helper()
+	// Helm names its field manager after the program, and so does client-go: in this test
+	// binary both Helm and the in-process Tailor would be "charts.test", and a rollback, which
+	// folds its manager's Update entries into its own applied fields, would take the webhook's
+	// caBundle that Tailor wrote as Helm's and drop it. In a cluster they are "helm" and
+	// "tailor-scheduler".
+	kube.ManagedFieldsManager = "helm"
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &namespace
 	cfg := action.NewConfiguration()
