@@ -122,11 +122,10 @@ func applyCRDs(ctx context.Context, t *testing.T, ext apiextensionsclient.Interf
 // is reached through the sandbox's kubeconfig, and the webhook listens on a loopback port of its
 // own behind the test's front door (the Service).
 type tailorProcess struct {
-	name    string
-	addr    string // the webhook's address
-	cancel  context.CancelFunc
-	done    chan error
-	release string // revision-chart, for messages
+	name   string
+	addr   string // the webhook's address
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // startTailor starts a replica named name of the release as it is stored now in the API server.

@@ -44,6 +44,8 @@ type upgradeTest struct {
 	helm    *action.Configuration
 	front   *frontDoor
 	running *tailorProcess
+	// transitions is the Lease's leaseTransitions when the running replica took it.
+	transitions int32
 }
 
 // A release of the previous chart runs Tailor and a fleet; `helm upgrade` to this chart (its
@@ -181,7 +183,9 @@ func (u *upgradeTest) rollTo(appVersion string) *tailorProcess {
 	if old == nil {
 		u.front.set(next.addr)
 	} else {
+		// Both serve for a while, as both pods are ready endpoints; then the old one leaves.
 		u.front.set(old.addr, next.addr)
+		time.Sleep(time.Second)
 		u.front.set(next.addr)
 		old.stop(u.t)
 	}
@@ -197,6 +201,10 @@ func (u *upgradeTest) rollTo(appVersion string) *tailorProcess {
 		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == next.name, "held by " + ptrString(l.Spec.HolderIdentity)
 	})
 	u.t.Logf("%s holds Lease %s/%s (%d transitions)", next.name, releaseName, releaseName, transitions)
+	if old != nil && transitions != u.transitions+1 {
+		u.t.Errorf("Lease %s/%s: %d transitions after %s took it from %s, %d before; want one more", releaseName, releaseName, transitions, next.name, old.name, u.transitions)
+	}
+	u.transitions = transitions
 	return next
 }
 
