@@ -13,8 +13,10 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	kubefeatures "k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
@@ -64,6 +66,10 @@ type upgradeTest struct {
 func TestHelmUpgradeAndRollbackKeepTheFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane; skipped in -short mode")
+	}
+	// The release sets no --feature-gates: the in-process replicas run with the defaults.
+	if utilfeature.DefaultFeatureGate.Enabled(kubefeatures.GenericWorkload) {
+		t.Fatal("feature gate GenericWorkload is on in this process: a test before this one set it and did not put it back (keepFeatureGates)")
 	}
 	u := startUpgradeTest(t)
 	previous, err := loader.Load(previousChart)
