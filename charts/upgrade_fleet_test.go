@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -85,6 +86,22 @@ func startFleet(ctx context.Context, t *testing.T, c *sandbox.Cluster, replicas 
 		}
 		return f.running == int(replicas) && len(f.pods) == int(replicas) && f.initialized == len(f.claims) && len(f.claims) > 0,
 			fmt.Sprintf("%d of %d pods running, %d of %d NodeClaims initialized", f.running, len(f.pods), f.initialized, len(f.claims))
+	})
+}
+
+// scale sets the fleet's Deployment to replicas and waits until they all run.
+func scale(ctx context.Context, t *testing.T, c *sandbox.Cluster, replicas int32) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if _, err := c.Kube.AppsV1().Deployments(fleetNamespace).Patch(ctx, "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, fmt.Sprintf("%d pods of the fleet to run", replicas), 60*time.Second, func() (bool, string) {
+		f, err := readFleet(ctx, c)
+		if err != nil {
+			return false, err.Error()
+		}
+		return f.running == int(replicas), fmt.Sprintf("%d of %d pods running", f.running, len(f.pods))
 	})
 }
 

@@ -113,6 +113,8 @@ func TestHelmUpgradeAndRollbackKeepTheFleet(t *testing.T) {
 		u.running = u.rollTo(previous.Metadata.AppVersion)
 	})
 	u.expectHistory(previous)
+	// The replica that leads now does a leader's work: two more pods get a node.
+	scale(u.ctx, t, u.cluster, 8)
 }
 
 func startUpgradeTest(t *testing.T) *upgradeTest {
