@@ -171,8 +171,11 @@ func (m *Manager) recordLocked(uid types.UID, claim *resourceapi.ResourceClaim, 
 			m.devices.Insert(id)
 		}
 	}
-	if _, ok := m.claims[uid]; ok || uid == "" {
-		return // recorded already; or the plugin's own claim for extended resources, which no pod shares
+	if _, ok := m.claims[uid]; ok || uid == "" || claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
+		// Recorded already; or the plugin's own claim for a pod's extended resources backed by
+		// devices, which no other pod shares and which, served as allocated, would make the
+		// plugin refuse the pod when the plan weighs it again (a claim from an earlier cycle).
+		return
 	}
 	c := claim.DeepCopy()
 	if len(nodes) > 0 {
