@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/simulation/dra"
 )
@@ -59,10 +60,13 @@ func newDevicePlan(p *planning) *devicePlan {
 	if !asks {
 		return nil
 	}
-	types := map[string]*cloud.InstanceType{}
+	// A node in flight publishes the devices of its type as its own NodePool offers it (a pool
+	// may declare devices of its own); of the type as any pool offers it when its pool is gone.
+	types := map[[2]string]*cloud.InstanceType{}
 	for _, pool := range p.in.Pools {
 		for _, it := range pool.InstanceTypes {
-			types[it.Name] = it
+			types[[2]string{pool.NodePool.Name, it.Name}] = it
+			types[[2]string{"", it.Name}] = it
 		}
 	}
 	for name := range p.in.InFlight {
@@ -70,7 +74,12 @@ func newDevicePlan(p *planning) *devicePlan {
 		if ni == nil {
 			continue
 		}
-		if it := types[ni.Node().Labels[corev1.LabelInstanceTypeStable]]; it != nil && len(it.Devices) > 0 {
+		labels := ni.Node().Labels
+		it := types[[2]string{labels[karpv1.NodePoolLabelKey], labels[corev1.LabelInstanceTypeStable]}]
+		if it == nil {
+			it = types[[2]string{"", labels[corev1.LabelInstanceTypeStable]}]
+		}
+		if it != nil && len(it.Devices) > 0 {
 			m.SetNode(name, it.Devices)
 		}
 	}
