@@ -60,6 +60,7 @@ func newDevicePlan(p *planning) *devicePlan {
 	if !asks {
 		return nil
 	}
+	m.ReleaseHeldOnlyBy(p.in.Pending)
 	// A node in flight publishes the devices of its type as its own NodePool offers it (a pool
 	// may declare devices of its own); of the type as any pool offers it when its pool is gone.
 	types := map[[2]string]*cloud.InstanceType{}
