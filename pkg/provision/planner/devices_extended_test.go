@@ -87,3 +87,23 @@ func TestExtendedResourceWithoutBackingClassIsTheDevicePlugins(t *testing.T) {
 		}
 	}
 }
+
+// A pod asking nvidia.com/gpu and pods with claims for GPUs take from one count of a node's
+// GPUs: both allocate through the plan's overlay.
+func TestExtendedResourceAndClaimsShareOneCountOfGPUs(t *testing.T) {
+	pl, _, pool := devicePlanner(t, gpuBackingClass(), gpuClaim("gpu-a", 1), gpuClaim("gpu-b", 1))
+	pending := []*corev1.Pod{gpuPod("cuda", 1), claimPod("a", "gpu-a"), claimPod("b", "gpu-b")}
+	plan := pl.Plan(context.Background(), Input{Pending: pending, Pools: []Pool{pool}})
+	if len(plan.Unplaceable) > 0 {
+		t.Fatalf("unplaceable: %v", plan.Unplaceable[0].Reasons)
+	}
+	placedOnce(t, plan, pending)
+	for _, pc := range plan.Claims {
+		for _, o := range pc.Options {
+			if n, _ := gpus(o.InstanceType); n < len(pc.Pods) {
+				t.Errorf("claim with %d pods of one GPU each may launch as %s, which has %d GPUs", len(pc.Pods), o.InstanceType.Name, n)
+			}
+		}
+	}
+	t.Logf("%s", summary(plan))
+}
