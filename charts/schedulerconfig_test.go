@@ -37,6 +37,7 @@ var tailorFlags = []string{
 // names by its own loader, then its own validation; the Tailor plugin's args by the plugin's
 // decoder, which defaults and validates them.
 func TestSchedulerLoadsTheRenderedConfiguration(t *testing.T) {
+	keepFeatureGates(t)
 	for _, rel := range combinations {
 		r := render(t, rel)
 		t.Run(r.release.label, func(t *testing.T) {

@@ -50,6 +50,8 @@ type Provider struct {
 	prices       *prices
 	unavailable  *unavailableOfferings
 	templates    *launchTemplates
+	// devices applies the device templates of EC2NodeClasses and NodePools (devicetemplates.go).
+	devices declaredDevices
 
 	mu          sync.Mutex
 	resolutions map[string]cachedResolution
@@ -118,7 +120,7 @@ func (p *Provider) InstanceTypes(ctx context.Context, pool *karpv1.NodePool) ([]
 	for _, t := range types {
 		out = append(out, t.it)
 	}
-	return out, nil
+	return p.devices.apply(ctx, nc, pool, out)
 }
 
 // warnDeprecatedKeys logs, once per NodePool and generation, that it selects on the flex key

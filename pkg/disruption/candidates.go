@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -28,6 +29,9 @@ type Candidate struct {
 	// Pods are the pods that must move when the node goes: those a drain evicts, DaemonSet pods
 	// aside (they go with their node).
 	Pods []*corev1.Pod
+	// Gangs are the PodGroups with a gang policy ("namespace/name") that Pods belong to; set only
+	// for the candidates of gang drift, the one method that takes such nodes.
+	Gangs []string
 }
 
 // CapacityType is the node's karpenter.sh/capacity-type.
@@ -45,6 +49,12 @@ func (c *Candidate) Drifted() bool { return c.Claim.IsTrue(karpv1.ConditionTypeD
 // do-not-disrupt is in force, and every pod that must move can be evicted under its
 // PodDisruptionBudget now. The disruption loop's own nodes in flight (closed) are left out.
 func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map[string]string) {
+	return candidates(s, closed, false)
+}
+
+// candidates is Candidates; with gangsMove, a pod of a gang does not keep its node out, and the
+// candidate's Gangs name the gangs of its pods (see gangDrift).
+func candidates(s *State, closed map[string]bool, gangsMove bool) (out []*Candidate, blocked map[string]string) {
 	blocked = map[string]string{}
 	pods := s.podsByNode()
 	nominated := s.nominated()
@@ -55,7 +65,7 @@ func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map
 			continue
 		}
 		pool := s.Pools[claim.Labels[karpv1.NodePoolLabelKey]]
-		if why := ineligible(s, n, claim, pool, pods[n.Name], nominated, closed, pdbs); why != "" {
+		if why := ineligible(s, n, claim, pool, pods[n.Name], nominated, closed, pdbs, gangsMove); why != "" {
 			blocked[n.Name] = why
 			continue
 		}
@@ -64,6 +74,9 @@ func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map
 		for _, p := range pods[n.Name] {
 			if scheduling.NeedsEviction(p) && !scheduling.IsDaemonSetPod(p) {
 				c.Pods = append(c.Pods, p)
+				if g := gangOf(p); s.Gangs[g] && !slices.Contains(c.Gangs, g) {
+					c.Gangs = append(c.Gangs, g)
+				}
 			}
 		}
 		out = append(out, c)
@@ -89,7 +102,7 @@ func passing(why string) bool {
 }
 
 func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.NodePool, pods []*corev1.Pod,
-	nominated, closed map[string]bool, pdbs *pdbIndex) string {
+	nominated, closed map[string]bool, pdbs *pdbIndex, gangsMove bool) string {
 	switch {
 	case s.Unavailable[claim.Labels[karpv1.NodePoolLabelKey]] != "":
 		return fmt.Sprintf("its NodePool %q cannot launch: %s", claim.Labels[karpv1.NodePoolLabelKey], s.Unavailable[claim.Labels[karpv1.NodePoolLabelKey]])
@@ -112,8 +125,9 @@ func ineligible(s *State, n *corev1.Node, claim *karpv1.NodeClaim, pool *karpv1.
 		if scheduling.IsDaemonSetPod(p) {
 			continue
 		}
-		if g := gangOf(p); s.Gangs[g] {
-			return fmt.Sprintf("pod %s/%s belongs to the gang of PodGroup %s, whose pods run all together or not at all", p.Namespace, p.Name, g)
+		if g := gangOf(p); s.Gangs[g] && !gangsMove {
+			return fmt.Sprintf("pod %s/%s belongs to the gang of PodGroup %s, whose pods run all together or not at all: only drift replaces its nodes, all of them in one command",
+				p.Namespace, p.Name, g)
 		}
 		if why := pdbs.blocks(p); why != "" {
 			return why

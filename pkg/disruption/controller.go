@@ -229,7 +229,7 @@ func decideWith(ctx context.Context, probe *prober, closed map[string]bool, opts
 	if opts.Deadline.IsZero() {
 		opts.Deadline = opts.Now().Add(singleNodeTimeout)
 	}
-	d := &decider{state: s, probe: probe, cands: cands, budgets: b, spotMin: max(1, opts.SpotToSpotMin), deadline: opts.Deadline, now: opts.Now,
+	d := &decider{state: s, probe: probe, cands: cands, closed: closed, budgets: b, spotMin: max(1, opts.SpotToSpotMin), deadline: opts.Deadline, now: opts.Now,
 		unconsolidatable: report.Unconsolidatable}
 	return d.next(ctx), report
 }

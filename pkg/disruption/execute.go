@@ -163,7 +163,8 @@ func (c *Controller) validate(ctx context.Context, s *State, cmd *Command) (*Com
 			others[n] = true
 		}
 	}
-	cands, blocked := Candidates(s, others)
+	gang := cmd.Method == methodGangDrift
+	cands, blocked := candidates(s, others, gang)
 	byNode := map[string]*Candidate{}
 	for _, cand := range cands {
 		byNode[cand.Node.Name] = cand
@@ -174,7 +175,7 @@ func (c *Controller) validate(ctx context.Context, s *State, cmd *Command) (*Com
 		if cand == nil {
 			return nil, fmt.Sprintf("node %s is no longer a candidate: %s", old.Node.Name, blocked[old.Node.Name])
 		}
-		if cmd.Reason == karpv1.DisruptionReasonDrifted && !cand.Drifted() {
+		if cmd.Reason == karpv1.DisruptionReasonDrifted && !gang && !cand.Drifted() {
 			return nil, fmt.Sprintf("node %s is no longer drifted", cand.Node.Name)
 		}
 		if cmd.Reason != karpv1.DisruptionReasonDrifted && !cand.Consolidatable() {
@@ -184,6 +185,12 @@ func (c *Controller) validate(ctx context.Context, s *State, cmd *Command) (*Com
 			return nil, fmt.Sprintf("node %s is no longer empty", cand.Node.Name)
 		}
 		now = append(now, cand)
+	}
+	if gang {
+		// A gang's nodes go all together or not at all: the group must be the same as decided.
+		if why := sameGroup(s, now, cands); why != "" {
+			return nil, why
+		}
 	}
 	b, _, _ := poolBudgets(s, others)
 	per := map[string]int{}

@@ -18,13 +18,15 @@ import (
 // Karpenter does: the binary search over them stays a handful of simulations.
 const maxMultiNodeCandidates = 100
 
-// decider finds the next command, trying the methods in order: emptiness, drift, multi-node and
-// then single-node consolidation. It is a pure function of the state, the budgets and the
+// decider finds the next command, trying the methods in order: emptiness, drift, gang drift,
+// multi-node and then single-node consolidation. It is a pure function of the state, the budgets and the
 // planner's answers.
 type decider struct {
-	state   *State
-	probe   *prober
-	cands   []*Candidate
+	state *State
+	probe *prober
+	cands []*Candidate
+	// closed are the nodes already being removed, which gang drift leaves out too.
+	closed  map[string]bool
 	budgets *budgets
 	spotMin int
 	// deadline bounds single-node consolidation, which may simulate once per candidate; the
@@ -37,7 +39,7 @@ type decider struct {
 
 // next returns the first command any method finds, or nil.
 func (d *decider) next(ctx context.Context) *Command {
-	for _, method := range []func(context.Context) *Command{d.emptiness, d.drift, d.multiNode, d.singleNode} {
+	for _, method := range []func(context.Context) *Command{d.emptiness, d.drift, d.gangDrift, d.multiNode, d.singleNode} {
 		if cmd := method(ctx); cmd != nil {
 			return cmd
 		}
@@ -155,12 +157,20 @@ func (d *decider) multiNode(ctx context.Context) *Command {
 }
 
 // singleNode deletes one node, or replaces it with one cheaper node.
+// A candidate whose twin (see twins) was refused earlier in the pass is refused for the same
+// reason without a simulation.
 func (d *decider) singleNode(ctx context.Context) *Command {
+	refused := twins{}
 	for _, c := range d.underutilized() {
 		if d.now().After(d.deadline) {
 			return nil
 		}
 		if d.budgets.left(c.Pool.Name, karpv1.DisruptionReasonUnderutilized) < 1 {
+			continue
+		}
+		shape, twinnable := shapeOf(c)
+		if why, ok := refused[shape]; twinnable && ok {
+			d.refuse(c, why)
 			continue
 		}
 		spot := c.CapacityType() == karpv1.CapacityTypeSpot
@@ -169,6 +179,9 @@ func (d *decider) singleNode(ctx context.Context) *Command {
 			return cmd
 		}
 		d.refuse(c, why)
+		if twinnable {
+			refused[shape] = why
+		}
 	}
 	return nil
 }

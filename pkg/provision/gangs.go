@@ -34,11 +34,12 @@ func (p *Provisioner) gangOf() planner.GangOf {
 }
 
 // wholeGangs plans the input so that every gang in it is planned whole (at least MinCount of its
-// pods placed) or not at all. A gang that cannot be completed even alone is left out first: no
+// pods placed), in one topology domain if it asks for one, or not at all. A gang that cannot be completed even alone is left out first: no
 // plan will complete it now. Gangs that each fit alone but not together are left out youngest
 // first, so that the oldest keeps its capacity. The pods of the gangs left out are unplaceable,
 // with why, and their PodGroups get an Event.
 func (p *Provisioner) wholeGangs(ctx context.Context, pl *planner.Planner, in planner.Input) *planner.Plan {
+	in = p.oneDomainGangs(ctx, pl, in)
 	plan := pl.Plan(ctx, in)
 	gangOf := p.gangOf()
 	short := planner.ShortGangs(in, plan, gangOf)
@@ -103,11 +104,10 @@ func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.P
 			since[s.Gang] = began
 			continue
 		}
-		var held []*corev1.Pod
-		for _, pod := range placed {
-			if g, ok := gangOf(pod); ok && g == s.Gang && pod.Spec.NodeName == "" {
-				held = append(held, pod)
-			}
+		held := p.unboundOf(placed, s.Gang, gangOf)
+		if len(held) == 0 {
+			// Nothing is held for it: there is nothing to give back.
+			continue
 		}
 		klog.FromContext(ctx).Info("Giving back the capacity of a gang that did not complete", "podGroup", s.Gang.String(),
 			"minCount", s.Gang.MinCount, "placed", s.Placed, "short for", now.Sub(began), "podsHeld", len(held))
@@ -120,6 +120,23 @@ func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.P
 	}
 	// A gang that is no longer short, or whose capacity was just given back, starts afresh.
 	p.shortSince = since
+}
+
+// unboundOf are the pods of the gang that placed counts on a node or on capacity in flight without
+// their being bound there: planned, nominated or assumed. placed shows such a pod with the node it
+// is counted on in spec.nodeName, so whether it is bound is read from the pod lister.
+func (p *Provisioner) unboundOf(placed []*corev1.Pod, gang planner.Gang, gangOf planner.GangOf) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pod := range placed {
+		if g, ok := gangOf(pod); !ok || g != gang {
+			continue
+		}
+		if live, err := p.opts.Pods.Pods(pod.Namespace).Get(pod.Name); err == nil && live.UID == pod.UID && live.Spec.NodeName != "" {
+			continue
+		}
+		out = append(out, pod)
+	}
+	return out
 }
 
 // tellShortGangs makes the pods of the gangs left out unplaceable, with why, and records it on

@@ -11,6 +11,7 @@ import (
 	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1alpha2"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -150,8 +151,20 @@ func TestShortGangGivesBackItsCapacity(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now())
 	recorder := events.NewFakeRecorder(100)
-	p := New(Options{Clock: clk, Recorder: recorder, PodGroups: podGroupLister(t, gang("train", 16)), GangCompletionTimeout: 5 * time.Minute})
-	held := gangPods("train", 15)
+	// The informers show the 15 pods unbound; the round's view shows them on the capacity they
+	// are counted on, as it does every pod planned, nominated or assumed somewhere.
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	var held []*corev1.Pod
+	for _, pod := range gangPods("train", 15) {
+		if err := store.Add(pod); err != nil {
+			t.Fatal(err)
+		}
+		counted := pod.DeepCopy()
+		counted.Spec.NodeName = "claim-" + pod.Name
+		held = append(held, counted)
+	}
+	p := New(Options{Clock: clk, Recorder: recorder, PodGroups: podGroupLister(t, gang("train", 16)), GangCompletionTimeout: 5 * time.Minute,
+		Pods: corelisters.NewPodLister(store)})
 	p.mu.Lock()
 	for _, pod := range held {
 		p.planned[pod.UID] = "claim-" + pod.Name

@@ -93,7 +93,7 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 	delete(p.headed, pod.UID)
 	if !scheduling.IsDaemonSetPod(pod) {
 		// A DaemonSet pod lands on every node, so it says nothing of whether a node was needed.
-		p.landed[node] = true
+		p.landed[node]++
 	}
 	p.assumed[pod.UID] = node
 	p.wrote(pod.UID)
@@ -108,10 +108,17 @@ type reservedPlan struct {
 }
 
 // Unreserve undoes Reserve: the binding failed, and the pod goes back to the scheduling queue.
-func (p *Provisioner) Unreserve(pod *corev1.Pod, _ string) {
+func (p *Provisioner) Unreserve(pod *corev1.Pod, node string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.assumed, pod.UID)
+	// It did not land after all: a gang's pods are reserved, held at Permit and let go together
+	// when the gang does not complete, and a node no pod stays on may still be given back.
+	if !scheduling.IsDaemonSetPod(pod) && p.landed[node] > 0 {
+		if p.landed[node]--; p.landed[node] == 0 {
+			delete(p.landed, node)
+		}
+	}
 	// The pod is pending again: it is still on its way to the node its plan chose, and without
 	// its plan PostFilter would let the scheduler clear its nomination there.
 	if r, ok := p.reserved[pod.UID]; ok {

@@ -64,7 +64,7 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 			continue
 		}
 		node := c.Status.NodeName
-		if wanted[c.Name] || (node != "" && (wanted[node] || busy[node] || p.landed[node])) {
+		if wanted[c.Name] || (node != "" && (wanted[node] || busy[node] || p.landed[node] > 0)) {
 			p.wantedAt[c.Name] = now
 			continue
 		}

@@ -128,3 +128,40 @@ func TestUnneededClaimsAreGivenBack(t *testing.T) {
 		}
 	}
 }
+
+// A pod the scheduler reserves onto a node and then lets go (a gang's, released at Permit when
+// the gang did not complete) has not landed there: the node's NodeClaim, launched for it, is
+// still given back once nothing is on its way to it. One whose pod stays reserved is kept.
+func TestUnreservedPodDoesNotLand(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+	claimStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	nodeStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	for _, name := range []string{"released", "held"} {
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}}}
+		c.Status.ProviderID, c.Status.NodeName = "aws:///i-"+name, "n-"+name
+		c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
+		_ = claimStore.Add(c)
+		_ = nodeStore.Add(readyNode("n-"+name, "2", "4Gi"))
+	}
+	released, held := newPod("ring-0", "1", "1Gi"), newPod("ring-1", "1", "1Gi")
+	_ = podStore.Add(released)
+	_ = podStore.Add(held)
+	client := &deletions{}
+	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(), NodeClaims: client, Clock: clk, Recorder: events.NewFakeRecorder(20),
+		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
+	p.mu.Lock()
+	p.launchedHere["released"], p.launchedHere["held"] = start, start
+	p.mu.Unlock()
+	p.Reserve(released, "n-released")
+	p.Reserve(held, "n-held")
+	p.Unreserve(released, "n-released")
+
+	clk.Step(DefaultGiveBackAfter + time.Second)
+	p.checkStranded(ctx)
+	if !slices.Equal(client.names, []string{"released"}) {
+		t.Fatalf("gave back %v; want only the claim whose pod was reserved there and let go", client.names)
+	}
+}

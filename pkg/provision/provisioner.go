@@ -141,10 +141,11 @@ type Provisioner struct {
 	// when; stranded are the pods found still pending strandedAfter after that node came up.
 	headed   map[types.UID]heading
 	stranded map[types.UID]bool
-	// launchedHere are the NodeClaims this process created for pods, with when; landed the nodes
-	// the scheduler has reserved a pod onto; unused the claims already reported as unused.
+	// launchedHere are the NodeClaims this process created for pods, with when; landed counts, by
+	// node, the pods the scheduler has reserved there and not unreserved; unused the claims
+	// already reported as unused.
 	launchedHere map[string]time.Time
-	landed       map[string]bool
+	landed       map[string]int
 	unused       map[string]bool
 	// wantedAt is when a pending pod was last on its way to a claim launched here, and givenBack
 	// the claims deleted because none was for GiveBackAfter (see giveback.go).
@@ -203,7 +204,7 @@ func New(opts Options) *Provisioner {
 		headed:       map[types.UID]heading{},
 		stranded:     map[types.UID]bool{},
 		launchedHere: map[string]time.Time{},
-		landed:       map[string]bool{},
+		landed:       map[string]int{},
 		unused:       map[string]bool{},
 		wantedAt:     map[string]time.Time{},
 		givenBack:    map[string]bool{},

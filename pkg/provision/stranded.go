@@ -214,7 +214,7 @@ func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string
 		live[c.Name] = true
 		node := c.Status.NodeName
 		init, up := upSince[node]
-		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || p.landed[node] ||
+		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || p.landed[node] > 0 ||
 			c.DeletionTimestamp != nil || p.givenBack[c.Name] {
 			continue
 		}

@@ -66,6 +66,9 @@ type Options struct {
 	// points them at a proxy of its own that counts their requests, which no other client of the
 	// sandbox then goes through.
 	SchedulerConfig func(*rest.Config) (*rest.Config, error)
+	// NoScheduler starts everything but Tailor's scheduler: the caller runs Tailor itself, as
+	// a Helm release configures it (the chart's upgrade test), with Cluster.Cloud.
+	NoScheduler bool
 }
 
 // Cluster is a running sandbox.
@@ -172,6 +175,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		if err := c.placeWebhook(*opts.Webhook); err != nil {
 			return err
 		}
+	}
+	if opts.NoScheduler {
+		return nil
 	}
 	return c.startScheduler(ctx)
 }

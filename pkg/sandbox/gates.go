@@ -11,8 +11,11 @@ import (
 
 // GangGates are the feature gates gang scheduling needs, in the API server (the Workload API,
 // scheduling.k8s.io/v1alpha2, and pods' spec.schedulingGroup) and in the scheduler (the
-// GangScheduling plugin); both alpha in Kubernetes 1.36, off by default.
-var GangGates = map[string]bool{string(kubefeatures.GenericWorkload): true, string(kubefeatures.GangScheduling): true}
+// GangScheduling plugin), and the one that lets a PodGroup ask for one topology domain
+// (spec.schedulingConstraints.topology, placed by the TopologyPlacementGenerator plugin); all
+// alpha in Kubernetes 1.36, off by default.
+var GangGates = map[string]bool{string(kubefeatures.GenericWorkload): true, string(kubefeatures.GangScheduling): true,
+	string(kubefeatures.TopologyAwareWorkloadScheduling): true}
 
 // gateFlags are kube-apiserver's flags for gates, and the API groups they need served. The
 // control plane, the scheduler and the controllers run in one process and share its feature

@@ -25,6 +25,9 @@ type Pool struct {
 	Used corev1.ResourceList
 	// prepared is set by PreparePools.
 	prepared *poolCatalog
+	// deviceBacked are extended resources its nodes will not advertise, as DRA devices back them
+	// (devicebacked.go).
+	deviceBacked map[corev1.ResourceName]bool
 }
 
 // candidate is one thing the planner can launch: an instance type in one zone with one capacity
@@ -114,7 +117,7 @@ func newPoolState(p Pool) *poolState {
 	ps.free = free
 	reserved := namesCapacityType(ps.reqs)
 	for _, it := range p.InstanceTypes {
-		alloc := it.Allocatable()
+		alloc := allocatableOf(p, it.Allocatable())
 		for _, o := range it.Offerings {
 			if !o.Available || (o.CapacityType == karpv1.CapacityTypeReserved && !reserved) {
 				continue

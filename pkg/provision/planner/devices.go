@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/simulation/dra"
 )
@@ -27,8 +28,11 @@ import (
 //
 // Pods without claims never trigger any of this: the plugin skips them before reading a slice.
 
-// needsDevices reports whether the pod asks for devices through ResourceClaims.
-func needsDevices(pod *corev1.Pod) bool { return len(pod.Spec.ResourceClaims) > 0 }
+// needsDevices reports whether the pod asks for devices: through ResourceClaims, or through an
+// extended resource that DRA devices back (devicebacked.go).
+func (pl *Planner) needsDevices(pod *corev1.Pod) bool {
+	return len(pod.Spec.ResourceClaims) > 0 || asksBacked(pod, pl.backed)
+}
 
 // devicePlan keeps the DRA overlay of one plan.
 type devicePlan struct {
@@ -51,15 +55,19 @@ func newDevicePlan(p *planning) *devicePlan {
 	m.Reset()
 	asks := false
 	for _, pod := range p.in.Pending {
-		asks = asks || needsDevices(pod)
+		asks = asks || p.pl.needsDevices(pod)
 	}
 	if !asks {
 		return nil
 	}
-	types := map[string]*cloud.InstanceType{}
+	m.ReleaseHeldOnlyBy(p.in.Pending)
+	// A node in flight publishes the devices of its type as its own NodePool offers it (a pool
+	// may declare devices of its own); of the type as any pool offers it when its pool is gone.
+	types := map[[2]string]*cloud.InstanceType{}
 	for _, pool := range p.in.Pools {
 		for _, it := range pool.InstanceTypes {
-			types[it.Name] = it
+			types[[2]string{pool.NodePool.Name, it.Name}] = it
+			types[[2]string{"", it.Name}] = it
 		}
 	}
 	for name := range p.in.InFlight {
@@ -67,7 +75,12 @@ func newDevicePlan(p *planning) *devicePlan {
 		if ni == nil {
 			continue
 		}
-		if it := types[ni.Node().Labels[corev1.LabelInstanceTypeStable]]; it != nil && len(it.Devices) > 0 {
+		labels := ni.Node().Labels
+		it := types[[2]string{labels[karpv1.NodePoolLabelKey], labels[corev1.LabelInstanceTypeStable]}]
+		if it == nil {
+			it = types[[2]string{"", labels[corev1.LabelInstanceTypeStable]}]
+		}
+		if it != nil && len(it.Devices) > 0 {
 			m.SetNode(name, it.Devices)
 		}
 	}
@@ -134,14 +147,14 @@ func devicesOf(ps *poolState, offerings []int) map[string][]cloud.DeviceSet {
 
 // beforePreFilter readies the overlay for the pod's PreFilter.
 func (p *planning) beforePreFilter(pod *corev1.Pod) {
-	if p.devices != nil && needsDevices(pod) {
+	if p.devices != nil && p.pl.needsDevices(pod) {
 		p.devices.sync(p)
 	}
 }
 
 // reserveOn records what the pod's claims take on a node that exists or is in flight.
 func (p *planning) reserveOn(ctx context.Context, pod *corev1.Pod, ni fwk.NodeInfo) {
-	if p.devices == nil || !needsDevices(pod) {
+	if p.devices == nil || !p.pl.needsDevices(pod) {
 		return
 	}
 	if err := p.pl.sim.ReserveClaims(ctx, pod, []fwk.NodeInfo{ni}); err != nil {
@@ -152,7 +165,7 @@ func (p *planning) reserveOn(ctx context.Context, pod *corev1.Pod, ni fwk.NodeIn
 // reserveOnClaim records what the pod's claims take on the open claim, once as each type the
 // claim may still launch as: whichever it launches as, its devices for the pod are taken.
 func (p *planning) reserveOnClaim(ctx context.Context, pod *corev1.Pod, oc *openClaim) {
-	if p.devices == nil || !needsDevices(pod) {
+	if p.devices == nil || !p.pl.needsDevices(pod) {
 		return
 	}
 	seen := map[int]bool{}
@@ -174,7 +187,7 @@ func (p *planning) reserveOnClaim(ctx context.Context, pod *corev1.Pod, oc *open
 // its ResourceClaim is not created yet), and records it as waiting then. Only pods with claims
 // are asked: for the others the plan is as it was.
 func (p *planning) waits(ctx context.Context, pod *corev1.Pod) bool {
-	if !needsDevices(pod) {
+	if !p.pl.needsDevices(pod) {
 		return false
 	}
 	status := p.pl.sim.PreEnqueue(ctx, pod)

@@ -76,7 +76,7 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 		if !thrifty && ps.efficient == nil {
 			break
 		}
-		if thrifty && ps.efficient != nil && needsDevices(pod) {
+		if thrifty && ps.efficient != nil && pl.needsDevices(pod) {
 			continue
 		}
 		for g, group := range groups {

@@ -113,6 +113,9 @@ type Planner struct {
 	daemons *daemons
 	// requests are the current plan's pending pods' requests, computed once.
 	requests map[*corev1.Pod]corev1.ResourceList
+	// backed are the extended resources the current plan's pending pods ask for that DRA devices
+	// back (devicebacked.go).
+	backed map[corev1.ResourceName]bool
 	// minValues is the policy for requirements with minValues (see minvalues.go).
 	minValues MinValuesPolicy
 	// scratch are the nodes the planner writes a view of a claim into before each Filter
@@ -235,6 +238,8 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 		}
 	}
 	snapshot.Fork()
+	pl.backed = pl.deviceBacked(in.Pending)
+	in.Pools = withoutBacked(in.Pools, pl.backed)
 	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: newOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
 		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
 	p.nodeInfos, _ = snapshot.NodeInfos().List()
@@ -260,6 +265,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	p.rel = newRelevance(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
 	if p.devices != nil {
 		p.rel.deviceKeys = p.pl.sim.DRA().NodeLabelKeys()
+		p.rel.needsDevices = p.pl.needsDevices
 	}
 	p.domains = emptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
 	p.planned = make([]fwk.NodeInfo, 0, len(in.Pending)+len(p.domains))

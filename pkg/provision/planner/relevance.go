@@ -33,10 +33,12 @@ type relevance struct {
 	// and DoNotSchedule default spread constraints.
 	profileKeys    []string
 	profileDefault []string
-	// deviceKeys are the keys DynamicResources reads for a pod with ResourceClaims (the plan's
-	// dra.Manager.NodeLabelKeys); set before the first pod's keys are asked.
-	deviceKeys []string
-	cache      map[*corev1.Pod]podKeys
+	// deviceKeys are the keys DynamicResources reads for a pod that needs devices (the plan's
+	// dra.Manager.NodeLabelKeys), and needsDevices tells such a pod (Planner.needsDevices); both
+	// set before the first pod's keys are asked, when some pending pod needs devices.
+	deviceKeys   []string
+	needsDevices func(*corev1.Pod) bool
+	cache        map[*corev1.Pod]podKeys
 }
 
 // podKeys are the label keys placement may read for one pod. topology are the keys whose value
@@ -119,7 +121,7 @@ func (r *relevance) compute(p *corev1.Pod) podKeys {
 		return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
 	})
 	sel := map[string]bool{}
-	if len(p.Spec.ResourceClaims) > 0 {
+	if r.needsDevices != nil && r.needsDevices(p) {
 		for _, k := range r.deviceKeys {
 			sel[k] = true
 		}

@@ -30,7 +30,7 @@ func (t claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
 	}
 	t.m.mu.RLock()
 	defer t.m.mu.RUnlock()
-	if len(t.m.claims) == 0 {
+	if len(t.m.claims) == 0 && len(t.m.released) == 0 {
 		return base, nil
 	}
 	out := make([]*resourceapi.ResourceClaim, 0, len(base))
@@ -39,6 +39,8 @@ func (t claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
 		if planned, ok := t.m.claims[c.UID]; ok {
 			c = planned
 			seen[c.UID] = true
+		} else {
+			c = t.m.servedClaim(c)
 		}
 		out = append(out, c)
 	}
@@ -58,7 +60,13 @@ func (t claimTracker) Get(namespace, name string) (*resourceapi.ResourceClaim, e
 	if ok {
 		return planned, nil
 	}
-	return t.m.base.ResourceClaims().Get(namespace, name)
+	c, err := t.m.base.ResourceClaims().Get(namespace, name)
+	if err != nil || c == nil {
+		return c, err
+	}
+	t.m.mu.RLock()
+	defer t.m.mu.RUnlock()
+	return t.m.servedClaim(c), nil
 }
 
 func (t claimTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
@@ -68,7 +76,10 @@ func (t claimTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], 
 	}
 	t.m.mu.RLock()
 	defer t.m.mu.RUnlock()
-	out := base.Clone().Union(t.m.devices)
+	out := withoutReleased(base, t.m.releasedDevices).Clone().Union(t.m.devices)
+	for id := range t.m.releasedShared {
+		out.Delete(id.GetDeviceID())
+	}
 	for id := range t.m.shared {
 		out.Insert(id.GetDeviceID())
 	}
@@ -82,13 +93,15 @@ func (t claimTracker) GatherAllocatedState() (*structured.AllocatedState, error)
 	}
 	t.m.mu.RLock()
 	defer t.m.mu.RUnlock()
+	// A released claim's consumed capacity is not taken out of AggregatedCapacity: consumable
+	// capacity is not planned (docs/concepts/devices.md).
 	out := &structured.AllocatedState{
-		AllocatedDevices:         base.AllocatedDevices.Clone().Union(t.m.devices),
-		AllocatedSharedDeviceIDs: base.AllocatedSharedDeviceIDs,
+		AllocatedDevices:         withoutReleased(base.AllocatedDevices, t.m.releasedDevices).Clone().Union(t.m.devices),
+		AllocatedSharedDeviceIDs: withoutReleased(base.AllocatedSharedDeviceIDs, t.m.releasedShared),
 		AggregatedCapacity:       base.AggregatedCapacity,
 	}
 	if len(t.m.shared) > 0 {
-		out.AllocatedSharedDeviceIDs = base.AllocatedSharedDeviceIDs.Clone().Union(t.m.shared)
+		out.AllocatedSharedDeviceIDs = out.AllocatedSharedDeviceIDs.Clone().Union(t.m.shared)
 	}
 	return out, nil
 }
@@ -171,8 +184,11 @@ func (m *Manager) recordLocked(uid types.UID, claim *resourceapi.ResourceClaim, 
 			m.devices.Insert(id)
 		}
 	}
-	if _, ok := m.claims[uid]; ok || uid == "" {
-		return // recorded already; or the plugin's own claim for extended resources, which no pod shares
+	if _, ok := m.claims[uid]; ok || uid == "" || claim.Annotations[resourceapi.ExtendedResourceClaimAnnotation] == "true" {
+		// Recorded already; or the plugin's own claim for a pod's extended resources backed by
+		// devices, which no other pod shares and which, served as allocated, would make the
+		// plugin refuse the pod when the plan weighs it again (a claim from an earlier cycle).
+		return
 	}
 	c := claim.DeepCopy()
 	if len(nodes) > 0 {

@@ -48,6 +48,11 @@ type Manager struct {
 	// gathering collects the allocations Reserve signals, to be recorded together (Gather).
 	gathering bool
 	gathered  []*resourceapi.ResourceClaim
+	// released are the cluster's claims the plan serves unallocated, by UID, and
+	// releasedDevices and releasedShared the devices they held (release.go).
+	released        map[types.UID]*resourceapi.ResourceClaim
+	releasedDevices sets.Set[structured.DeviceID]
+	releasedShared  sets.Set[structured.SharedDeviceID]
 }
 
 var _ fwk.SharedDRAManager = &Manager{}
@@ -72,6 +77,9 @@ func (m *Manager) Reset() {
 	m.devices = sets.New[structured.DeviceID]()
 	m.shared = sets.New[structured.SharedDeviceID]()
 	m.gathering, m.gathered = false, nil
+	m.released = map[types.UID]*resourceapi.ResourceClaim{}
+	m.releasedDevices = sets.New[structured.DeviceID]()
+	m.releasedShared = sets.New[structured.SharedDeviceID]()
 }
 
 // SetNode says that the node named name will publish sets once its drivers run (a node in

@@ -101,12 +101,6 @@ func TestDRAClaimSharedByPods(t *testing.T) {
 // (DRAExtendedResource), the node registers without the resource (no device plugin runs) and a
 // pod asking for nvidia.com/gpu runs with a GPU allocated through the claim the scheduler makes.
 func TestDRABacksNvidiaGPUWithDevices(t *testing.T) {
-	// The sandbox half works (a node of a type whose GPUs a DeviceClass maps to nvidia.com/gpu
-	// registers without the resource, and the scheduler serves it from the devices); the planner
-	// half does not yet: it publishes candidate nodes' devices only for pods with
-	// spec.resourceClaims, so every offering is refused ("cannot allocate all claims").
-	// docs/concepts/devices.md lists DRA-backed extended resources as not planned yet.
-	t.Skip("the planner does not yet plan extended resources backed by DRA devices (DRAExtendedResource); see docs/concepts/devices.md")
 	e := env.NewAWS(t)
 	newDRAEnv(e, true)
 	create(e.Env, &resourcev1.DeviceClass{

@@ -64,8 +64,10 @@ func NewAWSWith(t *testing.T, clusterName, region string, tailorArgs map[string]
 	return NewAWSTuned(t, clusterName, region, tailorArgs, nil)
 }
 
-// NewAWSTuned is NewAWSWith with provider options changed by tune.
-func NewAWSTuned(t *testing.T, clusterName, region string, tailorArgs map[string]any, tune func(*tailoraws.Options)) *AWS {
+// NewAWSTuned is NewAWSWith with provider options changed by tune and, if given, the
+// sandbox's options changed by with.
+func NewAWSTuned(t *testing.T, clusterName, region string, tailorArgs map[string]any, tune func(*tailoraws.Options),
+	with ...func(*sandbox.Options)) *AWS {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e tests start a control plane; skipped in -short mode")
@@ -88,8 +90,11 @@ func NewAWSTuned(t *testing.T, clusterName, region string, tailorArgs map[string
 		cancel()
 		t.Fatal(err)
 	}
-	cluster, err := sandbox.Start(ctx, t, sandbox.Options{Dir: t.TempDir(), Clock: e.Clock, TailorArgs: tailorArgs,
-		NewCloud: aws.NewCloud(e.Provider)})
+	opts := sandbox.Options{Dir: t.TempDir(), Clock: e.Clock, TailorArgs: tailorArgs, NewCloud: aws.NewCloud(e.Provider)}
+	for _, f := range with {
+		f(&opts)
+	}
+	cluster, err := sandbox.Start(ctx, t, opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("starting the sandbox: %v", err)
