@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lin
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 E2E_TIMEOUT ?= 30m
 
-.PHONY: help harness all build test unit e2e chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image sbom actionlint release-dry-run release-publish
+.PHONY: help harness all build test unit e2e e2e-suite chaos chaos-failover chaos-ec2 chaos-day chaos-storm fuzz-parsers fuzz-short run bench bench-scale generate ec2facts lint verify verify-generate chart-lint image sbom actionlint release-dry-run release-publish
 
 all: build test
 
@@ -29,8 +29,15 @@ unit: ## unit and table tests, fast
 E2E_JOBS ?= 2
 E2E_OUT ?= $(or $(TMPDIR),/tmp)/tailor-e2e
 E2E_RUN ?= .
-e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): e2e (E2E_RUN selects), the workload harness's fixed seeds, the CLI's sandbox tests, the chart applied
+e2e: ## tests against a real control plane (etcd + kube-apiserver + kwok in-process): every suite of test/e2e (E2E_RUN selects), the workload harness's fixed seeds, the CLI's sandbox tests, the chart applied
 	JOBS=$(E2E_JOBS) OUT=$(E2E_OUT) RUN='$(E2E_RUN)' GO=$(GO) ./hack/e2e.sh
+
+# One or more suites of test/e2e (provisioning, disruption, lifecycle, faults, aws, install, ai;
+# see test/e2e/README.md), as make e2e runs them, without the other packages.
+SUITE ?=
+e2e-suite: ## the e2e suites named by SUITE (e.g. SUITE=faults or SUITE="aws install"; E2E_RUN selects), each test in its own process
+	@test -n "$(SUITE)" || { echo 'SUITE= names the suites, e.g. SUITE=provisioning; see test/e2e/README.md'; exit 2; }
+	SUITES='$(SUITE)' PACKAGES= JOBS=$(E2E_JOBS) OUT=$(E2E_OUT) RUN='$(E2E_RUN)' GO=$(GO) ./hack/e2e.sh
 
 FUZZTIME ?= 30s
 fuzz-parsers: ## every Go fuzz target of a parser of outside input (user data, TOML, budgets, requirements, selectors, SQS notices, the emulator's EC2 protocol) for FUZZTIME each
@@ -53,17 +60,17 @@ chaos: chaos-failover chaos-ec2 chaos-day chaos-storm ## every long fault test, 
 # Every failover and API server outage test, the long variants too, with a 30 s outage.
 OUTAGE ?= 30s
 chaos-failover: ## leader failover and API server outage e2e tests, long variants included (OUTAGE=30s)
-	TAILOR_CHAOS=1 TAILOR_OUTAGE=$(OUTAGE) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run 'TestFailover|TestAPIServerOutage' -v ./test/e2e/
+	TAILOR_CHAOS=1 TAILOR_OUTAGE=$(OUTAGE) $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run 'TestFailover|TestAPIServerOutage' -v ./test/e2e/faults/
 
 CHAOS_EC2_TESTS ?= TestEC2ThrottlingBacksOff
 chaos-ec2: ## EC2 fault e2e tests (throttled 60 s, then 2 s a call), figures in the log
-	TAILOR_CHAOS=1 $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run '^($(CHAOS_EC2_TESTS))$$' -v ./test/e2e/
+	TAILOR_CHAOS=1 $(GO) test -count=1 -timeout $(E2E_TIMEOUT) -run '^($(CHAOS_EC2_TESTS))$$' -v ./test/e2e/faults/
 
 # The interruption storm: STORM_NODES nodes, as many SQS notices at 50 a second (500
 # in 10 s), a tenth duplicated and a tenth for unknown instances. make test runs it with 20.
 STORM_NODES ?= 500
 chaos-storm: ## interruption storm e2e of 500 nodes (STORM_NODES=500), figures in the log
-	TAILOR_CHAOS=1 TAILOR_STORM_NODES=$(STORM_NODES) $(GO) test -count=1 -timeout 90m -run '^TestInterruptionStorm$$' -v ./test/e2e/
+	TAILOR_CHAOS=1 TAILOR_STORM_NODES=$(STORM_NODES) $(GO) test -count=1 -timeout 90m -run '^TestInterruptionStorm$$' -v ./test/e2e/faults/
 
 SEEDS ?= 100
 FIRST ?= 1000
@@ -86,7 +93,7 @@ run: ## the sandbox with examples/: a cluster, a simulated fleet and Tailor in o
 
 bench: ## benchmarks into bench.txt (compare two runs with benchstat), then bench-report.md: each figure against its target
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/... | tee bench.txt
-	$(GO) test -run '^$$' -bench Burst -benchtime 1x -count 5 ./test/e2e/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok)' | tee -a bench.txt
+	$(GO) test -run '^$$' -bench Burst -benchtime 1x -count 5 ./test/e2e/provisioning/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok)' | tee -a bench.txt
 	$(GO) test -run '^$$' -bench SchedulingThroughput -benchtime 1x -count 2 -timeout 90m ./test/schedperf/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|schedperf:)' | tee -a bench.txt
 	$(GO) test -run '^$$' -bench SchedulerMemory -benchtime 1x -count 1 -timeout 60m ./test/schedperf/ | grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|schedperf:)' | tee -a bench.txt
 	$(GO) run ./hack/benchreport bench.txt | tee bench-report.md
@@ -96,7 +103,7 @@ bench: ## benchmarks into bench.txt (compare two runs with benchstat), then benc
 # too) goes to bench-scale.log; bench.txt gets the figures and the run's fleetscale: lines.
 SCALE_PODS ?= 20000
 bench-scale: ## the fleet at scale (SCALE_PODS=20000 pods, about 5,000 nodes, then a tenth): time to Running and to consolidated, peak memory, tailor-scheduler's requests/s; appended to bench.txt, then bench-report.md
-	TAILOR_SCALE_PODS=$(SCALE_PODS) $(GO) test -run '^$$' -bench '^BenchmarkFleetScale$$' -benchtime 1x -count 1 -timeout 240m ./test/e2e/ > bench-scale.log 2>&1; \
+	TAILOR_SCALE_PODS=$(SCALE_PODS) $(GO) test -run '^$$' -bench '^BenchmarkFleetScale$$' -benchtime 1x -count 1 -timeout 240m ./test/e2e/provisioning/ > bench-scale.log 2>&1; \
 		status=$$?; grep -E '^(Benchmark|goos|goarch|pkg|cpu|ok|fleetscale:)' bench-scale.log | tee -a bench.txt; exit $$status
 	$(GO) run ./hack/benchreport bench.txt | tee bench-report.md
 

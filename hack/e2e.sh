@@ -1,57 +1,95 @@
 #!/usr/bin/env bash
-# Runs every test that starts a control plane: the e2e tests of test/e2e one process each, JOBS
-# of them side by side (each test waits on a cluster far more than it computes, and a process of
-# its own keeps process-wide state, such as metrics and kube-scheduler's registrations, its own),
-# beside `go test` of the other such packages (the harness's fixed seeds, the CLI, the chart).
-# Each test's output goes to OUT/<test>.log; what failed is printed last.
+# Runs every test that starts a control plane: the e2e tests of the suites under test/e2e one
+# process each, JOBS of them side by side (each test waits on a cluster far more than it computes,
+# and a process of its own keeps process-wide state, such as metrics and kube-scheduler's
+# registrations, its own), beside `go test` of the other such packages (the harness's fixed seeds,
+# the CLI, the chart). Each suite package is one test binary; each test runs in its suite's
+# directory, where its testdata is. Each test's output goes to OUT/<test>.log (test names are
+# unique across the suites); what failed is printed last. SUITES (say "faults aws") runs only those
+# suites; PACKAGES= (empty) leaves the other packages out.
 set -uo pipefail
 GO=${GO:-go}
 JOBS=${JOBS:-2}
 TIMEOUT=${TIMEOUT:-15m}
 OUT=${OUT:-$(mktemp -d)}
 RUN=${RUN:-.}
-mkdir -p "$OUT"
-rm -f "$OUT"/*.log "$OUT"/*.status
-bin="$OUT/e2e.test"
-if ! $GO test -c -o "$bin" ./test/e2e/; then
+SUITES=${SUITES:-}
+PACKAGES=${PACKAGES-./test/harness/ ./cmd/tailor/ ./charts/}
+suites=(./test/e2e/...)
+if [ -n "$SUITES" ]; then
+	suites=()
+	for s in $SUITES; do
+		if [ ! -f "test/e2e/$s/doc.go" ]; then
+			echo "e2e: no suite $s under test/e2e (the suites: $(cd test/e2e && ls -d */ | grep -v env/ | tr -d / | tr '\n' ' '))" >&2
+			exit 2
+		fi
+		suites+=("./test/e2e/$s/")
+	done
+fi
+bin="$OUT/bin"
+mkdir -p "$OUT" "$bin"
+rm -f "$OUT"/*.log "$OUT"/*.status "$bin"/*.test
+# One build for every suite: with a directory, go test -c writes <suite>.test for each package
+# that has tests (test/e2e/env has none), linking them side by side.
+if ! $GO test -c -o "$bin/" "${suites[@]}"; then
 	exit 1
 fi
-# Longest first, so that no long test starts last; the rest in the order they are listed.
-mapfile -t tests < <(cd test/e2e && "$bin" -test.list "$RUN" | grep '^Test' |
-	awk '{ print ($0 ~ /^(TestKarpenterShapes|TestChaosDay|TestEC2ThrottlingBacksOff|TestCapacityReservations|TestRequirementsChangeRollsNodesOneAtATime)$/ ? 0 : 1), $0 }' |
-	sort -s -k1,1n | cut -d' ' -f2)
+# "suite test" lines; longest first, so that no long test starts last; the rest in the order
+# they are listed.
+mapfile -t tests < <(for b in "$bin"/*.test; do
+	suite=$(basename "$b" .test)
+	(cd "test/e2e/$suite" && "$b" -test.list "$RUN") | grep '^Test' | sed "s/^/$suite /"
+done | awk '{ print ($2 ~ /^(TestKarpenterShapes|TestChaosDay|TestEC2ThrottlingBacksOff|TestCapacityReservations|TestRequirementsChangeRollsNodesOneAtATime)$/ ? 0 : 1), $0 }' |
+	sort -s -k1,1n | cut -d' ' -f2-)
+if [ "${#tests[@]}" -eq 0 ]; then
+	echo "e2e: no test matches $RUN"
+fi
 
-$GO test -count=1 -timeout "$TIMEOUT" ./test/harness/ ./cmd/tailor/ ./charts/ >"$OUT/packages.log" 2>&1 &
-packages=$!
+packages=
+if [ -n "$PACKAGES" ]; then
+	# shellcheck disable=SC2086 # PACKAGES is a list of package patterns
+	$GO test -count=1 -timeout "$TIMEOUT" $PACKAGES >"$OUT/packages.log" 2>&1 &
+	packages=$!
+fi
 
 start=$SECONDS
-printf '%s\n' "${tests[@]}" | xargs -P "$JOBS" -I{} bash -c '
+printf '%s\n' "${tests[@]}" | xargs -r -P "$JOBS" -L 1 bash -c '
 	t0=$SECONDS
-	(cd test/e2e && "$1" -test.run "^$2\$" -test.count 1 -test.timeout "$3" -test.v) >"$4/$2.log" 2>&1
+	(cd "test/e2e/$4" && "$1/$4.test" -test.run "^$5\$" -test.count 1 -test.timeout "$2" -test.v) >"$3/$5.log" 2>&1
 	rc=$?
-	echo "$rc" >"$4/$2.status"
-	if [ "$rc" -eq 0 ]; then echo "ok   $2 ($((SECONDS - t0))s)"; else echo "FAIL $2 ($((SECONDS - t0))s)"; fi
-' _ "$bin" {} "$TIMEOUT" "$OUT"
+	echo "$rc" >"$3/$5.status"
+	if [ "$rc" -eq 0 ]; then echo "ok   $5 ($4, $((SECONDS - t0))s)"; else echo "FAIL $5 ($4, $((SECONDS - t0))s)"; fi
+' _ "$bin" "$TIMEOUT" "$OUT"
 echo "e2e: ${#tests[@]} tests in $((SECONDS - start))s with $JOBS side by side"
 
-wait "$packages"
-pstatus=$?
-grep -E '^(ok|FAIL|---)' "$OUT/packages.log"
+pstatus=0
+if [ -n "$packages" ]; then
+	wait "$packages"
+	pstatus=$?
+	grep -E '^(ok|FAIL|---)' "$OUT/packages.log"
+fi
 
 failed=()
-for t in "${tests[@]}"; do
-	[ "$(cat "$OUT/$t.status" 2>/dev/null)" = 0 ] || failed+=("$t")
+for line in "${tests[@]}"; do
+	t=${line#* }
+	[ "$(cat "$OUT/$t.status" 2>/dev/null)" = 0 ] || failed+=("$line")
 done
 if [ "${#failed[@]}" -eq 0 ] && [ "$pstatus" -eq 0 ]; then
 	exit 0
 fi
+# A test's own lines, and test/e2e/env's (a helper's failure names its file), without the
+# components' klog lines that the test's logger prefixes the same way.
+notklog() { grep -v -E '\.go:[0-9]+: [IWEF][0-9]{4} '; }
 echo "== what failed (whole logs in $OUT):"
 if [ "$pstatus" -ne 0 ]; then
-	grep -E -e '^panic:|^\s+[a-z_]+_test\.go:[0-9]+: |--- FAIL|^FAIL' "$OUT/packages.log" | tail -40
+	grep -E -e '^panic:|^\s+[a-z_]+\.go:[0-9]+: |--- FAIL|^FAIL' "$OUT/packages.log" | notklog | tail -40
 fi
-for t in "${failed[@]}"; do
-	echo "-- $t"
-	grep -E -e '^panic:|^\s+[a-z_]+_test\.go:[0-9]+: |--- FAIL' "$OUT/$t.log" | tail -25
+names=()
+for line in "${failed[@]}"; do
+	t=${line#* }
+	names+=("$t")
+	echo "-- $t (test/e2e/${line%% *})"
+	grep -E -e '^panic:|^\s+[a-z_]+\.go:[0-9]+: |--- FAIL' "$OUT/$t.log" | notklog | tail -25
 done
-echo "failed: ${failed[*]}"
+echo "failed: ${names[*]}"
 exit 1

@@ -1,0 +1,286 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
+	"github.com/tailor-sh/tailor/pkg/sandbox"
+	"github.com/tailor-sh/tailor/test/e2e/env"
+)
+
+// fleetPodsPerNode: a "large" of the fake catalog has 2 vCPUs, 1,930m or so allocatable, which
+// holds four pods of fleetPodCPU and not five; every large has the memory for four of fleetPodMem.
+const (
+	fleetPodsPerNode = 4
+	fleetPodCPU      = "450m"
+	fleetPodMem      = "512Mi"
+)
+
+// BenchmarkFleetScale is issue 15's fleet at scale (item 6): a Deployment with a
+// PodDisruptionBudget is scaled to TAILOR_SCALE_PODS pods (default 20,000) on a NodePool of small
+// nodes that hold four each (about 5,000 nodes), then down to TAILOR_SCALE_DOWN (default a tenth),
+// in the sandbox (etcd, kube-apiserver, kwok, Tailor's scheduler, the fake cloud, one process). It
+// reports the seconds from the scale-up to every pod Running and from the scale-down to the
+// fleet consolidated, the process's peak memory, the requests per second tailor-scheduler made,
+// and the nodes at the peak and at the end. It fails if a pod is left Pending or the budget was
+// broken; how long anything took is reported, never asserted.
+func BenchmarkFleetScale(b *testing.B) {
+	pods := envInt(b, "TAILOR_SCALE_PODS", 20000)
+	down := envInt(b, "TAILOR_SCALE_DOWN", pods/10)
+	b.Run(fmt.Sprintf("pods=%d", pods), func(b *testing.B) {
+		for b.Loop() {
+			fleetScaleOnce(b, pods, down)
+		}
+	})
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		fatalf(b, "%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+func fleetScaleOnce(b *testing.B, pods, down int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctx = klog.NewContext(ctx, klog.Background())
+	// The timeouts only stop a run that went wrong; they grow with the fleet, as every step does,
+	// and consolidation (thousands of nodes, a budget of a tenth of them at a time) the most.
+	// TAILOR_SCALE_TIMEOUT (minutes) sets both.
+	// On the shared two-core machine 4,000 pods took over 8 minutes to come up.
+	runTimeout := 10*time.Minute + time.Duration(pods)*250*time.Millisecond
+	consolidateTimeout := runTimeout
+	if os.Getenv("TAILOR_SCALE_TIMEOUT") != "" {
+		runTimeout = time.Duration(envInt(b, "TAILOR_SCALE_TIMEOUT", 0)) * time.Minute
+		consolidateTimeout = runTimeout
+	}
+	// A pass that finds no move takes longer on a larger fleet, so the count may hold still that
+	// long between removals; TAILOR_SCALE_SETTLE (seconds) overrides.
+	settle := time.Duration(envInt(b, "TAILOR_SCALE_SETTLE", 30+pods/200)) * time.Second
+	proxy := &countingProxy{counts: map[string]int{}}
+	clk := &sandbox.OffsetClock{}
+	// The API server's harness logs through its TB; a benchmark keeps only the first lines of
+	// its own log, which would then hold none of the figures. ProcessTB sends them to klog.
+	tb := sandbox.NewProcessTB("fleet", b.TempDir())
+	defer tb.Close()
+	// Closed once the cluster has stopped: the scheduler's connections go through it.
+	defer proxy.close()
+	cluster, err := sandbox.Start(ctx, tb, sandbox.Options{
+		Dir:   b.TempDir(),
+		Clock: clk,
+		// Karpenter's 15 s validation period and 10 s poll are fixed waits per command; the
+		// benchmark is about what Tailor computes and asks of the API server at this size.
+		TailorArgs:      sandbox.QuickDisruptionArgs(),
+		SchedulerConfig: proxy.start,
+		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
+			return fake.New(fake.Options{Clock: clk, ClusterName: "fleet", Joiner: &kubelet.Joiner{Client: kube}})
+		},
+	})
+	if err != nil {
+		fatalf(b, "starting the sandbox: %v", err)
+	}
+	defer cluster.Stop()
+	if err := sandbox.ApplyFiles(ctx, cluster.Config, []string{env.RepoPath("examples", "ec2nodeclass.yaml")}, nil); err != nil {
+		b.Fatal(err)
+	}
+	np := env.NodePool("default", karpv1.NodeSelectorRequirementWithMinValues{Key: awsv1.LabelInstanceSize, Operator: "In", Values: []string{"large"}})
+	np.Spec.Disruption.ConsolidateAfter = karpv1.NewNillableDuration(0)
+	np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	if _, err := cluster.Tailor.KarpenterV1().NodePools().Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	maxUnavailable := intstr.FromString("10%")
+	if _, err := cluster.Kube.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &maxUnavailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "fleet"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cluster.Kube.AppsV1().Deployments("default").Create(ctx, env.DeploymentOf("fleet", 0, fleetPodCPU, fleetPodMem), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	claims := watchClaims(ctx, cluster)
+	heap := sampleHeap(ctx)
+
+	began := time.Now()
+	scaleFleet(b, ctx, cluster, pods)
+	waitDeployment(b, ctx, cluster, pods, runTimeout)
+	toRunning := time.Since(began)
+	toBound := time.Unix(0, proxy.lastBinding.Load()).Sub(began)
+	reqAtPeak := proxy.total.Load()
+	say("%d pods Running after %.1f s, the last bound after %.1f s, on %d NodeClaims (%d requests from tailor-scheduler so far)",
+		pods, toRunning.Seconds(), toBound.Seconds(), claims.count(), reqAtPeak)
+
+	// The budget is watched from here: during the scale-up the new pods are not healthy yet, and
+	// the status says so without anything having been disrupted.
+	pdb := watchPDB(b, ctx, cluster)
+	scaledDown := time.Now()
+	scaleFleet(b, ctx, cluster, down)
+	waitDeployment(b, ctx, cluster, down, runTimeout)
+	var why string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, consolidateTimeout, false, func(ctx context.Context) (bool, error) {
+		var ok bool
+		ok, why = consolidated(ctx, cluster, claims, down, settle)
+		return ok, nil
+	})
+	if err != nil {
+		fatalf(b, "waiting for the fleet to consolidate: %v; %s", err, why)
+	}
+	toConsolidated := max(0, claims.lastChange().Sub(scaledDown))
+	elapsed := time.Since(began)
+	pending := checkPods(b, ctx, cluster, down)
+	violations := pdb.stop()
+	if len(violations) > 0 {
+		fatalf(b, "the PodDisruptionBudget was broken %d times, first: %s", len(violations), violations[0])
+	}
+	if pending > 0 {
+		fatalf(b, "%d pods Pending at the end", pending)
+	}
+
+	total, bindings := proxy.total.Load(), proxy.get("POST pods/binding")
+	say("consolidated %.1f s after the scale-down: %d NodeClaims for %d pods (%d needed at %d a node); peak %d", toConsolidated.Seconds(), claims.count(), down, ceilDiv(down, fleetPodsPerNode), fleetPodsPerNode, claims.peak())
+	say("tailor-scheduler made %d requests in %.0f s (%d bindings); the most frequent: %s", total, elapsed.Seconds(), bindings, proxy.top(12))
+	say("stranded or unused-node events: %s", tailorEvents(ctx, cluster))
+	b.ReportMetric(toRunning.Seconds(), "s-to-all-running")
+	b.ReportMetric(toBound.Seconds(), "s-to-all-bound")
+	b.ReportMetric(toConsolidated.Seconds(), "s-to-consolidated")
+	b.ReportMetric(float64(procStatusKB("VmHWM"))/1024, "peak-rss-MB")
+	b.ReportMetric(float64(heap.peak())/(1<<20), "peak-heap-MB")
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "sched-req/s")
+	b.ReportMetric(float64(total-bindings)/elapsed.Seconds(), "sched-req/s-without-bindings")
+	b.ReportMetric(float64(total-reqAtPeak)/(elapsed-toRunning).Seconds(), "sched-req/s-scale-down")
+	b.ReportMetric(float64(claims.peak()), "nodes-peak")
+	b.ReportMetric(float64(claims.count()), "nodes-end")
+	b.ReportMetric(float64(claims.count())/float64(ceilDiv(down, fleetPodsPerNode)), "nodes-end/needed")
+	b.ReportMetric(float64(pending), "pending-end")
+	b.ReportMetric(float64(len(violations)), "pdb-violations")
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// say prints a line of the run, prefixed so that make bench-scale keeps it beside the
+// benchmark's figures.
+func say(format string, args ...any) { fmt.Printf("fleetscale: "+format+"\n", args...) }
+
+func fatalf(b *testing.B, format string, args ...any) {
+	say("FAIL: "+format, args...)
+	b.Fatalf(format, args...)
+}
+
+func scaleFleet(b *testing.B, ctx context.Context, cluster *sandbox.Cluster, replicas int) {
+	// The Deployment controller writes the Deployment too (its status), hence the retry.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := cluster.Kube.AppsV1().Deployments("default").GetScale(ctx, "fleet", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = int32(replicas)
+		_, err = cluster.Kube.AppsV1().Deployments("default").UpdateScale(ctx, "fleet", s, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		fatalf(b, "scaling the Deployment to %d: %v", replicas, err)
+	}
+}
+
+// waitDeployment waits until the Deployment has exactly replicas pods, all Ready. Its status is
+// what the ReplicaSet controller counted from its pods: reading it is cheap where listing 20,000
+// pods every second would load the API server the benchmark measures Tailor against.
+func waitDeployment(b *testing.B, ctx context.Context, cluster *sandbox.Cluster, replicas int, timeout time.Duration) {
+	var st appsv1.DeploymentStatus
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		d, err := cluster.Kube.AppsV1().Deployments("default").Get(ctx, "fleet", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		st = d.Status
+		return d.Status.ObservedGeneration == d.Generation && int(st.Replicas) == replicas && int(st.ReadyReplicas) == replicas && int(st.UpdatedReplicas) == replicas, nil
+	})
+	if err != nil {
+		pending := checkPods(b, ctx, cluster, replicas)
+		fatalf(b, "waiting for %d pods Ready: %v; status %d replicas, %d ready; %d Pending", replicas, err, st.Replicas, st.ReadyReplicas, pending)
+	}
+}
+
+// checkPods lists the Deployment's pods once and returns how many are Pending; it fails the
+// benchmark if their number is not replicas.
+func checkPods(b *testing.B, ctx context.Context, cluster *sandbox.Cluster, replicas int) int {
+	list, err := cluster.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=fleet"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pending, live := 0, 0
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		live++
+		if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "" {
+			pending++
+		}
+	}
+	if live != replicas {
+		say("%d pods of the Deployment, want %d", live, replicas)
+		b.Errorf("%d pods of the Deployment, want %d", live, replicas)
+	}
+	return pending
+}
+
+// consolidated says whether consolidation is done: every pod is in place, no NodeClaim is being
+// deleted, no node is empty, and the NodeClaim count has held still for settle. Done is a fleet
+// Tailor no longer shrinks; how close it is to the fewest nodes the pods need is reported apart
+// (nodes-end/needed), since a fleet that stops above it is a finding, not a hang.
+func consolidated(ctx context.Context, cluster *sandbox.Cluster, claims *claimWatch, replicas int, settle time.Duration) (bool, string) {
+	if quiet := time.Since(claims.lastChange()); quiet < settle {
+		return false, fmt.Sprintf("%d NodeClaims (%d being deleted), the last change %.0f s ago", claims.count(), claims.deleting(), quiet.Seconds())
+	}
+	if n := claims.deleting(); n > 0 {
+		return false, fmt.Sprintf("%d of %d NodeClaims being deleted", n, claims.count())
+	}
+	pods, err := cluster.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	nodes, err := cluster.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	used, running := map[string]bool{}, 0
+	for _, p := range pods.Items {
+		used[p.Spec.NodeName] = true
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	empty := 0
+	for _, n := range nodes.Items {
+		if !used[n.Name] {
+			empty++
+		}
+	}
+	return running == replicas && empty == 0, fmt.Sprintf("%d of %d pods Running, %d nodes, %d empty", running, len(pods.Items), len(nodes.Items), empty)
+}
