@@ -31,7 +31,9 @@ mkdir -p "$OUT" "$bin"
 rm -f "$OUT"/*.log "$OUT"/*.status "$bin"/*.test
 # One build for every suite: with a directory, go test -c writes <suite>.test for each package
 # that has tests (test/e2e/env has none), linking them side by side.
-if ! $GO test -c -o "$bin/" "${suites[@]}"; then
+# -ldflags=-w leaves out DWARF, which no test reads (stack traces keep their files and lines):
+# linking the seven binaries takes about 60 s instead of 100 on two cores.
+if ! $GO test -c -ldflags=-w -o "$bin/" "${suites[@]}"; then
 	exit 1
 fi
 # "suite test" lines; longest first, so that no long test starts last; the rest in the order
