@@ -1,9 +1,10 @@
 package planner
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"slices"
 
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )

@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -227,7 +228,7 @@ func (b *beside) refusedAt(ctx context.Context, node fwk.NodeInfo, pod *corev1.P
 func (b *beside) stateOf(ctx context.Context, pod *corev1.Pod, spec string) *specState {
 	// A planner that keeps no PreFilter states keeps none here either: the tests that compare
 	// the two check this one too.
-	shared := spec != "" && keepable(pod) && !b.fresh
+	shared := spec != "" && prefilter.Keepable(pod) && !b.fresh
 	if st := b.states[spec]; shared && st != nil && !st.spoilt {
 		return st
 	}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -166,7 +167,7 @@ type byDomain struct {
 }
 
 func byDomainOf(pod *corev1.Pod, keys podKeys) byDomain {
-	if keys.all || keys.byNode || !keepable(pod) || hasHostPorts(pod) || !selfContainedVolumes(pod) {
+	if keys.all || keys.byNode || !prefilter.Keepable(pod) || hasHostPorts(pod) || !selfContainedVolumes(pod) {
 		return byDomain{}
 	}
 	return byDomain{ok: true, keys: [][]string{keys.selector, keys.topology}}

@@ -74,7 +74,7 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	if len(p.nodeInfos) > 0 || !pp.withDomains {
 		p.pl.sim.Use(p.snapshot, p.planned...)
 		var status *fwk.Status
-		if pp.state, pp.pre, status = p.pf.run(ctx, pod, spec, -1, false); status != nil {
+		if pp.state, pp.pre, status = p.pf.Run(ctx, pod, spec, -1, false); status != nil {
 			return nil, status.Message()
 		}
 	}
@@ -115,7 +115,7 @@ func (p *planning) existingNode(ctx context.Context, pp *placing) fwk.NodeInfo {
 func (p *planning) placeOn(ctx context.Context, pp *placing, ni fwk.NodeInfo) {
 	p.reserveOn(ctx, pp.pod, ni)
 	p.snapshot.AddPod(ni, pp.pod)
-	p.pf.add(pp.info, ni)
+	p.pf.Add(pp.info, ni)
 	if claim, ok := p.in.InFlight[ni.Node().Name]; ok {
 		p.plan.InFlight[claim] = append(p.plan.InFlight[claim], pp.pod)
 		if p.in.Spared[pp.pod.UID] {
@@ -225,7 +225,7 @@ func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capac
 	// it spreads and no node exists.
 	if s.as != pp.pod || w.domains || s.state == nil {
 		var status *fwk.Status
-		if s.state, s.pre, status = p.pf.run(ctx, s.as, pp.spec, w.step, w.domains); status != nil {
+		if s.state, s.pre, status = p.pf.Run(ctx, s.as, pp.spec, w.step, w.domains); status != nil {
 			return false, map[string]string{"": status.Message()}
 		}
 	}
@@ -298,11 +298,11 @@ func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, a
 	oc := p.open[i]
 	before, n := oc.info.Node(), len(oc.info.GetPods())
 	if p.pl.add(ctx, oc, pp.pod, pp.info, state, alive, choice) {
-		p.pf.relabelled(oc.info, before, n)
+		p.pf.Relabelled(oc.info, before, n)
 	}
 	p.reserveOnClaim(ctx, pp.pod, oc)
 	p.rooms.changed(i)
-	p.pf.add(pp.info, oc.info)
+	p.pf.Add(pp.info, oc.info)
 	if c.shy {
 		p.rooms.holds(oc, i, c.kind)
 	}
@@ -333,7 +333,7 @@ func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s sha
 		if c.shy {
 			p.rooms.holds(oc, len(p.open), c.kind)
 		}
-		p.pf.opened(oc.info)
+		p.pf.Opened(oc.info)
 		p.open = append(p.open, oc)
 		p.planned = append(p.planned, oc.info)
 		p.rooms.opened()

@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -173,7 +174,7 @@ func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
 	for _, pod := range destinedFirst(firstOf(sortedForPacking(in.Pending, p.ratio), in.First), in.Destined) {
 		p.place(ctx, pod)
 	}
-	pl.reused = p.pf.reused
+	pl.reused = p.pf.Reused
 	p.launching = append(p.launching, countedInFlight(p.nodeInfos, in.InFlight, in.Spared)...)
 	p.finish(ctx)
 	return p.plan
@@ -206,7 +207,7 @@ type planning struct {
 	kinds                 kindIDs
 	memo                  *rejections
 	specs                 map[*corev1.Pod]string
-	pf                    *preFilters
+	pf                    *prefilter.States
 	// planned are the nodes of the claims this plan opened, as PreFilter is shown them beside
 	// the snapshot's, in the order of open: a claim's is appended as it opens (refilling it for
 	// each pod was a copy of every claim per pod). The simulator keeps the slice it is shown, so
@@ -267,7 +268,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	for _, pod := range in.Pending {
 		p.specs[pod] = specKey(pod)
 	}
-	p.pf = newPreFilters(pl.sim, fresh, slices.Collect(maps.Values(p.specs)))
+	p.pf = prefilter.New(pl.sim, fresh, slices.Collect(maps.Values(p.specs)))
 	return p, nil
 }
 

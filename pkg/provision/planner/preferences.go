@@ -10,6 +10,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 )
 
 // preferenceLadder returns the shapes in which the planner tries to place a pod on new capacity,
@@ -178,7 +180,7 @@ type podGuards struct {
 
 // of returns the pod's guard for the view with or without the empty domains, which the simulator
 // must be using.
-func (g *podGuards) of(ctx context.Context, pf *preFilters, domains bool) (*asScheduled, *fwk.Status) {
+func (g *podGuards) of(ctx context.Context, pf *prefilter.States, domains bool) (*asScheduled, *fwk.Status) {
 	d := 0
 	if domains {
 		d = 1
@@ -187,7 +189,7 @@ func (g *podGuards) of(ctx context.Context, pf *preFilters, domains bool) (*asSc
 		state := g.without
 		if domains || state == nil {
 			var status *fwk.Status
-			if state, _, status = pf.run(ctx, g.pod, g.spec, -1, domains); status != nil {
+			if state, _, status = pf.Run(ctx, g.pod, g.spec, -1, domains); status != nil {
 				return nil, status
 			}
 		}
