@@ -13,6 +13,7 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -160,19 +161,19 @@ func newPoolState(p Pool) *poolState {
 
 // classesFor returns the class of every compatible offering for pods that read keys: offerings in
 // one class agree on every key, so the placement plugins cannot tell them apart.
-func (ps *poolState) classesFor(keys podKeys) []int32 {
-	sig := keys.signature()
+func (ps *poolState) classesFor(keys podkeys.Keys) []int32 {
+	sig := keys.Signature()
 	if cl, ok := ps.classes[sig]; ok {
 		return cl
 	}
 	out := make([]int32, len(ps.compatible))
 	ids := map[string]int32{}
 	for i, c := range ps.compatible {
-		if keys.all {
+		if keys.All {
 			out[i] = int32(i)
 			continue
 		}
-		k := classKey(c.labels, keys.selector, keys.topology)
+		k := podkeys.ClassKey(c.labels, keys.Selector, keys.Topology)
 		id, ok := ids[k]
 		if !ok {
 			id = int32(len(ids))
@@ -220,7 +221,7 @@ func (ps *poolState) varyingKeys() []string {
 
 // domainsOf numbers the domains of the topology keys: offerings in one domain share a number.
 func (ps *poolState) domainsOf(topology []string) []int32 {
-	return ps.classesFor(podKeys{topology: topology})
+	return ps.classesFor(podkeys.Keys{Topology: topology})
 }
 
 // dominates reports whether a has at least as much of every resource as b: a pod that passes

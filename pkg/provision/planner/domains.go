@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // PodTopologySpread knows only the domains of the nodes it is shown. Before the first claim of a
@@ -101,14 +103,14 @@ func (ps *poolState) domainChoices(reads func(key string) bool) []labelChoice {
 // strictest shape of its preference ladder treats them as DoNotSchedule, and is shown the empty
 // domains), or the profile's default ones apply to it. The empty domains carry values of those
 // keys only, so that a pool with many free keys the pods ignore adds no more of them.
-func readBySpreaders(pending []*corev1.Pod, rel *relevance, defaultKeys []string) func(string) bool {
+func readBySpreaders(pending []*corev1.Pod, rel *podkeys.Relevance, defaultKeys []string) func(string) bool {
 	read := map[string]bool{}
 	for _, p := range pending {
 		if len(p.Spec.TopologySpreadConstraints) == 0 && len(defaultKeys) == 0 {
 			continue
 		}
-		k := rel.keys(p)
-		for _, key := range append(slices.Clone(k.selector), k.topology...) {
+		k := rel.Keys(p)
+		for _, key := range append(slices.Clone(k.Selector), k.Topology...) {
 			read[key] = true
 		}
 		for _, c := range p.Spec.TopologySpreadConstraints {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -104,7 +105,7 @@ func antiAffinityTerms(pods []*corev1.Pod) []antiTerm {
 				for _, n := range t.Namespaces {
 					ns[n] = true
 				}
-				nsKey = strings.Join(sortedKeys(ns), ",")
+				nsKey = strings.Join(podkeys.SortedKeys(ns), ",")
 			}
 			id := nsKey + "\x00" + sel.String()
 			if !seen[id] {

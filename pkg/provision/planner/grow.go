@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -166,11 +167,11 @@ type byDomain struct {
 	keys [][]string
 }
 
-func byDomainOf(pod *corev1.Pod, keys podKeys) byDomain {
-	if keys.all || keys.byNode || !prefilter.Keepable(pod) || hasHostPorts(pod) || !selfContainedVolumes(pod) {
+func byDomainOf(pod *corev1.Pod, keys podkeys.Keys) byDomain {
+	if keys.All || keys.ByNode || !prefilter.Keepable(pod) || hasHostPorts(pod) || !selfContainedVolumes(pod) {
 		return byDomain{}
 	}
-	return byDomain{ok: true, keys: [][]string{keys.selector, keys.topology}}
+	return byDomain{ok: true, keys: [][]string{keys.Selector, keys.Topology}}
 }
 
 // selfContainedVolumes reports whether every volume of the pod is one it brings along (config,
@@ -215,7 +216,7 @@ func (r *claimRooms) domainOf(oc *openClaim) domain {
 			}
 		}
 	}
-	return domain{pool: oc.pool, values: classKey(labels, r.by.keys...)}
+	return domain{pool: oc.pool, values: podkeys.ClassKey(labels, r.by.keys...)}
 }
 
 // refused records that oc, asked in the pass order is running, refused the pod in every class

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // The values of free custom keys (customlabels.go) that a pod tries on a claim, and that a
@@ -29,14 +31,14 @@ const maxLabelChoices = 64
 // whose Filters read more than its spec tells (keys.all: volumes) settles every key, so that no
 // value picked later can be one it fails on. A key that allows any value has no default to fall
 // back on, so the pod that opens a claim settles it (unlabelledReason refuses those that cannot).
-func (ps *poolState) choices(pod *corev1.Pod, keys podKeys, chosen labelChoice) []labelChoice {
+func (ps *poolState) choices(pod *corev1.Pod, keys podkeys.Keys, chosen labelChoice) []labelChoice {
 	if len(ps.free) == 0 {
 		return noChoice
 	}
 	var lists [][]string
 	var open []string
 	for _, f := range ps.free {
-		if chosen.has(f.key) || !(keys.all || f.values == nil || keys.reads(f.key)) {
+		if chosen.has(f.key) || !(keys.All || f.values == nil || keys.Reads(f.key)) {
 			continue
 		}
 		vals := f.candidates(pod)
@@ -106,11 +108,6 @@ func namesKey(p *corev1.Pod, key string) bool {
 		}
 	}
 	return false
-}
-
-// reads reports whether the pod's constraints name key.
-func (k podKeys) reads(key string) bool {
-	return slices.Contains(k.selector, key) || slices.Contains(k.topology, key)
 }
 
 func (c labelChoice) has(key string) bool {

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // openClaim is a NodeClaim being filled during a plan.
@@ -71,9 +73,9 @@ type classGroup struct {
 
 // classGroups returns the classes of alive for pods that read keys, and the class of every
 // offering of the pool.
-func (oc *openClaim) classGroups(keys podKeys) ([]classGroup, []int32) {
+func (oc *openClaim) classGroups(keys podkeys.Keys) ([]classGroup, []int32) {
 	classes := oc.pool.classesFor(keys)
-	sig := keys.signature()
+	sig := keys.Signature()
 	if g, ok := oc.groups[sig]; ok {
 		return g, classes
 	}
@@ -152,7 +154,7 @@ func (pl *Planner) anyCapacity(ctx context.Context, oc *openClaim, ck *check, al
 
 // weigh returns the offerings of oc the pod would leave alive, and the values it settles for
 // open custom keys, the first of its choices it fits with; nil when it fits none.
-func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, guard *asScheduled, keys podKeys) ([]int, labelChoice) {
+func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, guard *asScheduled, keys podkeys.Keys) ([]int, labelChoice) {
 	ck := &check{pod: pod, requests: pl.requestsOf(pod), state: state, guard: guard, fits: map[int]int8{}}
 	if oc.frontier == nil {
 		oc.frontier = oc.frontierOf(oc.alive)
@@ -177,7 +179,7 @@ func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, st
 
 // weighWith is weigh for the claim labelled with choice on top of its chosen labels. placement
 // reports a refusal by the placement half in every class of the claim's offerings.
-func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys podKeys, choice labelChoice) (alive []int, placement bool) {
+func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys podkeys.Keys, choice labelChoice) (alive []int, placement bool) {
 	groups, classes := oc.classGroups(keys)
 	failed := map[int32]bool{}
 	for _, g := range groups {
@@ -202,7 +204,7 @@ func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys
 	if len(alive) != len(oc.alive) && !pl.anyCapacity(ctx, oc, ck, alive, nil) {
 		return nil, false
 	}
-	alive = pl.settle(ctx, oc, ck, alive, keys.topology)
+	alive = pl.settle(ctx, oc, ck, alive, keys.Topology)
 	if alive != nil && pl.strictMinValues() {
 		if why := pl.minValuesAfter(ctx, oc, ck, alive); why != "" {
 			oc.refusal = why

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -49,7 +50,7 @@ func (pl *Planner) daemonGroups(ctx context.Context, ps *poolState) []daemonGrou
 
 // open tries to start a new claim in ps for pod. It returns the claim, or why the pool cannot
 // hold the pod.
-func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, guard *asScheduled, info fwk.PodInfo, keys podKeys, name string, ps *poolState) (*openClaim, string) {
+func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreFilterResult, pod *corev1.Pod, guard *asScheduled, info fwk.PodInfo, keys podkeys.Keys, name string, ps *poolState) (*openClaim, string) {
 	if len(ps.compatible) == 0 {
 		return nil, "no available instance type offering satisfies the NodePool's requirements"
 	}

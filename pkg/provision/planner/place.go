@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -90,7 +91,7 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	// refuse it and open a claim of its own.
 	pp.laddered = len(p.launchingNodes) > 0 && (pp.withDomains || hasTopologyPreferences(pod))
 	if len(p.in.Unsettled) > 0 {
-		pp.passOver = p.unsettled.passOver(p.rel.keys(pod).topology)
+		pp.passOver = p.unsettled.passOver(p.rel.Keys(pod).Topology)
 	}
 	return pp, ""
 }
@@ -194,7 +195,7 @@ type shaped struct {
 	state fwk.CycleState
 	pre   *fwk.PreFilterResult
 	guard *asScheduled
-	keys  podKeys
+	keys  podkeys.Keys
 	// domains: the view weighs the empty domains.
 	domains bool
 }
@@ -235,7 +236,7 @@ func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capac
 			return false, map[string]string{"": status.Message()}
 		}
 	}
-	s.keys = p.rel.keys(s.as)
+	s.keys = p.rel.Keys(s.as)
 	if pp.laddered && p.launchingNode(ctx, pp, s) {
 		return true, nil
 	}
@@ -260,7 +261,7 @@ func (p *planning) launchingNode(ctx context.Context, pp *placing, s shaped) boo
 	}
 	// A shape reads every topology key the pod reads, and the keys of the terms its preferences
 	// became.
-	ni := p.pl.firstFit(ctx, shape, p.launchingNodes, p.memo, p.unsettled.passOver(s.keys.topology), also...)
+	ni := p.pl.firstFit(ctx, shape, p.launchingNodes, p.memo, p.unsettled.passOver(s.keys.Topology), also...)
 	if ni == nil {
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -200,7 +201,7 @@ type planning struct {
 	ratio                 float64
 	plan                  *Plan
 	defaultKeys           []string
-	rel                   *relevance
+	rel                   *podkeys.Relevance
 	domains               []fwk.NodeInfo
 	open                  []*openClaim
 	rooms                 claimRooms
@@ -258,9 +259,9 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	pl.reserveDaemonsInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
 	var selectorKeys []string
 	selectorKeys, p.defaultKeys = pl.sim.ProfileNodeKeys()
-	p.rel = newRelevance(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
+	p.rel = podkeys.New(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
 	if p.devices != nil {
-		p.rel.deviceKeys = p.pl.sim.DRA().NodeLabelKeys()
+		p.rel.DeviceKeys = p.pl.sim.DRA().NodeLabelKeys()
 	}
 	p.domains = emptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
 	p.planned = make([]fwk.NodeInfo, 0, len(in.Pending)+len(p.domains))
