@@ -10,6 +10,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -92,7 +93,7 @@ func nodeClaimLabels(pc *PlannedClaim) (labels map[string]string, custom []karpv
 		for i, o := range pc.Options {
 			types[i] = o.InstanceType
 		}
-		pinned, free, _ := customKeys(pool, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements), types)
+		pinned, free, _ := nodepool.CustomKeys(pool, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements), types)
 		for k, v := range pinned {
 			if pc.Options[0].InstanceType.Labels[k] == "" {
 				labels[k] = v
@@ -102,11 +103,11 @@ func nodeClaimLabels(pc *PlannedClaim) (labels map[string]string, custom []karpv
 		// lists, as a label and as a requirement: the claim then says which value its node has.
 		chosen := maps.Clone(pc.Labels)
 		for _, f := range free {
-			if _, ok := chosen[f.key]; !ok && len(f.values) > 0 {
+			if _, ok := chosen[f.Key]; !ok && len(f.Values) > 0 {
 				if chosen == nil {
 					chosen = map[string]string{}
 				}
-				chosen[f.key] = f.values[0]
+				chosen[f.Key] = f.Values[0]
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(chosen)) {

@@ -1,12 +1,9 @@
 package planner
 
 import (
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
@@ -32,70 +29,6 @@ import (
 // other) and spread over two zones with maxSkew 1. With a replica in zone a, the empty domain of
 // zone b refused them zone a (skew 2) while their affinity refused zone b, though the scheduler,
 // with no node in zone b, takes them on any new node in zone a.
-
-// emptyDomains returns the empty nodes that stand for the domains the pools may launch in: one
-// per zone, capacity type and architecture each pool offers, labelled with each combination of
-// the values of its free custom keys that reads says the plan's pods read (domainChoices). A key
-// whose value a claim settles (customlabels.go) is, like a zone, a key whose domains are the
-// values the pool may create, as in Karpenter's topology: Karpenter's spot to on-demand ratio
-// recipe spreads over such a key, whose values no node carries before the first launch. Each node
-// carries its pool's labels and taints, so the plugin's own rules (nodeAffinityPolicy,
-// nodeTaintsPolicy, minDomains, matchLabelKeys) say which of them count for a pod.
-func emptyDomains(pools []*poolState, reads func(key string) bool) []fwk.NodeInfo {
-	var out []fwk.NodeInfo
-	for _, ps := range pools {
-		choices := ps.domainChoices(reads)
-		seen := map[string]bool{}
-		n := 0
-		for _, c := range ps.compatible { // cheapest first
-			key := c.offering.Zone + "/" + c.offering.CapacityType + "/" + c.labels[corev1.LabelArchStable]
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			for _, choice := range choices {
-				n++
-				ni := framework.NewNodeInfo()
-				ni.SetNode(c.templateNode(fmt.Sprintf("%s-domain-%d", ps.NodePool.Name, n), choice))
-				out = append(out, ni)
-			}
-		}
-	}
-	return out
-}
-
-// domainChoices are the labels of the pool's free keys that the empty domains carry: every
-// combination of the values of the keys that reads says pods read, when there are no more than
-// maxLabelChoices; past that, as many rows as the key with the most values has, each value of
-// every key in some row, so that each value is still a domain of its key. noChoice when the pool
-// has no such key. A key that allows any value offers no values to count (Karpenter registers
-// none either); the claim of a pod that names one is the domain.
-func (ps *poolState) domainChoices(reads func(key string) bool) []labelChoice {
-	var keys []string
-	var lists [][]string
-	total, longest := 1, 0
-	for _, f := range ps.free {
-		if len(f.values) == 0 || !reads(f.key) {
-			continue
-		}
-		keys, lists = append(keys, f.key), append(lists, f.values)
-		total = min(total*len(f.values), maxLabelChoices+1)
-		longest = max(longest, len(f.values))
-	}
-	switch {
-	case len(keys) == 0:
-		return noChoice
-	case total <= maxLabelChoices:
-		return product(keys, lists)
-	}
-	out := make([]labelChoice, longest)
-	for i := range out {
-		for k, vals := range lists {
-			out[i] = append(out[i], keyValue{keys[k], vals[i%len(vals)]})
-		}
-	}
-	return out
-}
 
 // readBySpreaders returns whether a pending pod that spreads reads key: in its node selector or
 // node affinity, required or preferred (a shape of the pod may require what it prefers), or as a

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -119,11 +120,11 @@ func describeRequirement(r corev1.NodeSelectorRequirement, options []*option) st
 	sort.Strings(vals)
 	if len(options) > 0 {
 		// A custom key the claim settles: the pool offers the values its requirements allow.
-		if f, ok := options[0].c.pool.freeKey(r.Key); ok {
-			if f.values == nil {
-				return fmt.Sprintf("%s %s %v (NodePool allows %s)", r.Key, r.Operator, r.Values, describeAllowed(options[0].c.pool.NodePool, r.Key))
+		if f, ok := options[0].c.Pool.FreeKey(r.Key); ok {
+			if f.Values == nil {
+				return fmt.Sprintf("%s %s %v (NodePool allows %s)", r.Key, r.Operator, r.Values, nodepool.DescribeAllowed(options[0].c.Pool.NodePool, r.Key))
 			}
-			vals = slices.Clone(f.values)
+			vals = slices.Clone(f.Values)
 		}
 	}
 	if len(vals) > 8 {
@@ -141,8 +142,8 @@ func largest(pod *corev1.Pod, options []*option) string {
 		if ok, _ := affinity.Match(o.info.Node()); !ok {
 			continue
 		}
-		if best == nil || o.c.allocatable.Cpu().Cmp(*best.c.allocatable.Cpu()) > 0 ||
-			(o.c.allocatable.Cpu().Cmp(*best.c.allocatable.Cpu()) == 0 && o.c.allocatable.Memory().Cmp(*best.c.allocatable.Memory()) > 0) {
+		if best == nil || o.c.Allocatable.Cpu().Cmp(*best.c.Allocatable.Cpu()) > 0 ||
+			(o.c.Allocatable.Cpu().Cmp(*best.c.Allocatable.Cpu()) == 0 && o.c.Allocatable.Memory().Cmp(*best.c.Allocatable.Memory()) > 0) {
 			best = o
 		}
 	}
@@ -150,9 +151,9 @@ func largest(pod *corev1.Pod, options []*option) string {
 	if best == nil {
 		return fmt.Sprintf("the pod requests cpu %s, memory %s", req.Cpu(), req.Memory())
 	}
-	a := best.c.allocatable
+	a := best.c.Allocatable
 	return fmt.Sprintf("the largest instance type, %s, has cpu %s, memory %s allocatable; the pod requests cpu %s, memory %s",
-		best.c.it.Name, a.Cpu(), a.Memory(), req.Cpu(), req.Memory())
+		best.c.It.Name, a.Cpu(), a.Memory(), req.Cpu(), req.Memory())
 }
 
 func quantityString(list corev1.ResourceList, name corev1.ResourceName) string {

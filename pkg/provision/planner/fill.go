@@ -146,7 +146,7 @@ func (k kindIDs) of(p *corev1.Pod) kindID {
 func (oc *openClaim) spare() claimRoom {
 	used, pods := oc.info.Requested, len(oc.info.Pods)
 	for at, i := range oc.alive {
-		a := oc.pool.types[oc.pool.compatible[i].typ].alloc
+		a := oc.pool.Types[oc.pool.Compatible[i].Typ].Alloc
 		if a.MilliCPU >= used.MilliCPU && a.Memory >= used.Memory && a.AllowedPodNumber >= pods {
 			return claimRoom{milliCPU: a.MilliCPU - used.MilliCPU, memory: a.Memory - used.Memory,
 				pods: a.AllowedPodNumber - pods, at: at}

@@ -49,7 +49,7 @@ func (p *planning) finish(ctx context.Context) {
 	var live []*openClaim
 	for i, oc := range open {
 		offerings[i] = pl.plannedOfferings(ctx, oc)
-		if short := oc.pool.minValuesShort(offerings[i]); short != "" && pl.strictMinValues() {
+		if short := oc.pool.MinValuesShort(offerings[i]); short != "" && pl.strictMinValues() {
 			why := fmt.Sprintf("the instance types that hold its claim fall short of minValues: %s", short)
 			for _, pod := range oc.pods {
 				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{oc.pool.NodePool.Name: why}})

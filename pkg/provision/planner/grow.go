@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -117,7 +118,7 @@ func micros(price float64) int64 { return int64(math.Round(price * 1e6)) }
 func (oc *openClaim) growth(room claimRoom, asks simulation.Requests) (cost, base int64) {
 	used, pods := oc.info.Requested, len(oc.info.Pods)
 	ps := oc.pool
-	if most := ps.largest(); used.MilliCPU+asks.MilliCPU > most.MilliCPU || used.Memory+asks.Memory > most.Memory {
+	if most := ps.Largest(); used.MilliCPU+asks.MilliCPU > most.MilliCPU || used.Memory+asks.Memory > most.Memory {
 		// Already as big as the pool's types go: no need to read the rest of alive.
 		return unaffordable, 0
 	}
@@ -125,17 +126,17 @@ func (oc *openClaim) growth(room claimRoom, asks simulation.Requests) (cost, bas
 	// them with the pod.
 	base = -1
 	for _, i := range oc.alive[max(room.at, 0):] {
-		if oc.thrifty && ps.efficient != nil && !ps.efficient[i] {
+		if oc.thrifty && ps.Efficient != nil && !ps.Efficient[i] {
 			continue
 		}
-		c := ps.compatible[i]
-		a := ps.types[c.typ].alloc
+		c := ps.Compatible[i]
+		a := ps.Types[c.Typ].Alloc
 		if base < 0 && a.MilliCPU >= used.MilliCPU && a.Memory >= used.Memory && a.AllowedPodNumber >= pods {
-			base = micros(c.offering.PricePerHour)
+			base = micros(c.Offering.PricePerHour)
 		}
 		if a.MilliCPU >= used.MilliCPU+asks.MilliCPU && a.Memory >= used.Memory+asks.Memory && a.AllowedPodNumber > pods {
 			// The offering holds the claim's pods too, so base is set by now.
-			return micros(c.offering.PricePerHour) - base, base
+			return micros(c.Offering.PricePerHour) - base, base
 		}
 	}
 	return unaffordable, max(base, 0)
@@ -201,7 +202,7 @@ func hasHostPorts(pod *corev1.Pod) bool {
 
 // domain is a claim's pool and its values for the keys of byDomain.
 type domain struct {
-	pool   *poolState
+	pool   *nodepool.State
 	values string
 }
 

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 )
 
 // rejections lets the identical pods of a Deployment skip the places that turned away the first
@@ -16,13 +18,13 @@ import (
 // pod's own constraints that could be met later (required pod affinity, DoNotSchedule topology
 // spread) rule the pod out of memoisation.
 type rejections struct {
-	nodes  map[string]map[string]int64      // group -> node name -> node generation
-	claims map[string]map[*openClaim]bool   // group -> claims that turned it away
-	pools  map[string]map[*poolState]string // group -> pool -> why
+	nodes  map[string]map[string]int64           // group -> node name -> node generation
+	claims map[string]map[*openClaim]bool        // group -> claims that turned it away
+	pools  map[string]map[*nodepool.State]string // group -> pool -> why
 }
 
 func newRejections() *rejections {
-	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]bool{}, pools: map[string]map[*poolState]string{}}
+	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]bool{}, pools: map[string]map[*nodepool.State]string{}}
 }
 
 // groupOf returns spec, the key the pod shares with identical pods (specKey), or "" for a pod
@@ -90,7 +92,7 @@ func (r *rejections) rejectClaim(group string, oc *openClaim) {
 	r.claims[group][oc] = true
 }
 
-func (r *rejections) poolRejected(group string, ps *poolState) (string, bool) {
+func (r *rejections) poolRejected(group string, ps *nodepool.State) (string, bool) {
 	if group == "" {
 		return "", false
 	}
@@ -98,12 +100,12 @@ func (r *rejections) poolRejected(group string, ps *poolState) (string, bool) {
 	return why, ok
 }
 
-func (r *rejections) rejectPool(group string, ps *poolState, why string) {
+func (r *rejections) rejectPool(group string, ps *nodepool.State, why string) {
 	if group == "" {
 		return
 	}
 	if r.pools[group] == nil {
-		r.pools[group] = map[*poolState]string{}
+		r.pools[group] = map[*nodepool.State]string{}
 	}
 	r.pools[group][ps] = why
 }

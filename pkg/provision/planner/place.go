@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -140,7 +141,7 @@ type capacity struct {
 	shy     bool
 	kind    kindID
 	guards  podGuards
-	shunned map[*poolState]bool
+	shunned map[*nodepool.State]bool
 	views   []capacityView
 	// waits: a view was left out because a claim in flight has not settled a key the pod spreads
 	// over; the pod waits for it rather than being unplaceable.
@@ -295,7 +296,7 @@ func (p *planning) openClaim(ctx context.Context, pp *placing, c *capacity, s sh
 }
 
 // addTo books the pod onto the open claim at index i, which weighing found alive for it.
-func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, alive []int, choice labelChoice, state fwk.CycleState) {
+func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, alive []int, choice nodepool.LabelChoice, state fwk.CycleState) {
 	oc := p.open[i]
 	before, n := oc.info.Node(), len(oc.info.GetPods())
 	if p.pl.add(ctx, oc, pp.pod, pp.info, state, alive, choice) {
@@ -338,7 +339,7 @@ func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s sha
 		p.open = append(p.open, oc)
 		p.planned = append(p.planned, oc.info)
 		p.rooms.opened()
-		ps.open = append(ps.open, oc)
+		ps.OpenCapacity = append(ps.OpenCapacity, &oc.capacity)
 		return true, nil
 	}
 	return false, reasons

@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
@@ -144,7 +145,7 @@ func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} 
 // option is one offering with a template node holding the pod's would-be neighbours; only the
 // explanation of an unplaceable pod still weighs every offering on its own.
 type option struct {
-	c    *candidate
+	c    *nodepool.Candidate
 	info *framework.NodeInfo
 }
 
@@ -197,7 +198,7 @@ type planning struct {
 	byName                map[string]fwk.NodeInfo
 	ready, launchingNodes []fwk.NodeInfo
 	unsettled             *openKeys
-	pools                 []*poolState
+	pools                 []*nodepool.State
 	ratio                 float64
 	plan                  *Plan
 	defaultKeys           []string
@@ -251,7 +252,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	}
 	p.pools = pl.ratePools(in)
 	if len(p.pools) > 0 {
-		p.ratio = p.pools[0].ratio
+		p.ratio = p.pools[0].Ratio
 	}
 	p.devices = newDevicePlan(p)
 	pl.sim.Use(snapshot)
@@ -263,7 +264,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	if p.devices != nil {
 		p.rel.DeviceKeys = p.pl.sim.DRA().NodeLabelKeys()
 	}
-	p.domains = emptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
+	p.domains = nodepool.EmptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
 	p.planned = make([]fwk.NodeInfo, 0, len(in.Pending)+len(p.domains))
 	p.specs = make(map[*corev1.Pod]string, len(in.Pending))
 	for _, pod := range in.Pending {
@@ -275,7 +276,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 
 // ratePools caches the pending pods' requests and returns the pools in order, each rated for how
 // efficiently its instance types hold the batch's mix of cpu and memory.
-func (pl *Planner) ratePools(in Input) []*poolState {
+func (pl *Planner) ratePools(in Input) []*nodepool.State {
 	var cpu, mem, maxCPU, maxMem float64
 	pl.requests = make(map[*corev1.Pod]corev1.ResourceList, len(in.Pending))
 	for _, p := range in.Pending {
@@ -284,11 +285,11 @@ func (pl *Planner) ratePools(in Input) []*poolState {
 		c, m := float64(r.Cpu().MilliValue()), r.Memory().AsApproximateFloat64()
 		cpu, mem, maxCPU, maxMem = cpu+c, mem+m, max(maxCPU, c), max(maxMem, m)
 	}
-	pools := make([]*poolState, 0, len(in.Pools))
+	pools := make([]*nodepool.State, 0, len(in.Pools))
 	for _, p := range in.Pools {
-		ps := newPoolState(p)
-		ps.rank = len(pools)
-		ps.rateEfficiency(cpu, mem, maxCPU, maxMem)
+		ps := nodepool.NewState(p)
+		ps.Rank = len(pools)
+		ps.RateEfficiency(cpu, mem, maxCPU, maxMem)
 		pools = append(pools, ps)
 	}
 	return pools
@@ -296,9 +297,9 @@ func (pl *Planner) ratePools(in Input) []*poolState {
 
 // templateInfo is the node the candidate would register as, named name and labelled with choice,
 // with the DaemonSet pods it would run already on it.
-func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string, choice labelChoice) *framework.NodeInfo {
+func (pl *Planner) templateInfo(ctx context.Context, c *nodepool.Candidate, name string, choice nodepool.LabelChoice) *framework.NodeInfo {
 	ni := framework.NewNodeInfo()
-	ni.SetNode(c.templateNode(name, choice))
+	ni.SetNode(c.TemplateNode(name, choice))
 	if pl.daemons != nil {
 		for _, p := range pl.daemonsOn(ctx, c, pl.daemons) {
 			ni.AddPod(onNode(p, name))

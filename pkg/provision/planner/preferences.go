@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 )
 
@@ -256,14 +257,14 @@ const preferNoScheduleStep = 1 << 20
 
 // shunnedPools returns the pools with a PreferNoSchedule taint the pod does not tolerate, or nil
 // when there are none.
-func shunnedPools(pod *corev1.Pod, pools []*poolState) map[*poolState]bool {
-	var out map[*poolState]bool
+func shunnedPools(pod *corev1.Pod, pools []*nodepool.State) map[*nodepool.State]bool {
+	var out map[*nodepool.State]bool
 	for _, ps := range pools {
 		for i := range ps.NodePool.Spec.Template.Spec.Taints {
 			t := &ps.NodePool.Spec.Template.Spec.Taints[i]
 			if t.Effect == corev1.TaintEffectPreferNoSchedule && !corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, t, true) {
 				if out == nil {
-					out = map[*poolState]bool{}
+					out = map[*nodepool.State]bool{}
 				}
 				out[ps] = true
 				break
@@ -276,7 +277,7 @@ func shunnedPools(pod *corev1.Pod, pools []*poolState) map[*poolState]bool {
 // shunningViews returns views with one more shape, a copy of the pod that keeps off the shunned
 // pools, just before the first view that weighs the pod itself: every other preference gives way
 // before this one does.
-func shunningViews(pod *corev1.Pod, views []capacityView, shunned map[*poolState]bool) []capacityView {
+func shunningViews(pod *corev1.Pod, views []capacityView, shunned map[*nodepool.State]bool) []capacityView {
 	if len(shunned) == 0 {
 		return views
 	}
@@ -289,6 +290,6 @@ func shunningViews(pod *corev1.Pod, views []capacityView, shunned map[*poolState
 }
 
 // shunnedReason is why a shape of pod was not placed in pool ps.
-func shunnedReason(ps *poolState) string {
+func shunnedReason(ps *nodepool.State) string {
 	return fmt.Sprintf("NodePool %s has a PreferNoSchedule taint the pod does not tolerate; weighed after the pod's other preferences", ps.NodePool.Name)
 }

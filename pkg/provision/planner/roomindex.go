@@ -146,7 +146,7 @@ func (g *growthOrder) growthOf(open []*openClaim, rooms []claimRoom, i int) (gro
 	}
 	oc := open[i]
 	cost, base := oc.growth(room, asks)
-	return growth{rank: oc.pool.rank, cost: cost, base: base, i: i}, true
+	return growth{rank: oc.pool.Rank, cost: cost, base: base, i: i}, true
 }
 
 // of is the order, or, when few, the order of the claims of side alone, gathered into scratch.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -85,7 +86,7 @@ func domainsOf(snapshot *simulation.Snapshot, claims []*openClaim, keys []string
 // on, and a pod that requires one of several zones would find none on it (every pod of the claim
 // passed on each of its offerings as that offering's node).
 func (oc *openClaim) settleFor(offerings []int, keys []string, domains map[string]map[string]bool) []int {
-	compatible := oc.pool.compatible
+	compatible := oc.pool.Compatible
 	node := oc.info.Node()
 	for _, key := range keys {
 		if _, ok := node.Labels[key]; ok || len(offerings) == 0 {
@@ -93,22 +94,22 @@ func (oc *openClaim) settleFor(offerings []int, keys []string, domains map[strin
 		}
 		value, ok := "", false
 		for _, i := range offerings {
-			if v, has := compatible[i].labels[key]; has && (!ok || domains[key][v] && !domains[key][value]) {
+			if v, has := compatible[i].Labels[key]; has && (!ok || domains[key][v] && !domains[key][value]) {
 				value, ok = v, true
 			}
 		}
 		if !ok {
 			continue
 		}
-		narrowed := expressible(oc.pool, slices.DeleteFunc(slices.Clone(offerings), func(i int) bool { return compatible[i].labels[key] != value }))
-		if len(narrowed) == 0 || oc.pool.minValuesShort(narrowed) != "" && oc.pool.minValuesShort(offerings) == "" {
+		narrowed := nodepool.Expressible(oc.pool, slices.DeleteFunc(slices.Clone(offerings), func(i int) bool { return compatible[i].Labels[key] != value }))
+		if len(narrowed) == 0 || oc.pool.MinValuesShort(narrowed) != "" && oc.pool.MinValuesShort(offerings) == "" {
 			continue
 		}
 		offerings = narrowed
 		domains[key][value] = true
 	}
 	if len(offerings) > 0 {
-		oc.info.SetNode(compatible[offerings[0]].templateNode(oc.name, oc.chosen))
+		oc.info.SetNode(compatible[offerings[0]].TemplateNode(oc.name, oc.chosen))
 	}
 	return offerings
 }
