@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -186,7 +187,7 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 	var onInFlight []*corev1.Pod
 	for node, claim := range in.InFlight {
 		for _, p := range plan.InFlight[claim] {
-			onInFlight = append(onInFlight, onNode(p, node))
+			onInFlight = append(onInFlight, clusterview.OnNode(p, node))
 		}
 	}
 	cluster := func(which, o int) ([]*corev1.Node, []*corev1.Pod) {
@@ -194,7 +195,7 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 		nodes = append(append([]*corev1.Node{}, in.Nodes...), nodes...)
 		pods = append(append(append([]*corev1.Pod{}, in.Pods...), pods...), onInFlight...)
 		for _, p := range plan.FitsExisting {
-			pods = append(pods, onNode(p, plan.FitsExistingOn[p.UID]))
+			pods = append(pods, clusterview.OnNode(p, plan.FitsExistingOn[p.UID]))
 		}
 		return nodes, pods
 	}

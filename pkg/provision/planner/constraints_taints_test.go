@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 const dedicated = "example.com/dedicated"
@@ -157,7 +158,7 @@ func TestConstraintHostPorts(t *testing.T) {
 
 	t.Run("port taken on an existing node", func(t *testing.T) {
 		node := readyNode("existing", "8", "16Gi")
-		running := onNode(newPod("running", "1", "1Gi", hostPort(8080, corev1.ProtocolTCP, "")), "existing")
+		running := clusterview.OnNode(newPod("running", "1", "1Gi", hostPort(8080, corev1.ProtocolTCP, "")), "existing")
 		same := newPod("same-port", "1", "1Gi", hostPort(8080, corev1.ProtocolTCP, ""))
 		free := newPod("no-port", "1", "1Gi")
 		in := Input{Pending: []*corev1.Pod{same, free}, Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{running}, Pools: []Pool{newPool("default")}}

@@ -11,6 +11,7 @@ import (
 	daemonutil "k8s.io/kubernetes/pkg/controller/daemon/util"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -127,7 +128,7 @@ func (pl *Planner) reserveDaemonsInFlight(ctx context.Context, snapshot *simulat
 				continue
 			}
 			if pl.sim.FilterPlacement(ctx, pl.daemons.states[i], d, info).IsSuccess() {
-				snapshot.AddPod(info, onNode(d, node.Name))
+				snapshot.AddPod(info, clusterview.OnNode(d, node.Name))
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 // TestPlanIsExact checks plans against the whole Filter, with none of the planner's shortcuts
@@ -155,7 +156,7 @@ func materialise(plan *Plan, which, o int) ([]*corev1.Node, []*corev1.Pod) {
 			Status:     corev1.NodeStatus{Capacity: opt.InstanceType.Capacity, Allocatable: opt.InstanceType.Allocatable()},
 		})
 		for _, p := range append(append([]*corev1.Pod{}, pc.Daemons...), pc.Pods...) {
-			pods = append(pods, onNode(p, name))
+			pods = append(pods, clusterview.OnNode(p, name))
 		}
 	}
 	return nodes, pods

@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
@@ -100,7 +101,7 @@ func newOpenClaim(name string, ps *nodepool.State, daemons []*corev1.Pod, alive 
 	oc.info = framework.NewNodeInfo()
 	oc.info.SetNode(oc.plannedNode())
 	for _, d := range daemons {
-		oc.info.AddPod(onNode(d, name))
+		oc.info.AddPod(clusterview.OnNode(d, name))
 	}
 	return oc
 }

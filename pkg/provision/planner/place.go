@@ -92,7 +92,7 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	// refuse it and open a claim of its own.
 	pp.laddered = len(p.launchingNodes) > 0 && (pp.withDomains || hasTopologyPreferences(pod))
 	if len(p.in.Unsettled) > 0 {
-		pp.passOver = p.unsettled.passOver(p.rel.Keys(pod).Topology)
+		pp.passOver = p.unsettled.PassOver(p.rel.Keys(pod).Topology)
 	}
 	return pp, ""
 }
@@ -182,7 +182,7 @@ func (p *planning) capacityFor(pp *placing) *capacity {
 	c.views = shunningViews(pp.pod, newCapacityViews(pp.pod, p.defaultKeys, len(p.domains) > 0), c.shunned)
 	// passOver, for every topology key the pod reads, is the cheap test; the spread keys alone
 	// decide.
-	if len(pp.passOver) > 0 && len(p.unsettled.passOver(spreadKeysOfPods([]*corev1.Pod{pp.pod}, p.defaultKeys))) > 0 {
+	if len(pp.passOver) > 0 && len(p.unsettled.PassOver(spreadKeysOfPods([]*corev1.Pod{pp.pod}, p.defaultKeys))) > 0 {
 		c.views, c.waits = withoutTheSchedulersView(c.views)
 	}
 	return c
@@ -262,7 +262,7 @@ func (p *planning) launchingNode(ctx context.Context, pp *placing, s shaped) boo
 	}
 	// A shape reads every topology key the pod reads, and the keys of the terms its preferences
 	// became.
-	ni := p.pl.firstFit(ctx, shape, p.launchingNodes, p.memo, p.unsettled.passOver(s.keys.Topology), also...)
+	ni := p.pl.firstFit(ctx, shape, p.launchingNodes, p.memo, p.unsettled.PassOver(s.keys.Topology), also...)
 	if ni == nil {
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
@@ -197,7 +198,7 @@ type planning struct {
 	nodeInfos             []fwk.NodeInfo
 	byName                map[string]fwk.NodeInfo
 	ready, launchingNodes []fwk.NodeInfo
-	unsettled             *openKeys
+	unsettled             *clusterview.OpenKeys
 	pools                 []*nodepool.State
 	ratio                 float64
 	plan                  *Plan
@@ -238,7 +239,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 		}
 	}
 	snapshot.Fork()
-	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: newOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
+	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: clusterview.NewOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
 		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
 	p.nodeInfos, _ = snapshot.NodeInfos().List()
 	p.byName = make(map[string]fwk.NodeInfo, len(p.nodeInfos))
@@ -302,7 +303,7 @@ func (pl *Planner) templateInfo(ctx context.Context, c *nodepool.Candidate, name
 	ni.SetNode(c.TemplateNode(name, choice))
 	if pl.daemons != nil {
 		for _, p := range pl.daemonsOn(ctx, c, pl.daemons) {
-			ni.AddPod(onNode(p, name))
+			ni.AddPod(clusterview.OnNode(p, name))
 		}
 	}
 	return ni
@@ -315,4 +316,10 @@ func UIDs(pods []*corev1.Pod) map[types.UID]bool {
 		out[p.UID] = true
 	}
 	return out
+}
+
+// Ungrounded returns the pods the view counts where an earlier plan or a nomination headed them
+// whose required pod affinity the scheduler would now refuse there (see clusterview.Ungrounded).
+func (pl *Planner) Ungrounded(ctx context.Context, v *clusterview.View) []*corev1.Pod {
+	return clusterview.Ungrounded(ctx, pl.sim, v)
 }

@@ -15,6 +15,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 // TestPlanOnePod places one pod on one new claim and checks its options against the catalog:
@@ -350,7 +351,7 @@ func TestPlanReservesDaemonSetsInFlight(t *testing.T) {
 		t.Errorf("the agent's 1 cpu leaves no room for 1.5 cpu on the launching node: want a new claim; got %s", summary(plan))
 	}
 
-	running := onNode(daemons[0], "launching")
+	running := clusterview.OnNode(daemons[0], "launching")
 	in.Pending, in.Pods = pods(1, "900m", "1Gi"), []*corev1.Pod{running}
 	plan = testPlanner(t).Plan(context.Background(), in)
 	if len(plan.InFlight["claim-1"]) != 1 || len(plan.Claims) != 0 {

@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 // TestDomainsNodePoolsCanCreate: the values of a topology key that NodePools allow, through their
@@ -194,7 +195,7 @@ func TestDomainsBesideAClaimInFlight(t *testing.T) {
 			first := zonedNode("on-demand-1", fake.ZoneA, "16", "64Gi")
 			first.Labels[key], first.Labels[karpv1.CapacityTypeLabelKey], first.Labels[karpv1.NodePoolLabelKey] = "1", karpv1.CapacityTypeOnDemand, "on-demand"
 			all := replicas(20, "web", "500m", "512Mi", spread("web", key, 1, when))
-			in := Input{Pending: all[1:], Nodes: []*corev1.Node{first}, Pods: []*corev1.Pod{onNode(all[0], first.Name)},
+			in := Input{Pending: all[1:], Nodes: []*corev1.Node{first}, Pods: []*corev1.Pod{clusterview.OnNode(all[0], first.Name)},
 				InFlight: map[string]string{first.Name: "claim-1"}, Pools: []Pool{onDemand, spot}}
 			plan := testPlanner(t).Plan(context.Background(), in)
 			if len(plan.Unplaceable) != 0 || len(plan.FitsExisting) != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 // A Deployment's replicas reach the planner in one batch or in several: the batch closes when
@@ -108,7 +109,7 @@ func TestSplitBatchesPlanAsOne(t *testing.T) {
 			if len(plan1.Unplaceable) > 0 {
 				t.Fatalf("first batch: %s", summary(plan1))
 			}
-			cluster := &Cluster{Pods: all, Planned: map[types.UID]string{}}
+			cluster := &clusterview.Cluster{Pods: all, Planned: map[types.UID]string{}}
 			for i, pc := range plan1.Claims {
 				nc := NewNodeClaim(pc)
 				nc.Name = fmt.Sprintf("first-%d", i)
@@ -137,7 +138,7 @@ type landing struct{ node, zone string }
 
 // placements says where each pod of both batches is: the first batch's on the stand-ins of their
 // claims, the second's on those or on the claims the second plan opened.
-func placements(t *testing.T, v *View, plan2 *Plan) map[string]landing {
+func placements(t *testing.T, v *clusterview.View, plan2 *Plan) map[string]landing {
 	t.Helper()
 	byName := map[string]*corev1.Node{}
 	for _, n := range v.Nodes {
