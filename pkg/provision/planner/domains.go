@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/preferences"
 )
 
 // PodTopologySpread knows only the domains of the nodes it is shown. Before the first claim of a
@@ -87,7 +88,7 @@ type capacityView struct {
 // preference ladder, with the empty domains when the shape spreads and there are domains; then,
 // if the pod itself was weighed with them, the pod without them, as the scheduler sees it.
 func newCapacityViews(pod *corev1.Pod, defaultKeys []string, haveDomains bool) []capacityView {
-	ladder := preferenceLadder(pod)
+	ladder := preferences.Ladder(pod)
 	out := make([]capacityView, 0, len(ladder)+1)
 	for step, as := range ladder {
 		out = append(out, capacityView{as: as, step: step, domains: haveDomains && spreads(as, defaultKeys)})

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -39,7 +40,7 @@ var (
 // passesFor returns the rounds in which the plan weighs pod on the open claims, and whether the
 // pod repels its own kind.
 func passesFor(pod *corev1.Pod, defaultKeys []string) ([]fillPass, bool) {
-	if spreads(pod, defaultKeys) || len(requiredAntiTerms(pod)) > 0 {
+	if spreads(pod, defaultKeys) || len(packing.RequiredAntiTerms(pod)) > 0 {
 		return shyPasses, true
 	}
 	return fillPasses, false
@@ -100,13 +101,6 @@ func (r *claimRooms) update(open []*openClaim) {
 		r.index.set(i, r.rooms[i])
 	}
 	r.taken = len(r.log)
-}
-
-func requiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
-	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	}
-	return nil
 }
 
 // holds records that the claim now holds a pod of kind that repels its kind. A claim holds few

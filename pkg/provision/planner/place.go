@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/preferences"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -90,7 +91,7 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	// it prefers. A node-affinity preference alone does not count: a claim in flight that may
 	// launch as spot or on-demand carries neither label yet, so every shape that prefers spot would
 	// refuse it and open a claim of its own.
-	pp.laddered = len(p.launchingNodes) > 0 && (pp.withDomains || hasTopologyPreferences(pod))
+	pp.laddered = len(p.launchingNodes) > 0 && (pp.withDomains || preferences.HasTopology(pod))
 	if len(p.in.Unsettled) > 0 {
 		pp.passOver = p.unsettled.PassOver(p.rel.Keys(pod).Topology)
 	}

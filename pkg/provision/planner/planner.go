@@ -14,6 +14,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
@@ -174,7 +175,7 @@ func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
 	// The plan counts its pods on the snapshot's nodes as it goes; the fork it made leaves the
 	// caller's snapshot as it was.
 	defer p.snapshot.Revert()
-	for _, pod := range destinedFirst(firstOf(sortedForPacking(in.Pending, p.ratio), in.First), in.Destined) {
+	for _, pod := range packing.DestinedFirst(packing.FirstOf(packing.Order(in.Pending, p.ratio), in.First), in.Destined) {
 		p.place(ctx, pod)
 	}
 	pl.reused = p.pf.Reused

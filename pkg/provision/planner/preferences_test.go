@@ -10,6 +10,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/preferences"
 )
 
 // preferWeighted gives the pod preferred node affinity, one term per weight, each on the zone
@@ -93,7 +94,7 @@ func TestPreferenceLadderOrder(t *testing.T) {
 		return strings.Join(parts, ", ")
 	}
 	var got []string
-	for _, shape := range preferenceLadder(pod) {
+	for _, shape := range preferences.Ladder(pod) {
 		got = append(got, describe(shape))
 	}
 	const both = "prefers topology.kubernetes.io/zone, prefers hostname"
