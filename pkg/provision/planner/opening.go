@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/explain"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -54,7 +55,7 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 		// Report what counts against the limit, claims opened by this plan included: the pool's
 		// existing claims alone could read "0 of 4 in use" for a limit this plan has filled.
 		return nil, fmt.Sprintf("NodePool limit on %s is exhausted (%s of %s in use or planned)", limited,
-			quantityString(ps.Committed(), limited), quantityString(corev1.ResourceList(ps.NodePool.Spec.Limits), limited))
+			explain.QuantityString(ps.Committed(), limited), explain.QuantityString(corev1.ResourceList(ps.NodePool.Spec.Limits), limited))
 	}
 	if !simulation.AllowedByPreFilter(pre, name) {
 		return nil, "the pod's PreFilter result excludes new nodes"
@@ -105,13 +106,13 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	if choices := ps.Choices(pod, keys, nil); len(choices) > 0 {
 		choice = choices[0]
 	}
-	options := make([]*option, 0, len(within))
+	options := make([]*explain.Option, 0, len(within))
 	for _, i := range within {
 		c := ps.Compatible[i]
-		options = append(options, &option{c: c, info: pl.templateInfo(ctx, c, name, choice)})
+		options = append(options, &explain.Option{C: c, Info: pl.templateInfo(ctx, c, name, choice)})
 	}
 	statuses := pl.filterOptions(ctx, state, pod, options)
-	return nil, explain(pod, options, statuses) + pl.explainDevices(pod, statuses)
+	return nil, explain.Reason(pod, options, statuses) + explain.Devices(pl.sim.DRA(), pod, statuses)
 }
 
 // add puts the pod on the claim and, for a pool with limits, recounts the most the claim may
@@ -157,11 +158,11 @@ func (oc *openClaim) claimOf(offerings []int) *PlannedClaim {
 }
 
 // filterOptions runs the Filter plugins for pod on every option in parallel.
-func (pl *Planner) filterOptions(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, options []*option) []*fwk.Status {
+func (pl *Planner) filterOptions(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, options []*explain.Option) []*fwk.Status {
 	statuses := make([]*fwk.Status, len(options))
 	var mu sync.Mutex
 	pl.sim.Parallelizer().Until(ctx, len(options), func(i int) {
-		s := pl.sim.Filter(ctx, state, pod, options[i].info)
+		s := pl.sim.Filter(ctx, state, pod, options[i].Info)
 		mu.Lock()
 		statuses[i] = s
 		mu.Unlock()

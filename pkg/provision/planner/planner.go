@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -143,13 +144,6 @@ func (pl *Planner) ResourcesFiltered() bool { return pl.sim.ResourcesFiltered() 
 
 // NewPlanner returns a planner over sim.
 func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} }
-
-// option is one offering with a template node holding the pod's would-be neighbours; only the
-// explanation of an unplaceable pod still weighs every offering on its own.
-type option struct {
-	c    *nodepool.Candidate
-	info *framework.NodeInfo
-}
 
 // Plan places in.Pending: first on nodes that exist or are in flight, then on claims opened by
 // this plan, then on new claims from the pools in order. A pod with preferences, or one that
@@ -323,4 +317,35 @@ func UIDs(pods []*corev1.Pod) map[types.UID]bool {
 // whose required pod affinity the scheduler would now refuse there (see clusterview.Ungrounded).
 func (pl *Planner) Ungrounded(ctx context.Context, v *clusterview.View) []*corev1.Pod {
 	return clusterview.Ungrounded(ctx, pl.sim, v)
+}
+
+// Kind sums up why the pod could not be placed, for metrics: one word, from the reason that
+// applies to the most NodePools.
+func (u Unplaceable) Kind() string {
+	votes := map[string]int{}
+	for _, why := range u.Reasons {
+		switch {
+		case strings.Contains(why, "limit on"):
+			votes["limits"]++
+		case strings.Contains(why, "untolerated taint"):
+			votes["taint"]++
+		case strings.Contains(why, "requirement keys with no compatible offering"), strings.Contains(why, "satisfies the NodePool's requirements"):
+			votes["requirements"]++
+		case strings.Contains(why, "the devices of no instance type satisfy"):
+			votes["devices"]++
+		case strings.Contains(why, "Insufficient"), strings.Contains(why, "Too many pods"):
+			votes["resources"]++
+		case strings.Contains(why, "no NodePool"):
+			votes["no_nodepool"]++
+		default:
+			votes["other"]++
+		}
+	}
+	best, n := "other", 0
+	for k, v := range votes {
+		if v > n || (v == n && k < best) {
+			best, n = k, v
+		}
+	}
+	return best
 }
