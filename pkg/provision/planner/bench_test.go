@@ -19,6 +19,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/provision/bound"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // The workload of Karpenter's scheduling benchmark (scheduling_benchmark_test.go): five equal
@@ -232,7 +233,7 @@ func reportFollowUps(b *testing.B, pl *Planner, pool Pool, pending []*corev1.Pod
 	plans := 1
 	for ; ; plans++ {
 		for _, pc := range plan.Claims {
-			nc := NewNodeClaim(pc)
+			nc := nodeclaim.New(pc)
 			nc.Name = fmt.Sprintf("plan%d-%d", plans, len(cluster.Claims))
 			cluster.Claims = append(cluster.Claims, nc)
 			price += pc.Options[0].Offering.PricePerHour

@@ -10,6 +10,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 const dedicated = "example.com/dedicated"
@@ -66,7 +67,7 @@ func TestConstraintTaints(t *testing.T) {
 				return
 			}
 			pc := onlyClaim(t, plan, pod)
-			if claim := NewNodeClaim(pc); !slices.Equal(claim.Spec.Taints, tc.taints) {
+			if claim := nodeclaim.New(pc); !slices.Equal(claim.Spec.Taints, tc.taints) {
 				t.Errorf("NodeClaim taints %v, want the NodePool's %v", claim.Spec.Taints, tc.taints)
 			}
 			sameOptions(t, pc, []*corev1.Pod{pod}, anyOffering)
@@ -105,7 +106,7 @@ func TestConstraintStartupTaints(t *testing.T) {
 	in := Input{Pending: []*corev1.Pod{pod}, Pools: []Pool{pool}}
 	plan := testPlanner(t).Plan(context.Background(), in)
 	pc := onlyClaim(t, plan, pod)
-	claim := NewNodeClaim(pc)
+	claim := nodeclaim.New(pc)
 	if !slices.Equal(claim.Spec.StartupTaints, []corev1.Taint{startup}) || len(claim.Spec.Taints) != 0 {
 		t.Errorf("NodeClaim taints %v, startup taints %v; want only the startup taint", claim.Spec.Taints, claim.Spec.StartupTaints)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // TestPlanIsExact checks plans against the whole Filter, with none of the planner's shortcuts
@@ -112,9 +113,9 @@ func eitherPods(catalog []*cloud.InstanceType) []*corev1.Pod {
 // expressibleOnly checks that the NodeClaim's requirements allow no offering of the catalog that
 // the claim's options leave out: the cloud may launch any combination of the listed types, zones
 // and capacity types.
-func expressibleOnly(t *testing.T, pc *PlannedClaim, catalog []*cloud.InstanceType) {
+func expressibleOnly(t *testing.T, pc *nodeclaim.Planned, catalog []*cloud.InstanceType) {
 	t.Helper()
-	claim := NewNodeClaim(pc)
+	claim := nodeclaim.New(pc)
 	allowed := map[string]map[string]bool{}
 	for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, "karpenter.sh/capacity-type"} {
 		values, _ := requirementValues(claim, key)

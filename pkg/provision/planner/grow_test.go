@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
@@ -148,7 +149,7 @@ func TestWhoIsAnsweredByDomain(t *testing.T) {
 	}
 }
 
-func hasPod(c *PlannedClaim, pod *corev1.Pod) bool { return slices.Contains(c.Pods, pod) }
+func hasPod(c *nodeclaim.Planned, pod *corev1.Pod) bool { return slices.Contains(c.Pods, pod) }
 
 func podNames(pods []*corev1.Pod) []string {
 	out := make([]string, len(pods))

@@ -10,6 +10,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/explain"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -132,9 +133,9 @@ func (pl *Planner) plannedOfferings(ctx context.Context, oc *openClaim) []int {
 	compatible := oc.pool.Compatible
 	var kept []int
 	types := map[string]bool{}
-	for _, i := range pl.holding(ctx, oc, MaxInstanceTypes) {
+	for _, i := range pl.holding(ctx, oc, nodeclaim.MaxInstanceTypes) {
 		name := compatible[i].It.Name
-		if !types[name] && len(types) == MaxInstanceTypes {
+		if !types[name] && len(types) == nodeclaim.MaxInstanceTypes {
 			continue
 		}
 		types[name] = true
@@ -148,11 +149,11 @@ func (pl *Planner) plannedOfferings(ctx context.Context, oc *openClaim) []int {
 }
 
 // claimOf is the claim to create, launching as one of offerings.
-func (oc *openClaim) claimOf(offerings []int) *PlannedClaim {
+func (oc *openClaim) claimOf(offerings []int) *nodeclaim.Planned {
 	compatible := oc.pool.Compatible
-	pc := &PlannedClaim{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.MinValuesShort(offerings), Labels: oc.customLabels()}
+	pc := &nodeclaim.Planned{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.MinValuesShort(offerings), Labels: oc.customLabels()}
 	for _, i := range offerings {
-		pc.Options = append(pc.Options, Option{InstanceType: compatible[i].It, Offering: compatible[i].Offering})
+		pc.Options = append(pc.Options, nodeclaim.Option{InstanceType: compatible[i].It, Offering: compatible[i].Offering})
 	}
 	return pc
 }

@@ -11,9 +11,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
@@ -67,7 +66,7 @@ type Input struct {
 // Plan is what the planner decided.
 type Plan struct {
 	// Claims are the NodeClaims to create.
-	Claims []*PlannedClaim
+	Claims []*nodeclaim.Planned
 	// InFlight maps NodeClaim names to the pending pods that will go to them.
 	InFlight map[string][]*corev1.Pod
 	// FitsExisting are pods that fit a node that is ready now; the scheduler will place them.
@@ -80,29 +79,6 @@ type Plan struct {
 	// PreEnqueue plugin holds them (their ResourceClaim is not created yet), and it lets them go
 	// once what they wait for is there, when they are planned like any other.
 	Waiting []Unplaceable
-}
-
-// PlannedClaim is a NodeClaim to launch: a NodePool, the pods it is for, and the offerings it
-// may be launched as, cheapest first. Every option passes every Filter plugin for every pod.
-type PlannedClaim struct {
-	NodePool *karpv1.NodePool
-	Pods     []*corev1.Pod
-	Options  []Option
-	// Daemons are the DaemonSet pods that will run on the node beside Pods (on its cheapest
-	// option); their requests are part of what the node must hold.
-	Daemons []*corev1.Pod
-	// MinValuesShort says which requirements' minValues the options fall short of, or "".
-	MinValuesShort string
-	// Labels are the values the plan chose for custom label keys that the NodePool's requirements
-	// leave open (several values, or any): the NodeClaim carries each as a label and as a
-	// single-value requirement, so the node registers with the value its pods were placed for.
-	Labels map[string]string
-}
-
-// Option is one offering a planned claim can launch as.
-type Option struct {
-	InstanceType *cloud.InstanceType
-	Offering     cloud.Offering
 }
 
 // Unplaceable is a pod that fits nowhere, with a reason per NodePool (or one overall reason when

@@ -16,6 +16,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // TestPlanOnePod places one pod on one new claim and checks its options against the catalog:
@@ -80,8 +81,8 @@ func TestPlanOnePod(t *testing.T) {
 					t.Errorf("options not price-ordered at %d: %v after %v", i, o.Offering.PricePerHour, pc.Options[i-1].Offering.PricePerHour)
 				}
 			}
-			if n := len(cheapestTypes(want, MaxInstanceTypes)); len(pc.Options) != n {
-				t.Errorf("claim has %d options, the catalog has %d offerings of the %d cheapest types that fit the case", len(pc.Options), n, MaxInstanceTypes)
+			if n := len(cheapestTypes(want, nodeclaim.MaxInstanceTypes)); len(pc.Options) != n {
+				t.Errorf("claim has %d options, the catalog has %d offerings of the %d cheapest types that fit the case", len(pc.Options), n, nodeclaim.MaxInstanceTypes)
 			}
 			if got := pc.Options[0].Offering.PricePerHour; got != cheapest {
 				t.Errorf("cheapest option %s costs %v, the cheapest fitting offering costs %v",
@@ -301,7 +302,7 @@ func TestPlanReservesDaemonSetOverhead(t *testing.T) {
 			t.Errorf("option %s cannot hold the pod and the agent", o.InstanceType.Name)
 		}
 	}
-	claim := NewNodeClaim(pc)
+	claim := nodeclaim.New(pc)
 	if got := claim.Spec.Resources.Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
 		t.Errorf("claim requests %s cpu; want 2 (the pod and the agent)", got.String())
 	}

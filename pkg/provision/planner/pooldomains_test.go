@@ -14,6 +14,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // TestDomainsNodePoolsCanCreate: the values of a topology key that NodePools allow, through their
@@ -122,7 +123,7 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 					t.Errorf("a claim in %s=%s comes from NodePool %s, want %s", tc.key, v, pc.NodePool.Name, want)
 				}
 				// The NodeClaim says which domain its node is in: the cloud cannot pick another.
-				claim := NewNodeClaim(pc)
+				claim := nodeclaim.New(pc)
 				if tc.key != corev1.LabelTopologyZone && claim.Labels[tc.key] != v {
 					t.Errorf("NodeClaim labels %s=%q, want %q", tc.key, claim.Labels[tc.key], v)
 				}
@@ -145,7 +146,7 @@ func TestTemplateLabelsAreRequirements(t *testing.T) {
 		placedOnce(t, plan, pending)
 		for _, pc := range plan.Claims {
 			everyOption(t, pc, "in "+fake.ZoneB, func(_ *cloud.InstanceType, o cloud.Offering) bool { return o.Zone == fake.ZoneB })
-			claim := NewNodeClaim(pc)
+			claim := nodeclaim.New(pc)
 			if claim.Labels[zone] != fake.ZoneB {
 				t.Errorf("NodeClaim labels %s=%q, want %q", zone, claim.Labels[zone], fake.ZoneB)
 			}

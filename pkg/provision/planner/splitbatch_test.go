@@ -15,6 +15,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // A Deployment's replicas reach the planner in one batch or in several: the batch closes when
@@ -111,7 +112,7 @@ func TestSplitBatchesPlanAsOne(t *testing.T) {
 			}
 			cluster := &clusterview.Cluster{Pods: all, Planned: map[types.UID]string{}}
 			for i, pc := range plan1.Claims {
-				nc := NewNodeClaim(pc)
+				nc := nodeclaim.New(pc)
 				nc.Name = fmt.Sprintf("first-%d", i)
 				cluster.Claims = append(cluster.Claims, nc)
 				for _, p := range pc.Pods {
