@@ -109,7 +109,7 @@ func micros(price float64) int64 { return int64(math.Round(price * 1e6)) }
 // growth is how much dearer the claim becomes with asks on it beside its pods, and what it costs
 // now: the price of the cheapest offering it may grow into that holds them, less that of the
 // cheapest that holds its pods now (unaffordable when none holds them). A thrifty claim grows
-// only into efficient offerings (see rateEfficiency), and is priced from the cheapest efficient
+// only into efficient offerings (RateEfficiency), and is priced from the cheapest efficient
 // one that holds it: a claim that holds little is bound to grow at least that far (the plan's
 // biggest pods need it), so room up to that offering is free. (Pricing it from the smaller type
 // it would launch as now, which is not efficient, turned pods away from the claims that have

@@ -39,7 +39,7 @@ type openClaim struct {
 	// frontier caches the types of alive that no other type of alive dominates (of its efficient
 	// offerings only, when thrifty).
 	frontier []int
-	// thrifty claims take a pod only if an efficient offering holds it (see rateEfficiency): the
+	// thrifty claims take a pod only if an efficient offering holds it (see nodepool.State.RateEfficiency): the
 	// claim grows no bigger than the types that are cheap for the batch, while every alive
 	// offering that holds its pods in the end is still an option the cloud may fall back on.
 	thrifty bool

@@ -130,7 +130,7 @@ func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} 
 func (pl *Planner) Plan(ctx context.Context, in Input) *Plan { return pl.plan(ctx, in, false) }
 
 // plan is Plan; fresh asks every question afresh: PreFilter for every pod instead of keeping
-// states (see preFilters and beside), and Filter on every claim, where a domain that refused a
+// states (prefilter.States, beside), and Filter on every claim, where a domain that refused a
 // pod would answer for its other claims (see byDomain). The two must plan alike, which tests
 // check; only Plan, which keeps them, is for use.
 func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {

@@ -15,7 +15,7 @@ import (
 )
 
 // podGuards are a pending pod as the scheduler weighs it, checked beside each of its shapes (see
-// preferenceLadder) in the same view: without the empty domains (its state from before the
+// preferences.Ladder) in the same view: without the empty domains (its state from before the
 // shapes, without, when there is one) and with them, each made once per pod.
 type podGuards struct {
 	pod     *corev1.Pod

@@ -60,7 +60,7 @@ func TestPreferredNodeAffinityByWeight(t *testing.T) {
 }
 
 // TestPreferenceLadderOrder pins the order in which shapes give up preferences (see
-// preferenceLadder): ScheduleAnyway spreads one at a time as listed, then pod-affinity terms lightest first, then
+// preferences.Ladder): ScheduleAnyway spreads one at a time as listed, then pod-affinity terms lightest first, then
 // anti-affinity terms lightest first, then node-affinity terms heaviest first, each giving way to
 // the next heaviest; the pod itself last.
 func TestPreferenceLadderOrder(t *testing.T) {

@@ -35,7 +35,7 @@ func NewOpenKeys(unsettled map[string][]string) *OpenKeys {
 	return &OpenKeys{byNode: unsettled, kept: map[string]map[string]bool{}}
 }
 
-// PassOver returns the nodes a pod that reads topology (podKeys.topology) may not be placed on:
+// PassOver returns the nodes a pod that reads topology (Keys.Topology) may not be placed on:
 // the stand-ins that leave one of those keys open. The claims a plan opens settle such keys as
 // their pods are added (Planner.settle); a claim in flight no longer can. nil when there are none.
 func (o *OpenKeys) PassOver(topology []string) map[string]bool {

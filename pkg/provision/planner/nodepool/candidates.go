@@ -71,7 +71,7 @@ type State struct {
 	// Free are the custom label keys whose value each claim settles (see customlabels.go).
 	Free []freeKey
 	// Efficient marks the compatible offerings a new claim tries first, and ratio is the memory
-	// bytes per millicpu of the most efficient; see rateEfficiency.
+	// bytes per millicpu of the most efficient; see RateEfficiency.
 	Efficient []bool
 	Ratio     float64
 	// Rank is the pool's place in the plan's order of pools (by weight), and most the most cpu,
@@ -258,7 +258,7 @@ func isWellKnownLabel(key string) bool {
 
 // candidateLabels are the labels a node launched from this offering registers with: the
 // NodePool's template labels, the instance type's, zone and capacity type, and the custom labels
-// the pool's requirements pin to one value (pinned, from customKeys). Custom keys they leave open
+// the pool's requirements pin to one value (pinned, from CustomKeys). Custom keys they leave open
 // are the claim's to settle, and not among them.
 func candidateLabels(pool *karpv1.NodePool, pinned map[string]string, it *cloud.InstanceType, o cloud.Offering) map[string]string {
 	labels := make(map[string]string, len(it.Labels)+len(pool.Spec.Template.Labels)+len(pinned)+4)

@@ -12,7 +12,7 @@ import (
 // The values of free custom keys (customlabels.go) that a pod tries on a claim, and that a
 // claim's template nodes carry.
 
-// keyValue is one custom label of a claim; a labelChoice is the values picked for one pod.
+// keyValue is one custom label of a claim; a LabelChoice is the values picked for one pod.
 type keyValue struct{ Key, Value string }
 
 type LabelChoice []keyValue

@@ -18,7 +18,7 @@ import (
 // refused beside a pod whose anti-affinity selects it). Among such pods the one planned first
 // wins the domain, so the order decides which of them run. Karpenter plans the largest first (cpu,
 // then memory, descending), so that when two pods cannot both run, the larger one does; the
-// balanced order of sortedForPacking may put a small pod before a large one (a pod without
+// balanced order of Order may put a small pod before a large one (a pod without
 // requests goes with the memory-heavy queue, and comes next once a cpu-heavy pod is taken), and
 // then the small pod took the zone a 2-cpu pod was pinned to.
 //

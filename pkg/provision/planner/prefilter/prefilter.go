@@ -62,8 +62,8 @@ type placement struct {
 	opens  bool
 }
 
-// preFilterKey is a pod's spec (the planner's specKey), the step of its preference ladder (-1 for the pod
-// itself) and the view: with or without the empty domains.
+// preFilterKey is a pod's spec (the planner's specKey), the step of its preference ladder (-1
+// for the pod itself) and the view: with or without the empty domains.
 type preFilterKey struct {
 	spec    string
 	step    int
@@ -91,7 +91,7 @@ func New(sim *simulation.Simulator, fresh bool, specs []string) *States {
 	return p
 }
 
-// Run returns the PreFilter state of pod, the shape of step (see the planner's preferenceLadder, -1 for the
+// Run returns the PreFilter state of pod, the shape of step (see preferences.Ladder, -1 for the
 // pod itself) of a pending pod whose spec is spec, against the view the simulator was last given
 // (Use). States are shared between pods of a spec: callers read them (Filter) and keep
 // them only for NodeResourcesFit, whose state is the pod's requests, the same for every pod of
