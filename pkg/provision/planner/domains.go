@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
@@ -31,50 +29,6 @@ import (
 // zone b refused them zone a (skew 2) while their affinity refused zone b, though the scheduler,
 // with no node in zone b, takes them on any new node in zone a.
 
-// readBySpreaders returns whether a pending pod that spreads reads key: in its node selector or
-// node affinity, required or preferred (a shape of the pod may require what it prefers), or as a
-// topology key. A pod spreads when it has spread constraints, ScheduleAnyway ones included (the
-// strictest shape of its preference ladder treats them as DoNotSchedule, and is shown the empty
-// domains), or the profile's default ones apply to it. The empty domains carry values of those
-// keys only, so that a pool with many free keys the pods ignore adds no more of them.
-func readBySpreaders(pending []*corev1.Pod, rel *podkeys.Relevance, defaultKeys []string) func(string) bool {
-	read := map[string]bool{}
-	for _, p := range pending {
-		if len(p.Spec.TopologySpreadConstraints) == 0 && len(defaultKeys) == 0 {
-			continue
-		}
-		k := rel.Keys(p)
-		for _, key := range append(slices.Clone(k.Selector), k.Topology...) {
-			read[key] = true
-		}
-		for _, c := range p.Spec.TopologySpreadConstraints {
-			read[c.TopologyKey] = true
-		}
-		if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
-			for _, t := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-				for _, e := range t.Preference.MatchExpressions {
-					read[e.Key] = true
-				}
-			}
-		}
-	}
-	return func(key string) bool { return read[key] }
-}
-
-// spreads reports whether the pod has DoNotSchedule topology spread constraints, its own or, when
-// it has none, the profile's defaults (keys).
-func spreads(p *corev1.Pod, defaultKeys []string) bool {
-	if len(p.Spec.TopologySpreadConstraints) == 0 {
-		return len(defaultKeys) > 0
-	}
-	for _, c := range p.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-			return true
-		}
-	}
-	return false
-}
-
 // capacityView is one way the planner weighs a pod for new capacity: as, a shape of it (the
 // pod itself or a stricter one), step, which names the shape among the pod's (-1: the pod as
 // the scheduler sees it), and whether the empty domains count.
@@ -91,7 +45,7 @@ func newCapacityViews(pod *corev1.Pod, defaultKeys []string, haveDomains bool) [
 	ladder := preferences.Ladder(pod)
 	out := make([]capacityView, 0, len(ladder)+1)
 	for step, as := range ladder {
-		out = append(out, capacityView{as: as, step: step, domains: haveDomains && spreads(as, defaultKeys)})
+		out = append(out, capacityView{as: as, step: step, domains: haveDomains && podkeys.Spreads(as, defaultKeys)})
 	}
 	if last := out[len(out)-1]; last.domains {
 		out = append(out, capacityView{as: pod, step: -1})

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -40,7 +41,7 @@ var (
 // passesFor returns the rounds in which the plan weighs pod on the open claims, and whether the
 // pod repels its own kind.
 func passesFor(pod *corev1.Pod, defaultKeys []string) ([]fillPass, bool) {
-	if spreads(pod, defaultKeys) || len(packing.RequiredAntiTerms(pod)) > 0 {
+	if podkeys.Spreads(pod, defaultKeys) || len(packing.RequiredAntiTerms(pod)) > 0 {
 		return shyPasses, true
 	}
 	return fillPasses, false

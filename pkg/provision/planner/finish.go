@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -114,7 +115,7 @@ func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snaps
 		took = false
 		for _, oc := range claims {
 			for _, pod := range oc.pods {
-				if _, gone := refused[pod.UID]; gone || !countsOthers(pod, defaultKeys) {
+				if _, gone := refused[pod.UID]; gone || !podkeys.CountsOthers(pod, defaultKeys) {
 					continue
 				}
 				why := b.refusedOn(ctx, oc, pod, specs[pod])
@@ -261,15 +262,4 @@ func (b *beside) answer(ctx context.Context, st *specState, pod *corev1.Pod, inf
 		st.spoilt = true
 	}
 	return status
-}
-
-// countsOthers reports whether the scheduler's answer for pod can change with pods and nodes
-// placed after it: it spreads (DoNotSchedule, its own constraints or the profile's defaults) or
-// has required pod affinity.
-func countsOthers(pod *corev1.Pod, defaultKeys []string) bool {
-	if spreads(pod, defaultKeys) {
-		return true
-	}
-	a := pod.Spec.Affinity
-	return a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }

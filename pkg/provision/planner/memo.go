@@ -1,14 +1,6 @@
 package planner
 
 import (
-	"crypto/sha256"
-	"encoding/json"
-	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 )
 
@@ -25,37 +17,6 @@ type rejections struct {
 
 func newRejections() *rejections {
 	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]bool{}, pools: map[string]map[*nodepool.State]string{}}
-}
-
-// groupOf returns spec, the key the pod shares with identical pods (specKey), or "" for a pod
-// whose rejections may not last: one that spreads, with its own constraints or the profile's
-// DoNotSchedule defaults (defaultKeys), or that requires pod affinity.
-func groupOf(p *corev1.Pod, spec string, defaultKeys []string) string {
-	if countsOthers(p, defaultKeys) {
-		return ""
-	}
-	return spec
-}
-
-// specKey returns what identical pods share: everything a plugin can read of a pod before it is
-// placed, that is its spec, its labels and namespace, which other pods' affinity terms and spread
-// selectors select on, and its controller, whose selector PodTopologySpread's default constraints
-// take. "" when the pod cannot be keyed.
-func specKey(p *corev1.Pod) string {
-	var controller types.UID
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		controller = ref.UID
-	}
-	data, err := json.Marshal(struct {
-		Namespace  string            `json:"n"`
-		Labels     map[string]string `json:"l"`
-		Spec       corev1.PodSpec    `json:"s"`
-		Controller types.UID         `json:"c,omitempty"`
-	}{p.Namespace, p.Labels, p.Spec, controller})
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%x", sha256.Sum256(data))
 }
 
 func (r *rejections) nodeRejected(group, node string, generation int64) bool {

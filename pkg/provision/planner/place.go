@@ -65,7 +65,7 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	if err != nil {
 		return nil, err.Error()
 	}
-	pp := &placing{pod: pod, spec: spec, group: groupOf(pod, spec, p.defaultKeys), info: info}
+	pp := &placing{pod: pod, spec: spec, group: podkeys.GroupOf(pod, spec, p.defaultKeys), info: info}
 	p.beforePreFilter(pod)
 	// PreFilter must see the pods placed on claims opened by this plan, or inter-pod
 	// (anti-)affinity and topology spread judge each pod as if it were alone: pods that must not
@@ -73,7 +73,7 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	// Unplaceable.
 	// A pod that spreads is weighed for new capacity against the empty domains too; the view
 	// without them is for the nodes that exist, when there are any.
-	pp.withDomains = spreads(pod, p.defaultKeys) && len(p.domains) > 0
+	pp.withDomains = podkeys.Spreads(pod, p.defaultKeys) && len(p.domains) > 0
 	if len(p.nodeInfos) > 0 || !pp.withDomains {
 		p.pl.sim.Use(p.snapshot, p.planned...)
 		var status *fwk.Status
@@ -183,7 +183,7 @@ func (p *planning) capacityFor(pp *placing) *capacity {
 	c.views = shunningViews(pp.pod, newCapacityViews(pp.pod, p.defaultKeys, len(p.domains) > 0), c.shunned)
 	// passOver, for every topology key the pod reads, is the cheap test; the spread keys alone
 	// decide.
-	if len(pp.passOver) > 0 && len(p.unsettled.PassOver(spreadKeysOfPods([]*corev1.Pod{pp.pod}, p.defaultKeys))) > 0 {
+	if len(pp.passOver) > 0 && len(p.unsettled.PassOver(podkeys.SpreadKeysOfPods([]*corev1.Pod{pp.pod}, p.defaultKeys))) > 0 {
 		c.views, c.waits = withoutTheSchedulersView(c.views)
 	}
 	return c
@@ -217,7 +217,7 @@ func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capac
 	s := shaped{as: w.as, group: pp.group, state: pp.state, pre: pp.pre, domains: w.domains}
 	if s.as != pp.pod {
 		// A shape is a function of the pod's spec: the spec and the step name it.
-		s.group = groupOf(s.as, fmt.Sprintf("%s/%d", pp.spec, w.step), p.defaultKeys)
+		s.group = podkeys.GroupOf(s.as, fmt.Sprintf("%s/%d", pp.spec, w.step), p.defaultKeys)
 	}
 	views := p.planned
 	if w.domains {

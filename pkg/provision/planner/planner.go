@@ -236,11 +236,11 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	if p.devices != nil {
 		p.rel.DeviceKeys = p.pl.sim.DRA().NodeLabelKeys()
 	}
-	p.domains = nodepool.EmptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
+	p.domains = nodepool.EmptyDomains(p.pools, podkeys.ReadBySpreaders(in.Pending, p.rel, p.defaultKeys))
 	p.planned = make([]fwk.NodeInfo, 0, len(in.Pending)+len(p.domains))
 	p.specs = make(map[*corev1.Pod]string, len(in.Pending))
 	for _, pod := range in.Pending {
-		p.specs[pod] = specKey(pod)
+		p.specs[pod] = podkeys.SpecKey(pod)
 	}
 	p.pf = prefilter.New(pl.sim, fresh, slices.Collect(maps.Values(p.specs)))
 	return p, nil

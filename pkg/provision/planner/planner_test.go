@@ -17,6 +17,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // TestPlanOnePod places one pod on one new claim and checks its options against the catalog:
@@ -311,7 +312,7 @@ func TestPlanReservesDaemonSetOverhead(t *testing.T) {
 // Identical pods skip the places that turned the first of them away, without changing the plan:
 // the memo only applies where a rejection lasts.
 func TestGroupOfLeavesOutPodsWhoseRejectionMayNotLast(t *testing.T) {
-	group := func(p *corev1.Pod) string { return groupOf(p, specKey(p), nil) }
+	group := func(p *corev1.Pod) string { return podkeys.GroupOf(p, podkeys.SpecKey(p), nil) }
 	plain := newPod("a", "1", "1Gi")
 	twin := newPod("b", "1", "1Gi")
 	if group(plain) == "" || group(plain) != group(twin) {
@@ -326,7 +327,7 @@ func TestGroupOfLeavesOutPodsWhoseRejectionMayNotLast(t *testing.T) {
 			t.Errorf("pod %s may fit a place later in the plan; it must not be memoised", p.Name)
 		}
 	}
-	if groupOf(plain, specKey(plain), []string{corev1.LabelHostname}) != "" {
+	if podkeys.GroupOf(plain, podkeys.SpecKey(plain), []string{corev1.LabelHostname}) != "" {
 		t.Error("a pod that the profile's DoNotSchedule default constraints spread must not be memoised")
 	}
 	other := newPod("e", "2", "1Gi")

@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -33,25 +33,7 @@ func spreadKeysOf(claims []*openClaim, defaultKeys []string) []string {
 	for _, oc := range claims {
 		pods = append(pods, oc.pods...)
 	}
-	return spreadKeysOfPods(pods, defaultKeys)
-}
-
-func spreadKeysOfPods(pods []*corev1.Pod, defaultKeys []string) []string {
-	keys := map[string]bool{}
-	for _, p := range pods {
-		if len(p.Spec.TopologySpreadConstraints) == 0 {
-			for _, k := range defaultKeys {
-				keys[k] = true
-			}
-		}
-		for _, c := range p.Spec.TopologySpreadConstraints {
-			if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-				keys[c.TopologyKey] = true
-			}
-		}
-	}
-	delete(keys, corev1.LabelHostname)
-	return slices.Sorted(maps.Keys(keys))
+	return podkeys.SpreadKeysOfPods(pods, defaultKeys)
 }
 
 // domainsOf returns, per key, the values the snapshot's nodes and the claims' nodes carry.
@@ -164,7 +146,7 @@ func (pl *Planner) sparingTheLaunching(ctx context.Context, snapshot *simulation
 	b.show(kept)
 	held := map[*openClaim]string{}
 	for _, l := range launching {
-		if !spreads(l.pod, defaultKeys) {
+		if !podkeys.Spreads(l.pod, defaultKeys) {
 			continue
 		}
 		// The node as the snapshot holds it now, with what the plan added to it.
@@ -175,7 +157,7 @@ func (pl *Planner) sparingTheLaunching(ctx context.Context, snapshot *simulation
 		if why == "" {
 			continue
 		}
-		keys := spreadKeysOfPods([]*corev1.Pod{l.pod}, defaultKeys)
+		keys := podkeys.SpreadKeysOfPods([]*corev1.Pod{l.pod}, defaultKeys)
 		existing := domainsOf(snapshot, nil, keys)
 		adding := map[*openClaim]string{}
 		for _, oc := range kept {
