@@ -207,8 +207,8 @@ func (idx *pdbIndex) blocks(p *corev1.Pod) string {
 
 // gangOf is the "namespace/name" of the PodGroup the pod belongs to, or "".
 func gangOf(p *corev1.Pod) string {
-	if g := p.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
-		return p.Namespace + "/" + *g.PodGroupName
+	if name, ok := scheduling.PodGroupOf(p); ok {
+		return p.Namespace + "/" + name
 	}
 	return ""
 }

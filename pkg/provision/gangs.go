@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // maxGangReplans bounds the plans of one round that leave out gangs competing for the same
@@ -21,11 +22,11 @@ func (p *Provisioner) gangOf() planner.GangOf {
 		return nil
 	}
 	return func(pod *corev1.Pod) (planner.Gang, bool) {
-		sg := pod.Spec.SchedulingGroup
-		if sg == nil || sg.PodGroupName == nil {
+		name, ok := scheduling.PodGroupOf(pod)
+		if !ok {
 			return planner.Gang{}, false
 		}
-		pg, err := p.opts.PodGroups.PodGroups(pod.Namespace).Get(*sg.PodGroupName)
+		pg, err := p.opts.PodGroups.PodGroups(pod.Namespace).Get(name)
 		if err != nil || pg.Spec.SchedulingPolicy.Gang == nil {
 			return planner.Gang{}, false
 		}

@@ -22,6 +22,16 @@ func NeedsEviction(p *corev1.Pod) bool {
 	return !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, &taint, true)
 }
 
+// PodGroupOf returns the name of the PodGroup the pod belongs to (spec.schedulingGroup's
+// podGroupName, in the pod's namespace), or false when it belongs to none. The provisioner reads
+// the gang policy of that PodGroup, and consolidation leaves the nodes of its pods alone.
+func PodGroupOf(p *corev1.Pod) (string, bool) {
+	if g := p.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		return *g.PodGroupName, true
+	}
+	return "", false
+}
+
 // IsMirror reports whether pod is the API server's mirror of a static pod.
 func IsMirror(p *corev1.Pod) bool {
 	_, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]

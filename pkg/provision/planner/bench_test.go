@@ -18,6 +18,8 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/provision/bound"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // The workload of Karpenter's scheduling benchmark (scheduling_benchmark_test.go): five equal
@@ -225,13 +227,13 @@ func benchmarkPlan(b *testing.B, catalog []*cloud.InstanceType, pending []*corev
 // unplaced and the plans it took.
 func reportFollowUps(b *testing.B, pl *Planner, pool Pool, pending []*corev1.Pod, plan *Plan) {
 	b.Helper()
-	cluster := &Cluster{Pods: pending, Planned: map[types.UID]string{}}
+	cluster := &clusterview.Cluster{Pods: pending, Planned: map[types.UID]string{}}
 	var price float64
 	var placed, left []*corev1.Pod
 	plans := 1
 	for ; ; plans++ {
 		for _, pc := range plan.Claims {
-			nc := NewNodeClaim(pc)
+			nc := nodeclaim.New(pc)
 			nc.Name = fmt.Sprintf("plan%d-%d", plans, len(cluster.Claims))
 			cluster.Claims = append(cluster.Claims, nc)
 			price += pc.Options[0].Offering.PricePerHour

@@ -11,6 +11,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/nodepool/hash"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 func requirementValues(claim *karpv1.NodeClaim, key string) ([]string, bool) {
@@ -60,12 +61,12 @@ func TestNewNodeClaim(t *testing.T) {
 				t.Fatalf("want one claim for all pods; got %s", summary(plan))
 			}
 			pc := plan.Claims[0]
-			claim := NewNodeClaim(pc)
+			claim := nodeclaim.New(pc)
 
 			// Instance types: distinct, at most MaxInstanceTypes, the cheapest ones, by price.
 			types, ok := requirementValues(claim, corev1.LabelInstanceTypeStable)
-			if !ok || len(types) == 0 || len(types) > MaxInstanceTypes {
-				t.Fatalf("instance-type requirement = %v, want 1..%d values", types, MaxInstanceTypes)
+			if !ok || len(types) == 0 || len(types) > nodeclaim.MaxInstanceTypes {
+				t.Fatalf("instance-type requirement = %v, want 1..%d values", types, nodeclaim.MaxInstanceTypes)
 			}
 			minPrice := map[string]float64{}
 			for _, o := range pc.Options {
@@ -73,7 +74,7 @@ func TestNewNodeClaim(t *testing.T) {
 					minPrice[o.InstanceType.Name] = o.Offering.PricePerHour
 				}
 			}
-			if want := min(len(minPrice), MaxInstanceTypes); len(types) != want {
+			if want := min(len(minPrice), nodeclaim.MaxInstanceTypes); len(types) != want {
 				t.Errorf("claim offers %d instance types, want %d of the %d the options hold", len(types), want, len(minPrice))
 			}
 			if types[0] != pc.Options[0].InstanceType.Name {

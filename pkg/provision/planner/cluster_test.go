@@ -14,6 +14,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 func onNodeNamed(node string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = node } }
@@ -30,7 +31,7 @@ func TestViewPlansForPodsOfLeavingNodes(t *testing.T) {
 	controller := true
 	ds := newPod("ds", "100m", "64Mi", onNodeNamed("deleting"))
 	ds.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: &controller}}
-	c := &Cluster{
+	c := &clusterview.Cluster{
 		Nodes: []*corev1.Node{deleting, disrupted, staying},
 		Pods: []*corev1.Pod{
 			newPod("a", "1", "1Gi", onNodeNamed("deleting")),
@@ -94,7 +95,7 @@ func TestViewWeighsAJoiningNodeAsItsClaim(t *testing.T) {
 	spreadCT := spread(app, ct, 2, corev1.DoNotSchedule, minDomains(3))
 	first := newPod("web-first", "500m", "512Mi", labelled(app), spreadCT, tolerates(dedicated))
 	pending := replicas(3, app, "500m", "512Mi", spreadCT)
-	c := &Cluster{Nodes: []*corev1.Node{joining}, Pods: append([]*corev1.Pod{first}, pending...),
+	c := &clusterview.Cluster{Nodes: []*corev1.Node{joining}, Pods: append([]*corev1.Pod{first}, pending...),
 		Claims: []*karpv1.NodeClaim{claim}, Planned: map[types.UID]string{first.UID: claim.Name}}
 
 	v := c.View(nil)
@@ -141,7 +142,7 @@ func TestStandInCarriesWhatItsTypesShare(t *testing.T) {
 	arm64 := nodeSelector(corev1.LabelArchStable, karpv1.ArchitectureArm64)
 	first := newPod("graviton-first", "500m", "512Mi", labelled(app), zoneSpread, arm64)
 	pending := replicas(2, app, "500m", "512Mi", zoneSpread, arm64)
-	c := &Cluster{Pods: append([]*corev1.Pod{first}, pending...), Claims: []*karpv1.NodeClaim{claim},
+	c := &clusterview.Cluster{Pods: append([]*corev1.Pod{first}, pending...), Claims: []*karpv1.NodeClaim{claim},
 		Planned: map[types.UID]string{first.UID: claim.Name}}
 
 	pool := newPool("default")
@@ -186,10 +187,10 @@ func TestUnsettledClaimTakesNoPodThatReadsTheOpenKey(t *testing.T) {
 	siblingNode := zonedNode("sibling-node", fake.ZoneA, "1", "1Gi")
 	apart := with(nil, []corev1.PodAffinityTerm{podTerm("web", zone)})
 	// The sibling fills its node: the pod that reads no zone has the claim's room alone to go to.
-	sibling := onNode(newPod("web-0", "1", "128Mi", labelled("web"), apart), "sibling-node")
+	sibling := clusterview.OnNode(newPod("web-0", "1", "128Mi", labelled("web"), apart), "sibling-node")
 	web := newPod("web-1", "100m", "128Mi", labelled("web"), apart)
 	other := newPod("other", "100m", "128Mi")
-	c := &Cluster{Nodes: []*corev1.Node{siblingNode}, Pods: []*corev1.Pod{plain, sibling, web, other}, Claims: []*karpv1.NodeClaim{claim},
+	c := &clusterview.Cluster{Nodes: []*corev1.Node{siblingNode}, Pods: []*corev1.Pod{plain, sibling, web, other}, Claims: []*karpv1.NodeClaim{claim},
 		Planned: map[types.UID]string{plain.UID: claim.Name}}
 	pool := newPool("default")
 	v := c.View(map[string][]*cloud.InstanceType{"default": pool.InstanceTypes})
@@ -231,7 +232,7 @@ func TestStandInHasTheLeastOfEachResource(t *testing.T) {
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "launching"}, Spec: karpv1.NodeClaimSpec{
 		Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
 			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{large.Name, small.Name}}}}}
-	n := standIn(claim, []*cloud.InstanceType{large, small})
+	n := clusterview.StandIn(claim, []*cloud.InstanceType{large, small})
 	if got, want := n.Status.Allocatable.Memory(), sa.Memory(); got.Cmp(*want) != 0 {
 		t.Errorf("stand-in allocatable memory %s, want %s, the least of its types", got, want)
 	}

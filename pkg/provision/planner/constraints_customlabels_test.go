@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // TestConstraintNodeSelectorCustomLabels: a pod that selects a label that is not an instance
@@ -107,7 +108,7 @@ func TestConstraintNodeSelectorCustomLabels(t *testing.T) {
 				if pc.NodePool.Name != tc.pool {
 					t.Fatalf("claim from NodePool %s, want %s", pc.NodePool.Name, tc.pool)
 				}
-				claim := NewNodeClaim(pc)
+				claim := nodeclaim.New(pc)
 				value, labelled := claim.Labels[team]
 				want, ok := claims[value]
 				var names []string

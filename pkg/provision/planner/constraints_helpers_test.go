@@ -17,6 +17,8 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -48,7 +50,7 @@ func placedOnce(t *testing.T, plan *Plan, pending []*corev1.Pod) {
 	seen := map[string]int{}
 	for _, pc := range plan.Claims {
 		if len(pc.Options) == 0 {
-			t.Errorf("claim %v has no options", claimNames(&Plan{Claims: []*PlannedClaim{pc}}))
+			t.Errorf("claim %v has no options", claimNames(&Plan{Claims: []*nodeclaim.Planned{pc}}))
 		}
 		for _, p := range pc.Pods {
 			seen[p.Name]++
@@ -62,7 +64,7 @@ func placedOnce(t *testing.T, plan *Plan, pending []*corev1.Pod) {
 }
 
 // onlyClaim returns the plan's one claim, failing unless it holds every pending pod.
-func onlyClaim(t *testing.T, plan *Plan, pending ...*corev1.Pod) *PlannedClaim {
+func onlyClaim(t *testing.T, plan *Plan, pending ...*corev1.Pod) *nodeclaim.Planned {
 	t.Helper()
 	placedOnce(t, plan, pending)
 	if len(plan.Claims) != 1 {
@@ -72,9 +74,9 @@ func onlyClaim(t *testing.T, plan *Plan, pending ...*corev1.Pod) *PlannedClaim {
 }
 
 // valuesOf returns the distinct values, sorted, that the claim's options give key on the node.
-func valuesOf(pc *PlannedClaim, key string) []string {
+func valuesOf(pc *nodeclaim.Planned, key string) []string {
 	seen := map[string]bool{}
-	claim := NewNodeClaim(pc).Labels
+	claim := nodeclaim.New(pc).Labels
 	for _, o := range pc.Options {
 		seen[nodeLabels(claim, o)[key]] = true
 	}
@@ -87,13 +89,13 @@ func valuesOf(pc *PlannedClaim, key string) []string {
 }
 
 // optionLabels are the labels the claim's node registers with when launched as o.
-func optionLabels(pc *PlannedClaim, o Option) map[string]string {
-	return nodeLabels(NewNodeClaim(pc).Labels, o)
+func optionLabels(pc *nodeclaim.Planned, o nodeclaim.Option) map[string]string {
+	return nodeLabels(nodeclaim.New(pc).Labels, o)
 }
 
 // nodeLabels are the labels of a node launched as o for a NodeClaim labelled claim: the claim's,
 // then the instance type's, zone and capacity type, as the cloud sets them.
-func nodeLabels(claim map[string]string, o Option) map[string]string {
+func nodeLabels(claim map[string]string, o nodeclaim.Option) map[string]string {
 	labels := make(map[string]string, len(claim)+len(o.InstanceType.Labels)+2)
 	for k, v := range claim {
 		labels[k] = v
@@ -108,7 +110,7 @@ func nodeLabels(claim map[string]string, o Option) map[string]string {
 
 // settledOn returns the one value of key that every option of the claim agrees on, failing the
 // test when they disagree: a claim counted in a topology domain must launch in that domain only.
-func settledOn(t *testing.T, pc *PlannedClaim, key string) string {
+func settledOn(t *testing.T, pc *nodeclaim.Planned, key string) string {
 	t.Helper()
 	vs := valuesOf(pc, key)
 	if len(vs) != 1 {
@@ -128,7 +130,7 @@ func podsPerDomain(t *testing.T, plan *Plan, key string) map[string]int {
 }
 
 // everyOption fails the test for each option of the claim that keep refuses.
-func everyOption(t *testing.T, pc *PlannedClaim, what string, keep func(*cloud.InstanceType, cloud.Offering) bool) {
+func everyOption(t *testing.T, pc *nodeclaim.Planned, what string, keep func(*cloud.InstanceType, cloud.Offering) bool) {
 	t.Helper()
 	for _, o := range pc.Options {
 		if !keep(o.InstanceType, o.Offering) {
@@ -141,14 +143,14 @@ func everyOption(t *testing.T, pc *PlannedClaim, what string, keep func(*cloud.I
 // catalog's MaxInstanceTypes cheapest types that hold like and satisfy keep: the pods were judged
 // by what they really ask for (init containers, overhead, ...), no more, no less. like are pods
 // with the same requests in plain containers.
-func sameOptions(t *testing.T, pc *PlannedClaim, like []*corev1.Pod, keep func(*cloud.InstanceType, cloud.Offering) bool) {
+func sameOptions(t *testing.T, pc *nodeclaim.Planned, like []*corev1.Pod, keep func(*cloud.InstanceType, cloud.Offering) bool) {
 	t.Helper()
 	want, cheapest := offeringsHolding(like, keep)
 	if len(want) == 0 {
 		t.Fatal("no offering of the catalog holds the pods; fix the case")
 	}
 	wantKeys := map[string]bool{}
-	for _, w := range cheapestTypes(want, MaxInstanceTypes) {
+	for _, w := range cheapestTypes(want, nodeclaim.MaxInstanceTypes) {
 		wantKeys[optionKey(w.it, w.o)] = true
 	}
 	got := map[string]bool{}
@@ -186,7 +188,7 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 	var onInFlight []*corev1.Pod
 	for node, claim := range in.InFlight {
 		for _, p := range plan.InFlight[claim] {
-			onInFlight = append(onInFlight, onNode(p, node))
+			onInFlight = append(onInFlight, clusterview.OnNode(p, node))
 		}
 	}
 	cluster := func(which, o int) ([]*corev1.Node, []*corev1.Pod) {
@@ -194,7 +196,7 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 		nodes = append(append([]*corev1.Node{}, in.Nodes...), nodes...)
 		pods = append(append(append([]*corev1.Pod{}, in.Pods...), pods...), onInFlight...)
 		for _, p := range plan.FitsExisting {
-			pods = append(pods, onNode(p, plan.FitsExistingOn[p.UID]))
+			pods = append(pods, clusterview.OnNode(p, plan.FitsExistingOn[p.UID]))
 		}
 		return nodes, pods
 	}
@@ -223,7 +225,7 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 	}
 }
 
-func sampleOptions(pc *PlannedClaim) []int {
+func sampleOptions(pc *nodeclaim.Planned) []int {
 	n := len(pc.Options)
 	pick := map[int]bool{0: true, n - 1: true}
 	seen := map[string]bool{}

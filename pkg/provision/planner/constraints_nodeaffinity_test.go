@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 func match(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
@@ -192,7 +193,7 @@ func TestPreferredNodeAffinityKeepsTheSpreadsDomains(t *testing.T) {
 			n := zonedNode(fmt.Sprintf("n%d", i), fake.ZoneA, "500m", "1Gi")
 			n.Labels[ct] = capacity
 			nodes = append(nodes, n)
-			running = append(running, onNode(newPod(fmt.Sprintf("running-%d", i), "500m", "512Mi", labelled(app)), n.Name))
+			running = append(running, clusterview.OnNode(newPod(fmt.Sprintf("running-%d", i), "500m", "512Mi", labelled(app)), n.Name))
 		}
 		pending := replicas(1, app, "500m", "512Mi", preferSpot, spread(app, ct, 2, dns))
 		in := Input{Pending: pending, Nodes: nodes, Pods: running, Pools: []Pool{newPool("default")}}

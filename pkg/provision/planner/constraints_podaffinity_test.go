@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 func podTerm(app, key string) corev1.PodAffinityTerm {
@@ -59,9 +60,9 @@ func TestConstraintPodAffinity(t *testing.T) {
 	// A node in zone b, full, running db; a node in zone a with room, running a pod that keeps
 	// web out of its zone.
 	dbNode := zonedNode("db-node", b, "1", "2Gi")
-	db := onNode(newPod("db", "1", "2Gi", labelled("db")), "db-node")
+	db := clusterview.OnNode(newPod("db", "1", "2Gi", labelled("db")), "db-node")
 	roomy := zonedNode("roomy", a, "8", "32Gi")
-	guard := onNode(newPod("guard", "500m", "512Mi", labelled("guard"), with(nil, []corev1.PodAffinityTerm{podTerm("web", zone)})), "roomy")
+	guard := clusterview.OnNode(newPod("guard", "500m", "512Mi", labelled("guard"), with(nil, []corev1.PodAffinityTerm{podTerm("web", zone)})), "roomy")
 	cases := []struct {
 		name    string
 		pending []*corev1.Pod
@@ -152,7 +153,7 @@ func zonesMatch(zones, want []string) bool {
 // while it can be met, and drops it when it cannot; the pod is placed either way.
 func TestConstraintPreferredPodAffinity(t *testing.T) {
 	dbNode := zonedNode("db-node", fake.ZoneB, "1", "2Gi")
-	db := onNode(newPod("db", "1", "2Gi", labelled("db")), "db-node")
+	db := clusterview.OnNode(newPod("db", "1", "2Gi", labelled("db")), "db-node")
 	zone, host := corev1.LabelTopologyZone, corev1.LabelHostname
 	cases := []struct {
 		name    string
@@ -206,7 +207,7 @@ func TestPreferredPodAffinityKeepsTheFirstPodRule(t *testing.T) {
 	sameVersion := corev1.PodAffinityTerm{TopologyKey: zone,
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "ver": "v2"}}}
 	full := zonedNode("full", fake.ZoneB, "1", "2Gi")
-	old := onNode(newPod("web-v1", "1", "2Gi", versioned("v1")), full.Name)
+	old := clusterview.OnNode(newPod("web-v1", "1", "2Gi", versioned("v1")), full.Name)
 	pod := newPod("web-v2", "1", "2Gi", versioned("v2"), with([]corev1.PodAffinityTerm{podTerm("web", zone)}, nil))
 	pod.Spec.Affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: sameVersion}}
 	in := Input{Pending: []*corev1.Pod{pod}, Nodes: []*corev1.Node{full}, Pods: []*corev1.Pod{old}, Pools: []Pool{newPool("default")}}
@@ -261,7 +262,7 @@ func TestPreferencesWeighClaimsInFlightAsNewCapacity(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			node := zonedNode("first", fake.ZoneA, "2", "4Gi")
 			opts := []podOpt{tc.opt}
-			sibling := onNode(newPod("web-0", "100m", "128Mi", append([]podOpt{labelled("web")}, opts...)...), "first")
+			sibling := clusterview.OnNode(newPod("web-0", "100m", "128Mi", append([]podOpt{labelled("web")}, opts...)...), "first")
 			pending := newPod("web-1", "100m", "128Mi", append([]podOpt{labelled("web")}, opts...)...)
 			in := Input{Pending: []*corev1.Pod{pending}, Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{sibling}, Pools: []Pool{tc.pool}}
 			if tc.inFlight {

@@ -14,6 +14,7 @@ import (
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 func requestsOf(cpu, mem string) corev1.ResourceRequirements {
@@ -122,7 +123,7 @@ func TestConstraintResources(t *testing.T) {
 				})
 			}
 			want := tc.like.Spec.Containers[0].Resources.Requests
-			got := NewNodeClaim(pc).Spec.Resources.Requests
+			got := nodeclaim.New(pc).Spec.Resources.Requests
 			for name, q := range want {
 				if g := got[name]; g.Cmp(q) != 0 {
 					t.Errorf("the NodeClaim requests %s %s; want %s", name, g.String(), q.String())

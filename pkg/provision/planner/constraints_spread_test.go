@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 // owned gives the pod a controller owner, as a Deployment's pods have.
@@ -60,11 +61,11 @@ func TestConstraintTopologySpread(t *testing.T) {
 	twoZones := requireNodes([]corev1.NodeSelectorRequirement{match(zone, corev1.NodeSelectorOpIn, a, b)})
 	// A node in zone a, full, running one replica: it counts, but takes no more pods.
 	full := zonedNode("full", a, "500m", "1Gi")
-	one := []*corev1.Pod{onNode(newPod("running", "500m", "512Mi", labelled(app)), "full")}
+	one := []*corev1.Pod{clusterview.OnNode(newPod("running", "500m", "512Mi", labelled(app)), "full")}
 	// The same node, tainted; the replica on it tolerates the taint.
 	taintedFull := full.DeepCopy()
 	taintedFull.Spec.Taints = []corev1.Taint{{Key: dedicated, Effect: corev1.TaintEffectNoSchedule}}
-	tolerant := []*corev1.Pod{onNode(newPod("running", "500m", "512Mi", labelled(app), tolerates(dedicated)), "full")}
+	tolerant := []*corev1.Pod{clusterview.OnNode(newPod("running", "500m", "512Mi", labelled(app), tolerates(dedicated)), "full")}
 	// An empty node in zone b: a domain with no replica for the scheduler too.
 	emptyB := zonedNode("empty-b", b, "8", "32Gi")
 	inA := nodeSelector(zone, a)
@@ -206,7 +207,7 @@ func TestScheduleAnywaySpreadKeepsTheOtherSpreadsNodes(t *testing.T) {
 	for _, name := range []string{"a1", "a2"} {
 		n := zonedNode(name, fake.ZoneA, "500m", "1Gi")
 		nodes = append(nodes, n)
-		running = append(running, onNode(newPod("running-"+name, "500m", "512Mi", labelled(app)), name))
+		running = append(running, clusterview.OnNode(newPod("running-"+name, "500m", "512Mi", labelled(app)), name))
 	}
 	nodes = append(nodes, zonedNode("b1", fake.ZoneB, "100m", "1Gi")) // zone b is a domain, with no room
 	pod := newPod("web", "500m", "512Mi", labelled(app), spread(app, zone, 1, corev1.DoNotSchedule), spread(app, rack, 1, corev1.ScheduleAnyway))

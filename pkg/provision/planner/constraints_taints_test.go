@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 const dedicated = "example.com/dedicated"
@@ -65,7 +67,7 @@ func TestConstraintTaints(t *testing.T) {
 				return
 			}
 			pc := onlyClaim(t, plan, pod)
-			if claim := NewNodeClaim(pc); !slices.Equal(claim.Spec.Taints, tc.taints) {
+			if claim := nodeclaim.New(pc); !slices.Equal(claim.Spec.Taints, tc.taints) {
 				t.Errorf("NodeClaim taints %v, want the NodePool's %v", claim.Spec.Taints, tc.taints)
 			}
 			sameOptions(t, pc, []*corev1.Pod{pod}, anyOffering)
@@ -104,7 +106,7 @@ func TestConstraintStartupTaints(t *testing.T) {
 	in := Input{Pending: []*corev1.Pod{pod}, Pools: []Pool{pool}}
 	plan := testPlanner(t).Plan(context.Background(), in)
 	pc := onlyClaim(t, plan, pod)
-	claim := NewNodeClaim(pc)
+	claim := nodeclaim.New(pc)
 	if !slices.Equal(claim.Spec.StartupTaints, []corev1.Taint{startup}) || len(claim.Spec.Taints) != 0 {
 		t.Errorf("NodeClaim taints %v, startup taints %v; want only the startup taint", claim.Spec.Taints, claim.Spec.StartupTaints)
 	}
@@ -157,7 +159,7 @@ func TestConstraintHostPorts(t *testing.T) {
 
 	t.Run("port taken on an existing node", func(t *testing.T) {
 		node := readyNode("existing", "8", "16Gi")
-		running := onNode(newPod("running", "1", "1Gi", hostPort(8080, corev1.ProtocolTCP, "")), "existing")
+		running := clusterview.OnNode(newPod("running", "1", "1Gi", hostPort(8080, corev1.ProtocolTCP, "")), "existing")
 		same := newPod("same-port", "1", "1Gi", hostPort(8080, corev1.ProtocolTCP, ""))
 		free := newPod("no-port", "1", "1Gi")
 		in := Input{Pending: []*corev1.Pod{same, free}, Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{running}, Pools: []Pool{newPool("default")}}

@@ -80,7 +80,7 @@ func (pl *Planner) coverFits(ctx context.Context, oc *openClaim, t int, requests
 		}
 		view := &pl.scratch.cover
 		*view = *cp.without
-		view.Allocatable = oc.pool.types[t].alloc
+		view.Allocatable = oc.pool.Types[t].Alloc
 		if !pl.sim.FilterCapacity(ctx, cp.state, cp.pod, view).IsSuccess() {
 			ok = false
 			break

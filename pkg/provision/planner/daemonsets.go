@@ -11,6 +11,8 @@ import (
 	daemonutil "k8s.io/kubernetes/pkg/controller/daemon/util"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -68,28 +70,28 @@ func (pl *Planner) prepareDaemons(ctx context.Context, pods []*corev1.Pod) *daem
 // the DaemonSet controller leaves it out: it creates the pod on every node it may run on, and a
 // node too small for its daemons and the pending pods is not one to launch. Computed once per
 // candidate and plan.
-func (pl *Planner) daemonsOn(ctx context.Context, c *candidate, d *daemons) []*corev1.Pod {
-	if c.daemonsKnown {
-		return c.daemons
+func (pl *Planner) daemonsOn(ctx context.Context, c *nodepool.Candidate, d *daemons) []*corev1.Pod {
+	if c.DaemonsKnown {
+		return c.Daemons
 	}
-	c.daemonsKnown = true
+	c.DaemonsKnown = true
 	ni := framework.NewNodeInfo()
-	ni.SetNode(c.templateNode("daemonset-probe"))
+	ni.SetNode(c.TemplateNode("daemonset-probe"))
 	for i, p := range d.pods {
 		if pl.sim.FilterPlacement(ctx, d.states[i], p, ni).IsSuccess() || pl.daemonRunsOnSome(ctx, c, ni, d.states[i], p) {
 			ni.AddPod(p)
-			c.daemons = append(c.daemons, p)
+			c.Daemons = append(c.Daemons, p)
 		}
 	}
-	return c.daemons
+	return c.Daemons
 }
 
 // daemonRunsOnSome reports whether the DaemonSet pod would run on the probe ni labelled with some
 // value of the pool's free custom keys that it names (see daemonChoices).
-func (pl *Planner) daemonRunsOnSome(ctx context.Context, c *candidate, ni *framework.NodeInfo, state fwk.CycleState, p *corev1.Pod) bool {
-	for _, choice := range c.pool.daemonChoices(p) {
+func (pl *Planner) daemonRunsOnSome(ctx context.Context, c *nodepool.Candidate, ni *framework.NodeInfo, state fwk.CycleState, p *corev1.Pod) bool {
+	for _, choice := range c.Pool.DaemonChoices(p) {
 		view := *ni
-		view.SetNode(c.templateNode("daemonset-probe", choice))
+		view.SetNode(c.TemplateNode("daemonset-probe", choice))
 		if pl.sim.FilterPlacement(ctx, state, p, &view).IsSuccess() {
 			return true
 		}
@@ -126,7 +128,7 @@ func (pl *Planner) reserveDaemonsInFlight(ctx context.Context, snapshot *simulat
 				continue
 			}
 			if pl.sim.FilterPlacement(ctx, pl.daemons.states[i], d, info).IsSuccess() {
-				snapshot.AddPod(info, onNode(d, node.Name))
+				snapshot.AddPod(info, clusterview.OnNode(d, node.Name))
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/simulation/dra"
 )
 
@@ -38,7 +39,7 @@ func (pl *Planner) needsDevices(pod *corev1.Pod) bool {
 type devicePlan struct {
 	m *dra.Manager
 	// pools caches the devices of every type of a pool that has some, by type name.
-	pools map[*poolState]map[string][]cloud.DeviceSet
+	pools map[*nodepool.State]map[string][]cloud.DeviceSet
 	// shown is what the overlay was last told of each open claim: the alive offerings then.
 	shown map[*openClaim][]int
 	// next are the names of the claims the next pod would open, as the overlay serves them.
@@ -46,7 +47,9 @@ type devicePlan struct {
 }
 
 // claimName names the n-th claim a plan opens, in ps.
-func claimName(ps *poolState, n int) string { return fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, n) }
+func claimName(ps *nodepool.State, n int) string {
+	return fmt.Sprintf("%s-planned-%d", ps.NodePool.Name, n)
+}
 
 // newDevicePlan empties the overlay for a new plan and, when some pending pod asks for devices,
 // tells it the devices of the nodes in flight; nil when none does.
@@ -84,7 +87,7 @@ func newDevicePlan(p *planning) *devicePlan {
 			m.SetNode(name, it.Devices)
 		}
 	}
-	return &devicePlan{m: m, pools: map[*poolState]map[string][]cloud.DeviceSet{}, shown: map[*openClaim][]int{}, next: map[string]bool{}}
+	return &devicePlan{m: m, pools: map[*nodepool.State]map[string][]cloud.DeviceSet{}, shown: map[*openClaim][]int{}, next: map[string]bool{}}
 }
 
 // sync tells the overlay the devices of the plan's open claims whose offerings changed since,
@@ -120,14 +123,14 @@ func sameOfferings(a, b []int) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-func (d *devicePlan) poolDevices(ps *poolState) map[string][]cloud.DeviceSet {
+func (d *devicePlan) poolDevices(ps *nodepool.State) map[string][]cloud.DeviceSet {
 	if out, ok := d.pools[ps]; ok {
 		return out
 	}
 	out := map[string][]cloud.DeviceSet{}
-	for _, t := range ps.types {
-		if len(t.it.Devices) > 0 {
-			out[t.it.Name] = t.it.Devices
+	for _, t := range ps.Types {
+		if len(t.It.Devices) > 0 {
+			out[t.It.Name] = t.It.Devices
 		}
 	}
 	d.pools[ps] = out
@@ -135,10 +138,10 @@ func (d *devicePlan) poolDevices(ps *poolState) map[string][]cloud.DeviceSet {
 }
 
 // devicesOf are the devices of the types of offerings that have some, by type name.
-func devicesOf(ps *poolState, offerings []int) map[string][]cloud.DeviceSet {
+func devicesOf(ps *nodepool.State, offerings []int) map[string][]cloud.DeviceSet {
 	out := map[string][]cloud.DeviceSet{}
 	for _, i := range offerings {
-		if it := ps.compatible[i].it; len(it.Devices) > 0 {
+		if it := ps.Compatible[i].It; len(it.Devices) > 0 {
 			out[it.Name] = it.Devices
 		}
 	}
@@ -171,7 +174,7 @@ func (p *planning) reserveOnClaim(ctx context.Context, pod *corev1.Pod, oc *open
 	seen := map[int]bool{}
 	var views []fwk.NodeInfo
 	for _, i := range oc.alive {
-		t := oc.pool.compatible[i].typ
+		t := oc.pool.Compatible[i].Typ
 		if seen[t] {
 			continue
 		}

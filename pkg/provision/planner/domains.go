@@ -1,12 +1,10 @@
 package planner
 
 import (
-	"fmt"
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
-	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/preferences"
 )
 
 // PodTopologySpread knows only the domains of the nodes it is shown. Before the first claim of a
@@ -31,114 +29,6 @@ import (
 // zone b refused them zone a (skew 2) while their affinity refused zone b, though the scheduler,
 // with no node in zone b, takes them on any new node in zone a.
 
-// emptyDomains returns the empty nodes that stand for the domains the pools may launch in: one
-// per zone, capacity type and architecture each pool offers, labelled with each combination of
-// the values of its free custom keys that reads says the plan's pods read (domainChoices). A key
-// whose value a claim settles (customlabels.go) is, like a zone, a key whose domains are the
-// values the pool may create, as in Karpenter's topology: Karpenter's spot to on-demand ratio
-// recipe spreads over such a key, whose values no node carries before the first launch. Each node
-// carries its pool's labels and taints, so the plugin's own rules (nodeAffinityPolicy,
-// nodeTaintsPolicy, minDomains, matchLabelKeys) say which of them count for a pod.
-func emptyDomains(pools []*poolState, reads func(key string) bool) []fwk.NodeInfo {
-	var out []fwk.NodeInfo
-	for _, ps := range pools {
-		choices := ps.domainChoices(reads)
-		seen := map[string]bool{}
-		n := 0
-		for _, c := range ps.compatible { // cheapest first
-			key := c.offering.Zone + "/" + c.offering.CapacityType + "/" + c.labels[corev1.LabelArchStable]
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			for _, choice := range choices {
-				n++
-				ni := framework.NewNodeInfo()
-				ni.SetNode(c.templateNode(fmt.Sprintf("%s-domain-%d", ps.NodePool.Name, n), choice))
-				out = append(out, ni)
-			}
-		}
-	}
-	return out
-}
-
-// domainChoices are the labels of the pool's free keys that the empty domains carry: every
-// combination of the values of the keys that reads says pods read, when there are no more than
-// maxLabelChoices; past that, as many rows as the key with the most values has, each value of
-// every key in some row, so that each value is still a domain of its key. noChoice when the pool
-// has no such key. A key that allows any value offers no values to count (Karpenter registers
-// none either); the claim of a pod that names one is the domain.
-func (ps *poolState) domainChoices(reads func(key string) bool) []labelChoice {
-	var keys []string
-	var lists [][]string
-	total, longest := 1, 0
-	for _, f := range ps.free {
-		if len(f.values) == 0 || !reads(f.key) {
-			continue
-		}
-		keys, lists = append(keys, f.key), append(lists, f.values)
-		total = min(total*len(f.values), maxLabelChoices+1)
-		longest = max(longest, len(f.values))
-	}
-	switch {
-	case len(keys) == 0:
-		return noChoice
-	case total <= maxLabelChoices:
-		return product(keys, lists)
-	}
-	out := make([]labelChoice, longest)
-	for i := range out {
-		for k, vals := range lists {
-			out[i] = append(out[i], keyValue{keys[k], vals[i%len(vals)]})
-		}
-	}
-	return out
-}
-
-// readBySpreaders returns whether a pending pod that spreads reads key: in its node selector or
-// node affinity, required or preferred (a shape of the pod may require what it prefers), or as a
-// topology key. A pod spreads when it has spread constraints, ScheduleAnyway ones included (the
-// strictest shape of its preference ladder treats them as DoNotSchedule, and is shown the empty
-// domains), or the profile's default ones apply to it. The empty domains carry values of those
-// keys only, so that a pool with many free keys the pods ignore adds no more of them.
-func readBySpreaders(pending []*corev1.Pod, rel *relevance, defaultKeys []string) func(string) bool {
-	read := map[string]bool{}
-	for _, p := range pending {
-		if len(p.Spec.TopologySpreadConstraints) == 0 && len(defaultKeys) == 0 {
-			continue
-		}
-		k := rel.keys(p)
-		for _, key := range append(slices.Clone(k.selector), k.topology...) {
-			read[key] = true
-		}
-		for _, c := range p.Spec.TopologySpreadConstraints {
-			read[c.TopologyKey] = true
-		}
-		if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
-			for _, t := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-				for _, e := range t.Preference.MatchExpressions {
-					read[e.Key] = true
-				}
-			}
-		}
-	}
-	return func(key string) bool { return read[key] }
-}
-
-// spreads reports whether the pod has DoNotSchedule topology spread constraints, its own or, when
-// it has none, the profile's defaults (keys).
-func spreads(p *corev1.Pod, defaultKeys []string) bool {
-	if len(p.Spec.TopologySpreadConstraints) == 0 {
-		return len(defaultKeys) > 0
-	}
-	for _, c := range p.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-			return true
-		}
-	}
-	return false
-}
-
 // capacityView is one way the planner weighs a pod for new capacity: as, a shape of it (the
 // pod itself or a stricter one), step, which names the shape among the pod's (-1: the pod as
 // the scheduler sees it), and whether the empty domains count.
@@ -152,10 +42,10 @@ type capacityView struct {
 // preference ladder, with the empty domains when the shape spreads and there are domains; then,
 // if the pod itself was weighed with them, the pod without them, as the scheduler sees it.
 func newCapacityViews(pod *corev1.Pod, defaultKeys []string, haveDomains bool) []capacityView {
-	ladder := preferenceLadder(pod)
+	ladder := preferences.Ladder(pod)
 	out := make([]capacityView, 0, len(ladder)+1)
 	for step, as := range ladder {
-		out = append(out, capacityView{as: as, step: step, domains: haveDomains && spreads(as, defaultKeys)})
+		out = append(out, capacityView{as: as, step: step, domains: haveDomains && podkeys.Spreads(as, defaultKeys)})
 	}
 	if last := out[len(out)-1]; last.domains {
 		out = append(out, capacityView{as: pod, step: -1})

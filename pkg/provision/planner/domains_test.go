@@ -11,6 +11,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 // TestEmptyDomainsYieldToTheScheduler: the empty domains (domains.go) are Karpenter's count, not
@@ -37,7 +38,7 @@ func TestEmptyDomainsYieldToTheScheduler(t *testing.T) {
 	// A node in zone a, full, running one replica; an empty node in zone b, which makes zone b a
 	// domain for the scheduler too.
 	full := zonedNode("full", a, "1", "2Gi")
-	running := onNode(newPod("running", "1", "1Gi", append([]podOpt{labelled(app)}, opts...)...), "full")
+	running := clusterview.OnNode(newPod("running", "1", "1Gi", append([]podOpt{labelled(app)}, opts...)...), "full")
 	emptyB := zonedNode("empty-b", b, "8", "32Gi")
 	cases := []struct {
 		name    string
@@ -105,7 +106,7 @@ func TestSpreadingPodsWaitForAClaimThatMayOpenADomain(t *testing.T) {
 			claim := launchingIn("claim-other", tc.zones[0])
 			claim.Spec.Requirements[0].Values = tc.zones
 			first := job(0)
-			c := &Cluster{Nodes: []*corev1.Node{running}, Pods: []*corev1.Pod{onNode(first, running.Name)}, Claims: []*karpv1.NodeClaim{claim}}
+			c := &clusterview.Cluster{Nodes: []*corev1.Node{running}, Pods: []*corev1.Pod{clusterview.OnNode(first, running.Name)}, Claims: []*karpv1.NodeClaim{claim}}
 			v := c.View(map[string][]*cloud.InstanceType{"default": pool.InstanceTypes})
 			pending := []*corev1.Pod{job(1), job(2), job(3)}
 			in := Input{Pending: pending, Nodes: v.Nodes, Pods: v.Pods, InFlight: v.InFlight, Unsettled: v.Unsettled, Pools: []Pool{pool}}

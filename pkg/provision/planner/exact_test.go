@@ -10,6 +10,8 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // TestPlanIsExact checks plans against the whole Filter, with none of the planner's shortcuts
@@ -111,9 +113,9 @@ func eitherPods(catalog []*cloud.InstanceType) []*corev1.Pod {
 // expressibleOnly checks that the NodeClaim's requirements allow no offering of the catalog that
 // the claim's options leave out: the cloud may launch any combination of the listed types, zones
 // and capacity types.
-func expressibleOnly(t *testing.T, pc *PlannedClaim, catalog []*cloud.InstanceType) {
+func expressibleOnly(t *testing.T, pc *nodeclaim.Planned, catalog []*cloud.InstanceType) {
 	t.Helper()
-	claim := NewNodeClaim(pc)
+	claim := nodeclaim.New(pc)
 	allowed := map[string]map[string]bool{}
 	for _, key := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, "karpenter.sh/capacity-type"} {
 		values, _ := requirementValues(claim, key)
@@ -155,7 +157,7 @@ func materialise(plan *Plan, which, o int) ([]*corev1.Node, []*corev1.Pod) {
 			Status:     corev1.NodeStatus{Capacity: opt.InstanceType.Capacity, Allocatable: opt.InstanceType.Allocatable()},
 		})
 		for _, p := range append(append([]*corev1.Pod{}, pc.Daemons...), pc.Pods...) {
-			pods = append(pods, onNode(p, name))
+			pods = append(pods, clusterview.OnNode(p, name))
 		}
 	}
 	return nodes, pods

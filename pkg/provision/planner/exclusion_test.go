@@ -18,7 +18,7 @@ import (
 func TestExclusionLargestFirst(t *testing.T) {
 	zone := corev1.LabelTopologyZone
 	for _, side := range []string{"small repels the big", "big repel the small"} {
-		// Different shapes of the big pods put them in either queue of sortedForPacking.
+		// Different shapes of the big pods put them in either queue of packing.Order.
 		for _, mem := range []string{"0", "1Gi", "8Gi"} {
 			t.Run(fmt.Sprintf("%s, big pods of 2 cpu and %s", side, mem), func(t *testing.T) {
 				var bigOpts []podOpt

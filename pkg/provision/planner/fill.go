@@ -1,10 +1,13 @@
 package planner
 
 import (
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -38,7 +41,7 @@ var (
 // passesFor returns the rounds in which the plan weighs pod on the open claims, and whether the
 // pod repels its own kind.
 func passesFor(pod *corev1.Pod, defaultKeys []string) ([]fillPass, bool) {
-	if spreads(pod, defaultKeys) || len(requiredAntiTerms(pod)) > 0 {
+	if podkeys.Spreads(pod, defaultKeys) || len(packing.RequiredAntiTerms(pod)) > 0 {
 		return shyPasses, true
 	}
 	return fillPasses, false
@@ -101,13 +104,6 @@ func (r *claimRooms) update(open []*openClaim) {
 	r.taken = len(r.log)
 }
 
-func requiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
-	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	}
-	return nil
-}
-
 // holds records that the claim now holds a pod of kind that repels its kind. A claim holds few
 // kinds, so they are a short list; a slice indexed by kind grew every claim to the plan's count
 // of kinds, and every replica of a StatefulSet is a kind of its own (its pod-name label).
@@ -145,7 +141,7 @@ func (k kindIDs) of(p *corev1.Pod) kindID {
 func (oc *openClaim) spare() claimRoom {
 	used, pods := oc.info.Requested, len(oc.info.Pods)
 	for at, i := range oc.alive {
-		a := oc.pool.types[oc.pool.compatible[i].typ].alloc
+		a := oc.pool.Types[oc.pool.Compatible[i].Typ].Alloc
 		if a.MilliCPU >= used.MilliCPU && a.Memory >= used.Memory && a.AllowedPodNumber >= pods {
 			return claimRoom{milliCPU: a.MilliCPU - used.MilliCPU, memory: a.Memory - used.Memory,
 				pods: a.AllowedPodNumber - pods, at: at}

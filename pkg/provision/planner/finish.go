@@ -11,6 +11,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -48,7 +50,7 @@ func (p *planning) finish(ctx context.Context) {
 	var live []*openClaim
 	for i, oc := range open {
 		offerings[i] = pl.plannedOfferings(ctx, oc)
-		if short := oc.pool.minValuesShort(offerings[i]); short != "" && pl.strictMinValues() {
+		if short := oc.pool.MinValuesShort(offerings[i]); short != "" && pl.strictMinValues() {
 			why := fmt.Sprintf("the instance types that hold its claim fall short of minValues: %s", short)
 			for _, pod := range oc.pods {
 				plan.Unplaceable = append(plan.Unplaceable, Unplaceable{Pod: pod, Reasons: map[string]string{oc.pool.NodePool.Name: why}})
@@ -113,7 +115,7 @@ func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snaps
 		took = false
 		for _, oc := range claims {
 			for _, pod := range oc.pods {
-				if _, gone := refused[pod.UID]; gone || !countsOthers(pod, defaultKeys) {
+				if _, gone := refused[pod.UID]; gone || !podkeys.CountsOthers(pod, defaultKeys) {
 					continue
 				}
 				why := b.refusedOn(ctx, oc, pod, specs[pod])
@@ -227,7 +229,7 @@ func (b *beside) refusedAt(ctx context.Context, node fwk.NodeInfo, pod *corev1.P
 func (b *beside) stateOf(ctx context.Context, pod *corev1.Pod, spec string) *specState {
 	// A planner that keeps no PreFilter states keeps none here either: the tests that compare
 	// the two check this one too.
-	shared := spec != "" && keepable(pod) && !b.fresh
+	shared := spec != "" && prefilter.Keepable(pod) && !b.fresh
 	if st := b.states[spec]; shared && st != nil && !st.spoilt {
 		return st
 	}
@@ -260,15 +262,4 @@ func (b *beside) answer(ctx context.Context, st *specState, pod *corev1.Pod, inf
 		st.spoilt = true
 	}
 	return status
-}
-
-// countsOthers reports whether the scheduler's answer for pod can change with pods and nodes
-// placed after it: it spreads (DoNotSchedule, its own constraints or the profile's defaults) or
-// has required pod affinity.
-func countsOthers(pod *corev1.Pod, defaultKeys []string) bool {
-	if spreads(pod, defaultKeys) {
-		return true
-	}
-	a := pod.Spec.Affinity
-	return a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 // TestClaimsOpenedLaterDoNotStrandTheEarlierPods: harness seed 2008. Replicas that must share a
@@ -110,7 +111,7 @@ func TestClaimsWaitForThePodsLaunchingBeforeThem(t *testing.T) {
 	// Either way, the replicas are held to the node launched for them (Spared).
 	counted, spared := []*corev1.Pod{}, map[types.UID]bool{}
 	for _, p := range web {
-		counted, spared[p.UID] = append(counted, onNode(p, launching.Name)), true
+		counted, spared[p.UID] = append(counted, clusterview.OnNode(p, launching.Name)), true
 	}
 	for _, tc := range []struct {
 		name    string

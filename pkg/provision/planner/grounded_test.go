@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 )
 
 // launchingIn is a NodeClaim of the default pool in flight in zone, not yet registered.
@@ -64,9 +65,9 @@ func TestPodsHeadedWhereTheirAffinityNoLongerHoldsArePlannedAgain(t *testing.T) 
 		t.Run(tc.name, func(t *testing.T) {
 			pods := []*corev1.Pod{headed}
 			if tc.bound {
-				pods = append(pods, onNode(job(0), runningA.Name))
+				pods = append(pods, clusterview.OnNode(job(0), runningA.Name))
 			}
-			c := &Cluster{Nodes: []*corev1.Node{runningA}, Pods: pods, Claims: []*karpv1.NodeClaim{claim},
+			c := &clusterview.Cluster{Nodes: []*corev1.Node{runningA}, Pods: pods, Claims: []*karpv1.NodeClaim{claim},
 				Planned: map[types.UID]string{headed.UID: claim.Name}}
 			v := c.View(typesByPool)
 			if v.Headed[headed.UID] == "" {
@@ -112,7 +113,7 @@ func TestHeadedPodsLeanOnEachOther(t *testing.T) {
 	for _, p := range headed {
 		planned[p.UID] = claim.Name
 	}
-	c := &Cluster{Pods: headed, Claims: []*karpv1.NodeClaim{claim}, Planned: planned}
+	c := &clusterview.Cluster{Pods: headed, Claims: []*karpv1.NodeClaim{claim}, Planned: planned}
 	v := c.View(map[string][]*cloud.InstanceType{"default": pool.InstanceTypes})
 	if loose := testPlanner(t).Ungrounded(context.Background(), v); len(loose) != 0 {
 		t.Errorf("planned again %v; want every headed pod left counted", loose)

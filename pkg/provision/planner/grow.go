@@ -7,6 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -106,7 +109,7 @@ func micros(price float64) int64 { return int64(math.Round(price * 1e6)) }
 // growth is how much dearer the claim becomes with asks on it beside its pods, and what it costs
 // now: the price of the cheapest offering it may grow into that holds them, less that of the
 // cheapest that holds its pods now (unaffordable when none holds them). A thrifty claim grows
-// only into efficient offerings (see rateEfficiency), and is priced from the cheapest efficient
+// only into efficient offerings (RateEfficiency), and is priced from the cheapest efficient
 // one that holds it: a claim that holds little is bound to grow at least that far (the plan's
 // biggest pods need it), so room up to that offering is free. (Pricing it from the smaller type
 // it would launch as now, which is not efficient, turned pods away from the claims that have
@@ -115,7 +118,7 @@ func micros(price float64) int64 { return int64(math.Round(price * 1e6)) }
 func (oc *openClaim) growth(room claimRoom, asks simulation.Requests) (cost, base int64) {
 	used, pods := oc.info.Requested, len(oc.info.Pods)
 	ps := oc.pool
-	if most := ps.largest(); used.MilliCPU+asks.MilliCPU > most.MilliCPU || used.Memory+asks.Memory > most.Memory {
+	if most := ps.Largest(); used.MilliCPU+asks.MilliCPU > most.MilliCPU || used.Memory+asks.Memory > most.Memory {
 		// Already as big as the pool's types go: no need to read the rest of alive.
 		return unaffordable, 0
 	}
@@ -123,17 +126,17 @@ func (oc *openClaim) growth(room claimRoom, asks simulation.Requests) (cost, bas
 	// them with the pod.
 	base = -1
 	for _, i := range oc.alive[max(room.at, 0):] {
-		if oc.thrifty && ps.efficient != nil && !ps.efficient[i] {
+		if oc.thrifty && ps.Efficient != nil && !ps.Efficient[i] {
 			continue
 		}
-		c := ps.compatible[i]
-		a := ps.types[c.typ].alloc
+		c := ps.Compatible[i]
+		a := ps.Types[c.Typ].Alloc
 		if base < 0 && a.MilliCPU >= used.MilliCPU && a.Memory >= used.Memory && a.AllowedPodNumber >= pods {
-			base = micros(c.offering.PricePerHour)
+			base = micros(c.Offering.PricePerHour)
 		}
 		if a.MilliCPU >= used.MilliCPU+asks.MilliCPU && a.Memory >= used.Memory+asks.Memory && a.AllowedPodNumber > pods {
 			// The offering holds the claim's pods too, so base is set by now.
-			return micros(c.offering.PricePerHour) - base, base
+			return micros(c.Offering.PricePerHour) - base, base
 		}
 	}
 	return unaffordable, max(base, 0)
@@ -165,11 +168,11 @@ type byDomain struct {
 	keys [][]string
 }
 
-func byDomainOf(pod *corev1.Pod, keys podKeys) byDomain {
-	if keys.all || keys.byNode || !keepable(pod) || hasHostPorts(pod) || !selfContainedVolumes(pod) {
+func byDomainOf(pod *corev1.Pod, keys podkeys.Keys) byDomain {
+	if keys.All || keys.ByNode || !prefilter.Keepable(pod) || hasHostPorts(pod) || !selfContainedVolumes(pod) {
 		return byDomain{}
 	}
-	return byDomain{ok: true, keys: [][]string{keys.selector, keys.topology}}
+	return byDomain{ok: true, keys: [][]string{keys.Selector, keys.Topology}}
 }
 
 // selfContainedVolumes reports whether every volume of the pod is one it brings along (config,
@@ -199,7 +202,7 @@ func hasHostPorts(pod *corev1.Pod) bool {
 
 // domain is a claim's pool and its values for the keys of byDomain.
 type domain struct {
-	pool   *poolState
+	pool   *nodepool.State
 	values string
 }
 
@@ -214,7 +217,7 @@ func (r *claimRooms) domainOf(oc *openClaim) domain {
 			}
 		}
 	}
-	return domain{pool: oc.pool, values: classKey(labels, r.by.keys...)}
+	return domain{pool: oc.pool, values: podkeys.ClassKey(labels, r.by.keys...)}
 }
 
 // refused records that oc, asked in the pass order is running, refused the pod in every class

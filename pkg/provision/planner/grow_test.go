@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // TestTheClaimThatGrowsForLeastTakesThePod: two pods that repel each other open a claim each,
@@ -139,15 +141,15 @@ func TestWhoIsAnsweredByDomain(t *testing.T) {
 		}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rel := newRelevance(nil, nil, []*corev1.Pod{tc.pod})
-			if got := byDomainOf(tc.pod, rel.keys(tc.pod)).ok; got != tc.want {
+			rel := podkeys.New(nil, nil, []*corev1.Pod{tc.pod})
+			if got := byDomainOf(tc.pod, rel.Keys(tc.pod)).ok; got != tc.want {
 				t.Errorf("answered by domain: %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
 
-func hasPod(c *PlannedClaim, pod *corev1.Pod) bool { return slices.Contains(c.Pods, pod) }
+func hasPod(c *nodeclaim.Planned, pod *corev1.Pod) bool { return slices.Contains(c.Pods, pod) }
 
 func podNames(pods []*corev1.Pod) []string {
 	out := make([]string, len(pods))

@@ -18,6 +18,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -236,7 +237,7 @@ func readyNode(name, cpu, mem string) *corev1.Node {
 }
 
 // maxCPU is the most cpu the claim may launch with: the capacity of its largest option.
-func maxCPU(pc *PlannedClaim) resource.Quantity {
+func maxCPU(pc *nodeclaim.Planned) resource.Quantity {
 	var out resource.Quantity
 	for _, o := range pc.Options {
 		if c := o.InstanceType.Capacity[corev1.ResourceCPU]; c.Cmp(out) > 0 {

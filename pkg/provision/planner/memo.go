@@ -1,13 +1,7 @@
 package planner
 
 import (
-	"crypto/sha256"
-	"encoding/json"
-	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 )
 
 // rejections lets the identical pods of a Deployment skip the places that turned away the first
@@ -16,44 +10,13 @@ import (
 // pod's own constraints that could be met later (required pod affinity, DoNotSchedule topology
 // spread) rule the pod out of memoisation.
 type rejections struct {
-	nodes  map[string]map[string]int64      // group -> node name -> node generation
-	claims map[string]map[*openClaim]bool   // group -> claims that turned it away
-	pools  map[string]map[*poolState]string // group -> pool -> why
+	nodes  map[string]map[string]int64           // group -> node name -> node generation
+	claims map[string]map[*openClaim]bool        // group -> claims that turned it away
+	pools  map[string]map[*nodepool.State]string // group -> pool -> why
 }
 
 func newRejections() *rejections {
-	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]bool{}, pools: map[string]map[*poolState]string{}}
-}
-
-// groupOf returns spec, the key the pod shares with identical pods (specKey), or "" for a pod
-// whose rejections may not last: one that spreads, with its own constraints or the profile's
-// DoNotSchedule defaults (defaultKeys), or that requires pod affinity.
-func groupOf(p *corev1.Pod, spec string, defaultKeys []string) string {
-	if countsOthers(p, defaultKeys) {
-		return ""
-	}
-	return spec
-}
-
-// specKey returns what identical pods share: everything a plugin can read of a pod before it is
-// placed, that is its spec, its labels and namespace, which other pods' affinity terms and spread
-// selectors select on, and its controller, whose selector PodTopologySpread's default constraints
-// take. "" when the pod cannot be keyed.
-func specKey(p *corev1.Pod) string {
-	var controller types.UID
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		controller = ref.UID
-	}
-	data, err := json.Marshal(struct {
-		Namespace  string            `json:"n"`
-		Labels     map[string]string `json:"l"`
-		Spec       corev1.PodSpec    `json:"s"`
-		Controller types.UID         `json:"c,omitempty"`
-	}{p.Namespace, p.Labels, p.Spec, controller})
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%x", sha256.Sum256(data))
+	return &rejections{nodes: map[string]map[string]int64{}, claims: map[string]map[*openClaim]bool{}, pools: map[string]map[*nodepool.State]string{}}
 }
 
 func (r *rejections) nodeRejected(group, node string, generation int64) bool {
@@ -90,7 +53,7 @@ func (r *rejections) rejectClaim(group string, oc *openClaim) {
 	r.claims[group][oc] = true
 }
 
-func (r *rejections) poolRejected(group string, ps *poolState) (string, bool) {
+func (r *rejections) poolRejected(group string, ps *nodepool.State) (string, bool) {
 	if group == "" {
 		return "", false
 	}
@@ -98,12 +61,12 @@ func (r *rejections) poolRejected(group string, ps *poolState) (string, bool) {
 	return why, ok
 }
 
-func (r *rejections) rejectPool(group string, ps *poolState, why string) {
+func (r *rejections) rejectPool(group string, ps *nodepool.State, why string) {
 	if group == "" {
 		return
 	}
 	if r.pools[group] == nil {
-		r.pools[group] = map[*poolState]string{}
+		r.pools[group] = map[*nodepool.State]string{}
 	}
 	r.pools[group][ps] = why
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // TestSpecKeyTellsControllersApart: PodTopologySpread's default constraints select the pods of a
@@ -15,13 +17,13 @@ func TestSpecKeyTellsControllersApart(t *testing.T) {
 	}
 	a1, a2 := pod("a1", owned("ReplicaSet", "a")), pod("a2", owned("ReplicaSet", "a"))
 	b, loose := pod("b", owned("ReplicaSet", "b")), pod("loose")
-	if specKey(a1) != specKey(a2) {
+	if podkeys.SpecKey(a1) != podkeys.SpecKey(a2) {
 		t.Error("two replicas of one ReplicaSet have different spec keys")
 	}
-	if specKey(a1) == specKey(b) {
+	if podkeys.SpecKey(a1) == podkeys.SpecKey(b) {
 		t.Error("replicas of two ReplicaSets share a spec key")
 	}
-	if specKey(a1) == specKey(loose) {
+	if podkeys.SpecKey(a1) == podkeys.SpecKey(loose) {
 		t.Error("a replica and a pod with no controller share a spec key")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 func minValues(key string, op corev1.NodeSelectorOperator, n int, values ...string) poolOpt {
@@ -20,7 +21,7 @@ func minValues(key string, op corev1.NodeSelectorOperator, n int, values ...stri
 }
 
 // distinct counts the values of key over a claim's options.
-func distinct(pc *PlannedClaim, key string) int { return optionValues(pc.Options, key) }
+func distinct(pc *nodeclaim.Planned, key string) int { return nodeclaim.OptionValues(pc.Options, key) }
 
 func TestPlanMinValues(t *testing.T) {
 	family := awsv1.LabelInstanceFamily
@@ -70,9 +71,9 @@ func TestPlanMinValues(t *testing.T) {
 				if len(plan.Claims) != 1 || plan.Claims[0].MinValuesShort == "" {
 					t.Fatalf("want one claim marked short of minValues: %s", summary(plan))
 				}
-				claim := NewNodeClaim(plan.Claims[0])
-				if claim.Annotations[MinValuesRelaxedAnnotationKey] != "true" {
-					t.Fatalf("NodeClaim lacks %s: %v", MinValuesRelaxedAnnotationKey, claim.Annotations)
+				claim := nodeclaim.New(plan.Claims[0])
+				if claim.Annotations[nodeclaim.MinValuesRelaxedAnnotationKey] != "true" {
+					t.Fatalf("NodeClaim lacks %s: %v", nodeclaim.MinValuesRelaxedAnnotationKey, claim.Annotations)
 				}
 				for _, r := range claim.Spec.Requirements {
 					if r.Key == family && (r.MinValues == nil || *r.MinValues > distinct(plan.Claims[0], family)) {

@@ -8,6 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // openClaim is a NodeClaim being filled during a plan.
@@ -20,7 +24,7 @@ import (
 // still hold the claim are exactly those on which the last pod passed with the others in place.
 type openClaim struct {
 	name    string
-	pool    *poolState
+	pool    *nodepool.State
 	pods    []*corev1.Pod
 	daemons []*corev1.Pod
 	alive   []int
@@ -35,13 +39,13 @@ type openClaim struct {
 	// frontier caches the types of alive that no other type of alive dominates (of its efficient
 	// offerings only, when thrifty).
 	frontier []int
-	// thrifty claims take a pod only if an efficient offering holds it (see rateEfficiency): the
+	// thrifty claims take a pod only if an efficient offering holds it (see nodepool.State.RateEfficiency): the
 	// claim grows no bigger than the types that are cheap for the batch, while every alive
 	// offering that holds its pods in the end is still an option the cloud may fall back on.
 	thrifty bool
 	// chosen are the values the claim's pods settled for the pool's free custom keys; a key not
 	// here is still open (see customlabels.go).
-	chosen labelChoice
+	chosen nodepool.LabelChoice
 	// shells caches, per offering, a NodeInfo of its template node named after the claim, with
 	// the chosen labels; trials caches those with values a pod tries on top of them.
 	shells map[int]*framework.NodeInfo
@@ -71,9 +75,9 @@ type classGroup struct {
 
 // classGroups returns the classes of alive for pods that read keys, and the class of every
 // offering of the pool.
-func (oc *openClaim) classGroups(keys podKeys) ([]classGroup, []int32) {
-	classes := oc.pool.classesFor(keys)
-	sig := keys.signature()
+func (oc *openClaim) classGroups(keys podkeys.Keys) ([]classGroup, []int32) {
+	classes := oc.pool.ClassesFor(keys)
+	sig := keys.Signature()
 	if g, ok := oc.groups[sig]; ok {
 		return g, classes
 	}
@@ -92,12 +96,12 @@ func (oc *openClaim) classGroups(keys podKeys) ([]classGroup, []int32) {
 	return groups, classes
 }
 
-func newOpenClaim(name string, ps *poolState, daemons []*corev1.Pod, alive []int) *openClaim {
+func newOpenClaim(name string, ps *nodepool.State, daemons []*corev1.Pod, alive []int) *openClaim {
 	oc := &openClaim{name: name, pool: ps, daemons: daemons, alive: alive, shells: map[int]*framework.NodeInfo{}}
 	oc.info = framework.NewNodeInfo()
 	oc.info.SetNode(oc.plannedNode())
 	for _, d := range daemons {
-		oc.info.AddPod(onNode(d, name))
+		oc.info.AddPod(clusterview.OnNode(d, name))
 	}
 	return oc
 }
@@ -127,7 +131,7 @@ func (pl *Planner) capacityFits(ctx context.Context, oc *openClaim, ck *check, t
 	}
 	view := &pl.scratch.capacity
 	*view = *oc.info
-	view.Allocatable = oc.pool.types[t].alloc
+	view.Allocatable = oc.pool.Types[t].Alloc
 	ok := pl.sim.FilterCapacity(ctx, ck.state, ck.pod, view).IsSuccess() && pl.coverFits(ctx, oc, t, ck.requests)
 	ck.fits[t] = -1
 	if ok {
@@ -152,7 +156,7 @@ func (pl *Planner) anyCapacity(ctx context.Context, oc *openClaim, ck *check, al
 
 // weigh returns the offerings of oc the pod would leave alive, and the values it settles for
 // open custom keys, the first of its choices it fits with; nil when it fits none.
-func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, guard *asScheduled, keys podKeys) ([]int, labelChoice) {
+func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, state fwk.CycleState, guard *asScheduled, keys podkeys.Keys) ([]int, nodepool.LabelChoice) {
 	ck := &check{pod: pod, requests: pl.requestsOf(pod), state: state, guard: guard, fits: map[int]int8{}}
 	if oc.frontier == nil {
 		oc.frontier = oc.frontierOf(oc.alive)
@@ -162,7 +166,7 @@ func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, st
 	if !pl.anyCapacity(ctx, oc, ck, oc.alive, oc.frontier) {
 		return nil, nil
 	}
-	choices := oc.pool.choices(pod, keys, oc.chosen)
+	choices := oc.pool.Choices(pod, keys, oc.chosen)
 	everywhere := len(choices) > 0
 	for _, choice := range choices {
 		alive, placement := pl.weighWith(ctx, oc, ck, keys, choice)
@@ -177,7 +181,7 @@ func (pl *Planner) weigh(ctx context.Context, oc *openClaim, pod *corev1.Pod, st
 
 // weighWith is weigh for the claim labelled with choice on top of its chosen labels. placement
 // reports a refusal by the placement half in every class of the claim's offerings.
-func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys podKeys, choice labelChoice) (alive []int, placement bool) {
+func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys podkeys.Keys, choice nodepool.LabelChoice) (alive []int, placement bool) {
 	groups, classes := oc.classGroups(keys)
 	failed := map[int32]bool{}
 	for _, g := range groups {
@@ -202,7 +206,7 @@ func (pl *Planner) weighWith(ctx context.Context, oc *openClaim, ck *check, keys
 	if len(alive) != len(oc.alive) && !pl.anyCapacity(ctx, oc, ck, alive, nil) {
 		return nil, false
 	}
-	alive = pl.settle(ctx, oc, ck, alive, keys.topology)
+	alive = pl.settle(ctx, oc, ck, alive, keys.Topology)
 	if alive != nil && pl.strictMinValues() {
 		if why := pl.minValuesAfter(ctx, oc, ck, alive); why != "" {
 			oc.refusal = why
@@ -219,8 +223,8 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 	if len(topology) == 0 {
 		return alive
 	}
-	compatible := oc.pool.compatible
-	domains := oc.pool.domainsOf(topology)
+	compatible := oc.pool.Compatible
+	domains := oc.pool.DomainsOf(topology)
 	agree := true
 	for _, i := range alive[1:] {
 		if domains[i] != domains[alive[0]] {
@@ -232,7 +236,7 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 		return alive
 	}
 	for _, i := range alive {
-		if !pl.capacityFits(ctx, oc, ck, compatible[i].typ) {
+		if !pl.capacityFits(ctx, oc, ck, compatible[i].Typ) {
 			continue
 		}
 		out := alive[:0:0]
@@ -248,7 +252,7 @@ func (pl *Planner) settle(ctx context.Context, oc *openClaim, ck *check, alive [
 
 // add puts the pod on the claim, which may now launch only as alive, labelled with choice, and
 // reports whether that changed the labels of the node the claim will become.
-func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk.PodInfo, state fwk.CycleState, alive []int, choice labelChoice) bool {
+func (oc *openClaim) add(pod *corev1.Pod, requests corev1.ResourceList, info fwk.PodInfo, state fwk.CycleState, alive []int, choice nodepool.LabelChoice) bool {
 	defer oc.noteCover(pod, requests, state)
 	oc.before = oc.info.Requested.Clone()
 	oc.lastPod, oc.lastState = pod, state
@@ -289,13 +293,13 @@ func (pl *Planner) holding(ctx context.Context, oc *openClaim, maxTypes int) []i
 	last := pl.requestsOf(oc.lastPod)
 	var out []int
 	for _, i := range oc.alive {
-		t := oc.pool.compatible[i].typ
+		t := oc.pool.Compatible[i].Typ
 		ok, asked := fits[t]
 		if !asked {
 			if maxTypes > 0 && held == maxTypes {
 				continue
 			}
-			view.Allocatable = oc.pool.types[t].alloc
+			view.Allocatable = oc.pool.Types[t].Alloc
 			ok = pl.sim.FilterCapacity(ctx, oc.lastState, oc.lastPod, &view).IsSuccess() && pl.coverFits(ctx, oc, t, last)
 			fits[t] = ok
 			if ok {
@@ -313,33 +317,7 @@ func (pl *Planner) holding(ctx context.Context, oc *openClaim, maxTypes int) []i
 // thrifty.
 func (oc *openClaim) frontierOf(alive []int) []int {
 	if oc.thrifty {
-		alive = oc.pool.efficientOf(alive)
+		alive = oc.pool.EfficientOf(alive)
 	}
-	return oc.pool.frontierOf(alive)
-}
-
-// frontierOf returns the types of the offerings that no other of their types dominates: a pod
-// that fits none of them fits none of the offerings.
-func (ps *poolState) frontierOf(offerings []int) []int {
-	present := make([]bool, len(ps.types))
-	for _, i := range offerings {
-		present[ps.compatible[i].typ] = true
-	}
-	var frontier []int
-	for _, t := range ps.bySize {
-		if !present[t] {
-			continue
-		}
-		dominated := false
-		for _, f := range frontier {
-			if dominates(ps.types[f].alloc, ps.types[t].alloc) {
-				dominated = true
-				break
-			}
-		}
-		if !dominated {
-			frontier = append(frontier, t)
-		}
-	}
-	return frontier
+	return oc.pool.FrontierOf(alive)
 }

@@ -8,6 +8,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/preferences"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -62,7 +65,7 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	if err != nil {
 		return nil, err.Error()
 	}
-	pp := &placing{pod: pod, spec: spec, group: groupOf(pod, spec, p.defaultKeys), info: info}
+	pp := &placing{pod: pod, spec: spec, group: podkeys.GroupOf(pod, spec, p.defaultKeys), info: info}
 	p.beforePreFilter(pod)
 	// PreFilter must see the pods placed on claims opened by this plan, or inter-pod
 	// (anti-)affinity and topology spread judge each pod as if it were alone: pods that must not
@@ -70,11 +73,11 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	// Unplaceable.
 	// A pod that spreads is weighed for new capacity against the empty domains too; the view
 	// without them is for the nodes that exist, when there are any.
-	pp.withDomains = spreads(pod, p.defaultKeys) && len(p.domains) > 0
+	pp.withDomains = podkeys.Spreads(pod, p.defaultKeys) && len(p.domains) > 0
 	if len(p.nodeInfos) > 0 || !pp.withDomains {
 		p.pl.sim.Use(p.snapshot, p.planned...)
 		var status *fwk.Status
-		if pp.state, pp.pre, status = p.pf.run(ctx, pod, spec, -1, false); status != nil {
+		if pp.state, pp.pre, status = p.pf.Run(ctx, pod, spec, -1, false); status != nil {
 			return nil, status.Message()
 		}
 	}
@@ -88,9 +91,9 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 	// it prefers. A node-affinity preference alone does not count: a claim in flight that may
 	// launch as spot or on-demand carries neither label yet, so every shape that prefers spot would
 	// refuse it and open a claim of its own.
-	pp.laddered = len(p.launchingNodes) > 0 && (pp.withDomains || hasTopologyPreferences(pod))
+	pp.laddered = len(p.launchingNodes) > 0 && (pp.withDomains || preferences.HasTopology(pod))
 	if len(p.in.Unsettled) > 0 {
-		pp.passOver = p.unsettled.passOver(p.rel.keys(pod).topology)
+		pp.passOver = p.unsettled.PassOver(p.rel.Keys(pod).Topology)
 	}
 	return pp, ""
 }
@@ -115,7 +118,7 @@ func (p *planning) existingNode(ctx context.Context, pp *placing) fwk.NodeInfo {
 func (p *planning) placeOn(ctx context.Context, pp *placing, ni fwk.NodeInfo) {
 	p.reserveOn(ctx, pp.pod, ni)
 	p.snapshot.AddPod(ni, pp.pod)
-	p.pf.add(pp.info, ni)
+	p.pf.Add(pp.info, ni)
 	if claim, ok := p.in.InFlight[ni.Node().Name]; ok {
 		p.plan.InFlight[claim] = append(p.plan.InFlight[claim], pp.pod)
 		if p.in.Spared[pp.pod.UID] {
@@ -139,7 +142,7 @@ type capacity struct {
 	shy     bool
 	kind    kindID
 	guards  podGuards
-	shunned map[*poolState]bool
+	shunned map[*nodepool.State]bool
 	views   []capacityView
 	// waits: a view was left out because a claim in flight has not settled a key the pod spreads
 	// over; the pod waits for it rather than being unplaceable.
@@ -180,7 +183,7 @@ func (p *planning) capacityFor(pp *placing) *capacity {
 	c.views = shunningViews(pp.pod, newCapacityViews(pp.pod, p.defaultKeys, len(p.domains) > 0), c.shunned)
 	// passOver, for every topology key the pod reads, is the cheap test; the spread keys alone
 	// decide.
-	if len(pp.passOver) > 0 && len(p.unsettled.passOver(spreadKeysOfPods([]*corev1.Pod{pp.pod}, p.defaultKeys))) > 0 {
+	if len(pp.passOver) > 0 && len(p.unsettled.PassOver(podkeys.SpreadKeysOfPods([]*corev1.Pod{pp.pod}, p.defaultKeys))) > 0 {
 		c.views, c.waits = withoutTheSchedulersView(c.views)
 	}
 	return c
@@ -194,7 +197,7 @@ type shaped struct {
 	state fwk.CycleState
 	pre   *fwk.PreFilterResult
 	guard *asScheduled
-	keys  podKeys
+	keys  podkeys.Keys
 	// domains: the view weighs the empty domains.
 	domains bool
 }
@@ -214,7 +217,7 @@ func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capac
 	s := shaped{as: w.as, group: pp.group, state: pp.state, pre: pp.pre, domains: w.domains}
 	if s.as != pp.pod {
 		// A shape is a function of the pod's spec: the spec and the step name it.
-		s.group = groupOf(s.as, fmt.Sprintf("%s/%d", pp.spec, w.step), p.defaultKeys)
+		s.group = podkeys.GroupOf(s.as, fmt.Sprintf("%s/%d", pp.spec, w.step), p.defaultKeys)
 	}
 	views := p.planned
 	if w.domains {
@@ -225,7 +228,7 @@ func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capac
 	// it spreads and no node exists.
 	if s.as != pp.pod || w.domains || s.state == nil {
 		var status *fwk.Status
-		if s.state, s.pre, status = p.pf.run(ctx, s.as, pp.spec, w.step, w.domains); status != nil {
+		if s.state, s.pre, status = p.pf.Run(ctx, s.as, pp.spec, w.step, w.domains); status != nil {
 			return false, map[string]string{"": status.Message()}
 		}
 	}
@@ -235,7 +238,7 @@ func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capac
 			return false, map[string]string{"": status.Message()}
 		}
 	}
-	s.keys = p.rel.keys(s.as)
+	s.keys = p.rel.Keys(s.as)
 	if pp.laddered && p.launchingNode(ctx, pp, s) {
 		return true, nil
 	}
@@ -260,7 +263,7 @@ func (p *planning) launchingNode(ctx context.Context, pp *placing, s shaped) boo
 	}
 	// A shape reads every topology key the pod reads, and the keys of the terms its preferences
 	// became.
-	ni := p.pl.firstFit(ctx, shape, p.launchingNodes, p.memo, p.unsettled.passOver(s.keys.topology), also...)
+	ni := p.pl.firstFit(ctx, shape, p.launchingNodes, p.memo, p.unsettled.PassOver(s.keys.Topology), also...)
 	if ni == nil {
 		return false
 	}
@@ -294,15 +297,15 @@ func (p *planning) openClaim(ctx context.Context, pp *placing, c *capacity, s sh
 }
 
 // addTo books the pod onto the open claim at index i, which weighing found alive for it.
-func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, alive []int, choice labelChoice, state fwk.CycleState) {
+func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, alive []int, choice nodepool.LabelChoice, state fwk.CycleState) {
 	oc := p.open[i]
 	before, n := oc.info.Node(), len(oc.info.GetPods())
 	if p.pl.add(ctx, oc, pp.pod, pp.info, state, alive, choice) {
-		p.pf.relabelled(oc.info, before, n)
+		p.pf.Relabelled(oc.info, before, n)
 	}
 	p.reserveOnClaim(ctx, pp.pod, oc)
 	p.rooms.changed(i)
-	p.pf.add(pp.info, oc.info)
+	p.pf.Add(pp.info, oc.info)
 	if c.shy {
 		p.rooms.holds(oc, i, c.kind)
 	}
@@ -333,11 +336,11 @@ func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s sha
 		if c.shy {
 			p.rooms.holds(oc, len(p.open), c.kind)
 		}
-		p.pf.opened(oc.info)
+		p.pf.Opened(oc.info)
 		p.open = append(p.open, oc)
 		p.planned = append(p.planned, oc.info)
 		p.rooms.opened()
-		ps.open = append(ps.open, oc)
+		ps.OpenCapacity = append(ps.OpenCapacity, &oc.capacity)
 		return true, nil
 	}
 	return false, reasons

@@ -4,14 +4,19 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
-	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -61,7 +66,7 @@ type Input struct {
 // Plan is what the planner decided.
 type Plan struct {
 	// Claims are the NodeClaims to create.
-	Claims []*PlannedClaim
+	Claims []*nodeclaim.Planned
 	// InFlight maps NodeClaim names to the pending pods that will go to them.
 	InFlight map[string][]*corev1.Pod
 	// FitsExisting are pods that fit a node that is ready now; the scheduler will place them.
@@ -74,29 +79,6 @@ type Plan struct {
 	// PreEnqueue plugin holds them (their ResourceClaim is not created yet), and it lets them go
 	// once what they wait for is there, when they are planned like any other.
 	Waiting []Unplaceable
-}
-
-// PlannedClaim is a NodeClaim to launch: a NodePool, the pods it is for, and the offerings it
-// may be launched as, cheapest first. Every option passes every Filter plugin for every pod.
-type PlannedClaim struct {
-	NodePool *karpv1.NodePool
-	Pods     []*corev1.Pod
-	Options  []Option
-	// Daemons are the DaemonSet pods that will run on the node beside Pods (on its cheapest
-	// option); their requests are part of what the node must hold.
-	Daemons []*corev1.Pod
-	// MinValuesShort says which requirements' minValues the options fall short of, or "".
-	MinValuesShort string
-	// Labels are the values the plan chose for custom label keys that the NodePool's requirements
-	// leave open (several values, or any): the NodeClaim carries each as a label and as a
-	// single-value requirement, so the node registers with the value its pods were placed for.
-	Labels map[string]string
-}
-
-// Option is one offering a planned claim can launch as.
-type Option struct {
-	InstanceType *cloud.InstanceType
-	Offering     cloud.Offering
 }
 
 // Unplaceable is a pod that fits nowhere, with a reason per NodePool (or one overall reason when
@@ -142,13 +124,6 @@ func (pl *Planner) ResourcesFiltered() bool { return pl.sim.ResourcesFiltered() 
 // NewPlanner returns a planner over sim.
 func NewPlanner(sim *simulation.Simulator) *Planner { return &Planner{sim: sim} }
 
-// option is one offering with a template node holding the pod's would-be neighbours; only the
-// explanation of an unplaceable pod still weighs every offering on its own.
-type option struct {
-	c    *candidate
-	info *framework.NodeInfo
-}
-
 // Plan places in.Pending: first on nodes that exist or are in flight, then on claims opened by
 // this plan, then on new claims from the pools in order. A pod with preferences, or one that
 // spreads, goes to ready nodes first, and then weighs nodes in flight beside the claims of the
@@ -158,7 +133,7 @@ type option struct {
 func (pl *Planner) Plan(ctx context.Context, in Input) *Plan { return pl.plan(ctx, in, false) }
 
 // plan is Plan; fresh asks every question afresh: PreFilter for every pod instead of keeping
-// states (see preFilters and beside), and Filter on every claim, where a domain that refused a
+// states (prefilter.States, beside), and Filter on every claim, where a domain that refused a
 // pod would answer for its other claims (see byDomain). The two must plan alike, which tests
 // check; only Plan, which keeps them, is for use.
 func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
@@ -173,10 +148,10 @@ func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
 	// The plan counts its pods on the snapshot's nodes as it goes; the fork it made leaves the
 	// caller's snapshot as it was.
 	defer p.snapshot.Revert()
-	for _, pod := range destinedFirst(firstOf(sortedForPacking(in.Pending, p.ratio), in.First), in.Destined) {
+	for _, pod := range packing.DestinedFirst(packing.FirstOf(packing.Order(in.Pending, p.ratio), in.First), in.Destined) {
 		p.place(ctx, pod)
 	}
-	pl.reused = p.pf.reused
+	pl.reused = p.pf.Reused
 	p.launching = append(p.launching, countedInFlight(p.nodeInfos, in.InFlight, in.Spared)...)
 	p.finish(ctx)
 	return p.plan
@@ -197,19 +172,19 @@ type planning struct {
 	nodeInfos             []fwk.NodeInfo
 	byName                map[string]fwk.NodeInfo
 	ready, launchingNodes []fwk.NodeInfo
-	unsettled             *openKeys
-	pools                 []*poolState
+	unsettled             *clusterview.OpenKeys
+	pools                 []*nodepool.State
 	ratio                 float64
 	plan                  *Plan
 	defaultKeys           []string
-	rel                   *relevance
+	rel                   *podkeys.Relevance
 	domains               []fwk.NodeInfo
 	open                  []*openClaim
 	rooms                 claimRooms
 	kinds                 kindIDs
 	memo                  *rejections
 	specs                 map[*corev1.Pod]string
-	pf                    *preFilters
+	pf                    *prefilter.States
 	// planned are the nodes of the claims this plan opened, as PreFilter is shown them beside
 	// the snapshot's, in the order of open: a claim's is appended as it opens (refilling it for
 	// each pod was a copy of every claim per pod). The simulator keeps the slice it is shown, so
@@ -239,8 +214,8 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	}
 	snapshot.Fork()
 	pl.backed = pl.deviceBacked(in.Pending)
-	in.Pools = withoutBacked(in.Pools, pl.backed)
-	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: newOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
+	in.Pools = nodepool.WithoutBacked(in.Pools, pl.backed)
+	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: clusterview.NewOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
 		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
 	p.nodeInfos, _ = snapshot.NodeInfos().List()
 	p.byName = make(map[string]fwk.NodeInfo, len(p.nodeInfos))
@@ -254,7 +229,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	}
 	p.pools = pl.ratePools(in)
 	if len(p.pools) > 0 {
-		p.ratio = p.pools[0].ratio
+		p.ratio = p.pools[0].Ratio
 	}
 	p.devices = newDevicePlan(p)
 	pl.sim.Use(snapshot)
@@ -262,24 +237,24 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	pl.reserveDaemonsInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
 	var selectorKeys []string
 	selectorKeys, p.defaultKeys = pl.sim.ProfileNodeKeys()
-	p.rel = newRelevance(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
+	p.rel = podkeys.New(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
 	if p.devices != nil {
-		p.rel.deviceKeys = p.pl.sim.DRA().NodeLabelKeys()
-		p.rel.needsDevices = p.pl.needsDevices
+		p.rel.DeviceKeys = p.pl.sim.DRA().NodeLabelKeys()
+		p.rel.NeedsDevices = p.pl.needsDevices
 	}
-	p.domains = emptyDomains(p.pools, readBySpreaders(in.Pending, p.rel, p.defaultKeys))
+	p.domains = nodepool.EmptyDomains(p.pools, podkeys.ReadBySpreaders(in.Pending, p.rel, p.defaultKeys))
 	p.planned = make([]fwk.NodeInfo, 0, len(in.Pending)+len(p.domains))
 	p.specs = make(map[*corev1.Pod]string, len(in.Pending))
 	for _, pod := range in.Pending {
-		p.specs[pod] = specKey(pod)
+		p.specs[pod] = podkeys.SpecKey(pod)
 	}
-	p.pf = newPreFilters(pl.sim, fresh, slices.Collect(maps.Values(p.specs)))
+	p.pf = prefilter.New(pl.sim, fresh, slices.Collect(maps.Values(p.specs)))
 	return p, nil
 }
 
 // ratePools caches the pending pods' requests and returns the pools in order, each rated for how
 // efficiently its instance types hold the batch's mix of cpu and memory.
-func (pl *Planner) ratePools(in Input) []*poolState {
+func (pl *Planner) ratePools(in Input) []*nodepool.State {
 	var cpu, mem, maxCPU, maxMem float64
 	pl.requests = make(map[*corev1.Pod]corev1.ResourceList, len(in.Pending))
 	for _, p := range in.Pending {
@@ -288,11 +263,11 @@ func (pl *Planner) ratePools(in Input) []*poolState {
 		c, m := float64(r.Cpu().MilliValue()), r.Memory().AsApproximateFloat64()
 		cpu, mem, maxCPU, maxMem = cpu+c, mem+m, max(maxCPU, c), max(maxMem, m)
 	}
-	pools := make([]*poolState, 0, len(in.Pools))
+	pools := make([]*nodepool.State, 0, len(in.Pools))
 	for _, p := range in.Pools {
-		ps := newPoolState(p)
-		ps.rank = len(pools)
-		ps.rateEfficiency(cpu, mem, maxCPU, maxMem)
+		ps := nodepool.NewState(p)
+		ps.Rank = len(pools)
+		ps.RateEfficiency(cpu, mem, maxCPU, maxMem)
 		pools = append(pools, ps)
 	}
 	return pools
@@ -300,12 +275,12 @@ func (pl *Planner) ratePools(in Input) []*poolState {
 
 // templateInfo is the node the candidate would register as, named name and labelled with choice,
 // with the DaemonSet pods it would run already on it.
-func (pl *Planner) templateInfo(ctx context.Context, c *candidate, name string, choice labelChoice) *framework.NodeInfo {
+func (pl *Planner) templateInfo(ctx context.Context, c *nodepool.Candidate, name string, choice nodepool.LabelChoice) *framework.NodeInfo {
 	ni := framework.NewNodeInfo()
-	ni.SetNode(c.templateNode(name, choice))
+	ni.SetNode(c.TemplateNode(name, choice))
 	if pl.daemons != nil {
 		for _, p := range pl.daemonsOn(ctx, c, pl.daemons) {
-			ni.AddPod(onNode(p, name))
+			ni.AddPod(clusterview.OnNode(p, name))
 		}
 	}
 	return ni
@@ -318,4 +293,41 @@ func UIDs(pods []*corev1.Pod) map[types.UID]bool {
 		out[p.UID] = true
 	}
 	return out
+}
+
+// Ungrounded returns the pods the view counts where an earlier plan or a nomination headed them
+// whose required pod affinity the scheduler would now refuse there (see clusterview.Ungrounded).
+func (pl *Planner) Ungrounded(ctx context.Context, v *clusterview.View) []*corev1.Pod {
+	return clusterview.Ungrounded(ctx, pl.sim, v)
+}
+
+// Kind sums up why the pod could not be placed, for metrics: one word, from the reason that
+// applies to the most NodePools.
+func (u Unplaceable) Kind() string {
+	votes := map[string]int{}
+	for _, why := range u.Reasons {
+		switch {
+		case strings.Contains(why, "limit on"):
+			votes["limits"]++
+		case strings.Contains(why, "untolerated taint"):
+			votes["taint"]++
+		case strings.Contains(why, "requirement keys with no compatible offering"), strings.Contains(why, "satisfies the NodePool's requirements"):
+			votes["requirements"]++
+		case strings.Contains(why, "the devices of no instance type satisfy"):
+			votes["devices"]++
+		case strings.Contains(why, "Insufficient"), strings.Contains(why, "Too many pods"):
+			votes["resources"]++
+		case strings.Contains(why, "no NodePool"):
+			votes["no_nodepool"]++
+		default:
+			votes["other"]++
+		}
+	}
+	best, n := "other", 0
+	for k, v := range votes {
+		if v > n || (v == n && k < best) {
+			best, n = k, v
+		}
+	}
+	return best
 }

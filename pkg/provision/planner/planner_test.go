@@ -15,6 +15,9 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // TestPlanOnePod places one pod on one new claim and checks its options against the catalog:
@@ -79,8 +82,8 @@ func TestPlanOnePod(t *testing.T) {
 					t.Errorf("options not price-ordered at %d: %v after %v", i, o.Offering.PricePerHour, pc.Options[i-1].Offering.PricePerHour)
 				}
 			}
-			if n := len(cheapestTypes(want, MaxInstanceTypes)); len(pc.Options) != n {
-				t.Errorf("claim has %d options, the catalog has %d offerings of the %d cheapest types that fit the case", len(pc.Options), n, MaxInstanceTypes)
+			if n := len(cheapestTypes(want, nodeclaim.MaxInstanceTypes)); len(pc.Options) != n {
+				t.Errorf("claim has %d options, the catalog has %d offerings of the %d cheapest types that fit the case", len(pc.Options), n, nodeclaim.MaxInstanceTypes)
 			}
 			if got := pc.Options[0].Offering.PricePerHour; got != cheapest {
 				t.Errorf("cheapest option %s costs %v, the cheapest fitting offering costs %v",
@@ -300,7 +303,7 @@ func TestPlanReservesDaemonSetOverhead(t *testing.T) {
 			t.Errorf("option %s cannot hold the pod and the agent", o.InstanceType.Name)
 		}
 	}
-	claim := NewNodeClaim(pc)
+	claim := nodeclaim.New(pc)
 	if got := claim.Spec.Resources.Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("2")) != 0 {
 		t.Errorf("claim requests %s cpu; want 2 (the pod and the agent)", got.String())
 	}
@@ -309,7 +312,7 @@ func TestPlanReservesDaemonSetOverhead(t *testing.T) {
 // Identical pods skip the places that turned the first of them away, without changing the plan:
 // the memo only applies where a rejection lasts.
 func TestGroupOfLeavesOutPodsWhoseRejectionMayNotLast(t *testing.T) {
-	group := func(p *corev1.Pod) string { return groupOf(p, specKey(p), nil) }
+	group := func(p *corev1.Pod) string { return podkeys.GroupOf(p, podkeys.SpecKey(p), nil) }
 	plain := newPod("a", "1", "1Gi")
 	twin := newPod("b", "1", "1Gi")
 	if group(plain) == "" || group(plain) != group(twin) {
@@ -324,7 +327,7 @@ func TestGroupOfLeavesOutPodsWhoseRejectionMayNotLast(t *testing.T) {
 			t.Errorf("pod %s may fit a place later in the plan; it must not be memoised", p.Name)
 		}
 	}
-	if groupOf(plain, specKey(plain), []string{corev1.LabelHostname}) != "" {
+	if podkeys.GroupOf(plain, podkeys.SpecKey(plain), []string{corev1.LabelHostname}) != "" {
 		t.Error("a pod that the profile's DoNotSchedule default constraints spread must not be memoised")
 	}
 	other := newPod("e", "2", "1Gi")
@@ -350,7 +353,7 @@ func TestPlanReservesDaemonSetsInFlight(t *testing.T) {
 		t.Errorf("the agent's 1 cpu leaves no room for 1.5 cpu on the launching node: want a new claim; got %s", summary(plan))
 	}
 
-	running := onNode(daemons[0], "launching")
+	running := clusterview.OnNode(daemons[0], "launching")
 	in.Pending, in.Pods = pods(1, "900m", "1Gi"), []*corev1.Pod{running}
 	plan = testPlanner(t).Plan(context.Background(), in)
 	if len(plan.InFlight["claim-1"]) != 1 || len(plan.Claims) != 0 {

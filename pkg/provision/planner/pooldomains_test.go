@@ -13,6 +13,8 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // TestDomainsNodePoolsCanCreate: the values of a topology key that NodePools allow, through their
@@ -121,7 +123,7 @@ func TestDomainsNodePoolsCanCreate(t *testing.T) {
 					t.Errorf("a claim in %s=%s comes from NodePool %s, want %s", tc.key, v, pc.NodePool.Name, want)
 				}
 				// The NodeClaim says which domain its node is in: the cloud cannot pick another.
-				claim := NewNodeClaim(pc)
+				claim := nodeclaim.New(pc)
 				if tc.key != corev1.LabelTopologyZone && claim.Labels[tc.key] != v {
 					t.Errorf("NodeClaim labels %s=%q, want %q", tc.key, claim.Labels[tc.key], v)
 				}
@@ -144,7 +146,7 @@ func TestTemplateLabelsAreRequirements(t *testing.T) {
 		placedOnce(t, plan, pending)
 		for _, pc := range plan.Claims {
 			everyOption(t, pc, "in "+fake.ZoneB, func(_ *cloud.InstanceType, o cloud.Offering) bool { return o.Zone == fake.ZoneB })
-			claim := NewNodeClaim(pc)
+			claim := nodeclaim.New(pc)
 			if claim.Labels[zone] != fake.ZoneB {
 				t.Errorf("NodeClaim labels %s=%q, want %q", zone, claim.Labels[zone], fake.ZoneB)
 			}
@@ -194,7 +196,7 @@ func TestDomainsBesideAClaimInFlight(t *testing.T) {
 			first := zonedNode("on-demand-1", fake.ZoneA, "16", "64Gi")
 			first.Labels[key], first.Labels[karpv1.CapacityTypeLabelKey], first.Labels[karpv1.NodePoolLabelKey] = "1", karpv1.CapacityTypeOnDemand, "on-demand"
 			all := replicas(20, "web", "500m", "512Mi", spread("web", key, 1, when))
-			in := Input{Pending: all[1:], Nodes: []*corev1.Node{first}, Pods: []*corev1.Pod{onNode(all[0], first.Name)},
+			in := Input{Pending: all[1:], Nodes: []*corev1.Node{first}, Pods: []*corev1.Pod{clusterview.OnNode(all[0], first.Name)},
 				InFlight: map[string]string{first.Name: "claim-1"}, Pools: []Pool{onDemand, spot}}
 			plan := testPlanner(t).Plan(context.Background(), in)
 			if len(plan.Unplaceable) != 0 || len(plan.FitsExisting) != 0 {

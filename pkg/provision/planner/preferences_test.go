@@ -10,6 +10,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/preferences"
 )
 
 // preferWeighted gives the pod preferred node affinity, one term per weight, each on the zone
@@ -59,7 +60,7 @@ func TestPreferredNodeAffinityByWeight(t *testing.T) {
 }
 
 // TestPreferenceLadderOrder pins the order in which shapes give up preferences (see
-// preferenceLadder): ScheduleAnyway spreads one at a time as listed, then pod-affinity terms lightest first, then
+// preferences.Ladder): ScheduleAnyway spreads one at a time as listed, then pod-affinity terms lightest first, then
 // anti-affinity terms lightest first, then node-affinity terms heaviest first, each giving way to
 // the next heaviest; the pod itself last.
 func TestPreferenceLadderOrder(t *testing.T) {
@@ -93,7 +94,7 @@ func TestPreferenceLadderOrder(t *testing.T) {
 		return strings.Join(parts, ", ")
 	}
 	var got []string
-	for _, shape := range preferenceLadder(pod) {
+	for _, shape := range preferences.Ladder(pod) {
 		got = append(got, describe(shape))
 	}
 	const both = "prefers topology.kubernetes.io/zone, prefers hostname"

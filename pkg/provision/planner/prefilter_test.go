@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 )
 
 // TestKeptPreFilterStatesPlanAsFreshOnes: the planner brings a kept PreFilter state up to date
@@ -296,17 +297,17 @@ func TestKeptStateSeesAntiAffinityGainItsKey(t *testing.T) {
 	claim := readyNode("c1", "4", "8Gi")
 	before := nodeInfo(claim)
 	sim.Use(snapshot, before)
-	pf := newPreFilters(sim, false, []string{"s", "s"})
-	if _, _, status := pf.run(ctx, newPod("s1", "100m", "100Mi", labelled("s")), "s", -1, false); status != nil {
+	pf := prefilter.New(sim, false, []string{"s", "s"})
+	if _, _, status := pf.Run(ctx, newPod("s1", "100m", "100Mi", labelled("s")), "s", -1, false); status != nil {
 		t.Fatal(status.Message())
 	}
 	settled := claim.DeepCopy()
 	settled.Labels[corev1.LabelTopologyZone] = fake.ZoneB
 	after := nodeInfo(settled)
-	pf.relabelled(after, claim, 1)
+	pf.Relabelled(after, claim, 1)
 	sim.Use(snapshot, after)
 	s2 := newPod("s2", "100m", "100Mi", labelled("s"))
-	state, _, status := pf.run(ctx, s2, "s", -1, false)
+	state, _, status := pf.Run(ctx, s2, "s", -1, false)
 	if status != nil {
 		t.Fatal(status.Message())
 	}

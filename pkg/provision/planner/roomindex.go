@@ -17,7 +17,7 @@ import (
 //     (roomy), without visiting those whose room does not.
 //   - growthOrder keeps, for one size of pod, the claims without room for it sorted by
 //     growth.compare: from pod to pod only the claims that changed move. A plan alternates
-//     between a few sizes (sortedForPacking takes pods heavy in cpu and in memory in turn), so a
+//     between a few sizes (packing.Order takes pods heavy in cpu and in memory in turn), so a
 //     few orders are kept.
 //
 // A claim's room and growth depend on its pods and alive offerings, which change only when a pod
@@ -103,7 +103,7 @@ type growthOrder struct {
 	used int
 }
 
-// keptGrowthOrders is how many sizes of pod keep their order: sortedForPacking alternates
+// keptGrowthOrders is how many sizes of pod keep their order: packing.Order alternates
 // between two queues, and a spare few cover the sizes where each queue moves on.
 const keptGrowthOrders = 8
 
@@ -146,7 +146,7 @@ func (g *growthOrder) growthOf(open []*openClaim, rooms []claimRoom, i int) (gro
 	}
 	oc := open[i]
 	cost, base := oc.growth(room, asks)
-	return growth{rank: oc.pool.rank, cost: cost, base: base, i: i}, true
+	return growth{rank: oc.pool.Rank, cost: cost, base: base, i: i}, true
 }
 
 // of is the order, or, when few, the order of the claims of side alone, gathered into scratch.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -26,7 +27,7 @@ func scanOrder(open []*openClaim, pass fillPass, asks simulation.Requests, kind 
 			continue
 		}
 		cost, base := oc.growth(room, asks)
-		growths = append(growths, growth{rank: oc.pool.rank, cost: cost, base: base, i: i})
+		growths = append(growths, growth{rank: oc.pool.Rank, cost: cost, base: base, i: i})
 	}
 	if pass.roomy {
 		return roomy
@@ -46,13 +47,13 @@ func scanOrder(open []*openClaim, pass fillPass, asks simulation.Requests, kind 
 func TestClaimIndexesYieldWhatAScanYields(t *testing.T) {
 	pool := newPool("default")
 	pool.InstanceTypes = karpenterCatalog()
-	ps := newPoolState(pool)
-	alive := make([]int, len(ps.compatible))
+	ps := nodepool.NewState(pool)
+	alive := make([]int, len(ps.Compatible))
 	for i := range alive {
 		alive[i] = i
 	}
 	slices.SortStableFunc(alive, func(a, b int) int {
-		return cmp.Compare(ps.compatible[a].offering.PricePerHour, ps.compatible[b].offering.PricePerHour)
+		return cmp.Compare(ps.Compatible[a].Offering.PricePerHour, ps.Compatible[b].Offering.PricePerHour)
 	})
 	cpus := []string{"100m", "250m", "500m", "1", "1500m", "3", "7"}
 	mems := []string{"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi", "9Gi"}

@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -32,25 +33,7 @@ func spreadKeysOf(claims []*openClaim, defaultKeys []string) []string {
 	for _, oc := range claims {
 		pods = append(pods, oc.pods...)
 	}
-	return spreadKeysOfPods(pods, defaultKeys)
-}
-
-func spreadKeysOfPods(pods []*corev1.Pod, defaultKeys []string) []string {
-	keys := map[string]bool{}
-	for _, p := range pods {
-		if len(p.Spec.TopologySpreadConstraints) == 0 {
-			for _, k := range defaultKeys {
-				keys[k] = true
-			}
-		}
-		for _, c := range p.Spec.TopologySpreadConstraints {
-			if c.WhenUnsatisfiable == corev1.DoNotSchedule {
-				keys[c.TopologyKey] = true
-			}
-		}
-	}
-	delete(keys, corev1.LabelHostname)
-	return slices.Sorted(maps.Keys(keys))
+	return podkeys.SpreadKeysOfPods(pods, defaultKeys)
 }
 
 // domainsOf returns, per key, the values the snapshot's nodes and the claims' nodes carry.
@@ -85,7 +68,7 @@ func domainsOf(snapshot *simulation.Snapshot, claims []*openClaim, keys []string
 // on, and a pod that requires one of several zones would find none on it (every pod of the claim
 // passed on each of its offerings as that offering's node).
 func (oc *openClaim) settleFor(offerings []int, keys []string, domains map[string]map[string]bool) []int {
-	compatible := oc.pool.compatible
+	compatible := oc.pool.Compatible
 	node := oc.info.Node()
 	for _, key := range keys {
 		if _, ok := node.Labels[key]; ok || len(offerings) == 0 {
@@ -93,22 +76,22 @@ func (oc *openClaim) settleFor(offerings []int, keys []string, domains map[strin
 		}
 		value, ok := "", false
 		for _, i := range offerings {
-			if v, has := compatible[i].labels[key]; has && (!ok || domains[key][v] && !domains[key][value]) {
+			if v, has := compatible[i].Labels[key]; has && (!ok || domains[key][v] && !domains[key][value]) {
 				value, ok = v, true
 			}
 		}
 		if !ok {
 			continue
 		}
-		narrowed := expressible(oc.pool, slices.DeleteFunc(slices.Clone(offerings), func(i int) bool { return compatible[i].labels[key] != value }))
-		if len(narrowed) == 0 || oc.pool.minValuesShort(narrowed) != "" && oc.pool.minValuesShort(offerings) == "" {
+		narrowed := nodepool.Expressible(oc.pool, slices.DeleteFunc(slices.Clone(offerings), func(i int) bool { return compatible[i].Labels[key] != value }))
+		if len(narrowed) == 0 || oc.pool.MinValuesShort(narrowed) != "" && oc.pool.MinValuesShort(offerings) == "" {
 			continue
 		}
 		offerings = narrowed
 		domains[key][value] = true
 	}
 	if len(offerings) > 0 {
-		oc.info.SetNode(compatible[offerings[0]].templateNode(oc.name, oc.chosen))
+		oc.info.SetNode(compatible[offerings[0]].TemplateNode(oc.name, oc.chosen))
 	}
 	return offerings
 }
@@ -163,7 +146,7 @@ func (pl *Planner) sparingTheLaunching(ctx context.Context, snapshot *simulation
 	b.show(kept)
 	held := map[*openClaim]string{}
 	for _, l := range launching {
-		if !spreads(l.pod, defaultKeys) {
+		if !podkeys.Spreads(l.pod, defaultKeys) {
 			continue
 		}
 		// The node as the snapshot holds it now, with what the plan added to it.
@@ -174,7 +157,7 @@ func (pl *Planner) sparingTheLaunching(ctx context.Context, snapshot *simulation
 		if why == "" {
 			continue
 		}
-		keys := spreadKeysOfPods([]*corev1.Pod{l.pod}, defaultKeys)
+		keys := podkeys.SpreadKeysOfPods([]*corev1.Pod{l.pod}, defaultKeys)
 		existing := domainsOf(snapshot, nil, keys)
 		adding := map[*openClaim]string{}
 		for _, oc := range kept {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 )
 
 // A Deployment's replicas reach the planner in one batch or in several: the batch closes when
@@ -108,9 +110,9 @@ func TestSplitBatchesPlanAsOne(t *testing.T) {
 			if len(plan1.Unplaceable) > 0 {
 				t.Fatalf("first batch: %s", summary(plan1))
 			}
-			cluster := &Cluster{Pods: all, Planned: map[types.UID]string{}}
+			cluster := &clusterview.Cluster{Pods: all, Planned: map[types.UID]string{}}
 			for i, pc := range plan1.Claims {
-				nc := NewNodeClaim(pc)
+				nc := nodeclaim.New(pc)
 				nc.Name = fmt.Sprintf("first-%d", i)
 				cluster.Claims = append(cluster.Claims, nc)
 				for _, p := range pc.Pods {
@@ -137,7 +139,7 @@ type landing struct{ node, zone string }
 
 // placements says where each pod of both batches is: the first batch's on the stand-ins of their
 // claims, the second's on those or on the claims the second plan opened.
-func placements(t *testing.T, v *View, plan2 *Plan) map[string]landing {
+func placements(t *testing.T, v *clusterview.View, plan2 *Plan) map[string]landing {
 	t.Helper()
 	byName := map[string]*corev1.Node{}
 	for _, n := range v.Nodes {

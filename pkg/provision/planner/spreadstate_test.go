@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/prefilter"
 )
 
 // TestSpreadStateIsReadByReflection: PodTopologySpread's state is reached by reflection (see
@@ -29,12 +30,12 @@ func TestSpreadStateIsReadByReflection(t *testing.T) {
 	if status != nil {
 		t.Fatal(status.Message())
 	}
-	s, ok := spreadStateOf(state)
+	s, ok := prefilter.SpreadStateOf(state)
 	if !ok {
 		t.Fatal("PodTopologySpread's PreFilter state is not the shape spreadstate.go reads")
 	}
-	if len(s.keys) != 1 || s.keys[0] != corev1.LabelTopologyZone || s.counts[0][fake.ZoneC] != 1 || len(s.counts[0]) != 3 {
-		t.Fatalf("read keys %v and counts %v, want zone counts a:0 b:0 c:1", s.keys, s.counts)
+	if len(s.Keys) != 1 || s.Keys[0] != corev1.LabelTopologyZone || s.Counts[0][fake.ZoneC] != 1 || len(s.Counts[0]) != 3 {
+		t.Fatalf("read keys %v and counts %v, want zone counts a:0 b:0 c:1", s.Keys, s.Counts)
 	}
 	// Pods join zones a and b, twice each. The plugin's two critical paths follow a and b only,
 	// so they end at 2 while zone c, with 1, is the emptiest: zone a (2 pods) still passes with
@@ -62,7 +63,7 @@ func TestSpreadStateIsReadByReflection(t *testing.T) {
 	if !sim.Filter(context.Background(), state, pod, ni("a1")).IsSuccess() {
 		t.Fatal("zone a is refused before the mend: the plugin's minimum is not stale as the test assumes")
 	}
-	s.findMinima()
+	s.FindMinima()
 	if sim.Filter(context.Background(), state, pod, ni("a1")).IsSuccess() {
 		t.Fatal("after findMinima, zone a (2 pods against c's 1) still passes with maxSkew 1")
 	}

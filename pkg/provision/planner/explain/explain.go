@@ -1,4 +1,4 @@
-package planner
+package explain
 
 import (
 	"fmt"
@@ -11,14 +11,16 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
-// explain says why pod passed the Filters on none of the options, in the words of the plugins
+// Reason says why pod passed the Filters on none of the options, in the words of the plugins
 // that refused it, with the detail a user needs to act: the requirement key that conflicts, or the
 // largest instance type when none is big enough.
-func explain(pod *corev1.Pod, options []*option, statuses []*fwk.Status) string {
+func Reason(pod *corev1.Pod, options []*Option, statuses []*fwk.Status) string {
 	counts := map[string]int{}
 	insufficient := false
 	for _, s := range statuses {
@@ -61,11 +63,11 @@ func explain(pod *corev1.Pod, options []*option, statuses []*fwk.Status) string 
 
 // untolerated returns a NoSchedule or NoExecute taint of the NodePool that the pod does not
 // tolerate. Every option of a pool carries the same taints, so the first option speaks for all.
-func untolerated(pod *corev1.Pod, options []*option) (corev1.Taint, bool) {
+func untolerated(pod *corev1.Pod, options []*Option) (corev1.Taint, bool) {
 	if len(options) == 0 {
 		return corev1.Taint{}, false
 	}
-	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), options[0].info.Node().Spec.Taints, pod.Spec.Tolerations,
+	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), options[0].Info.Node().Spec.Taints, pod.Spec.Tolerations,
 		func(t *corev1.Taint) bool {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 		}, true)
@@ -73,7 +75,7 @@ func untolerated(pod *corev1.Pod, options []*option) (corev1.Taint, bool) {
 
 // conflictingKeys returns the keys of the pod's node selector and required node affinity that no
 // offering's labels satisfy on their own.
-func conflictingKeys(pod *corev1.Pod, options []*option) []string {
+func conflictingKeys(pod *corev1.Pod, options []*Option) []string {
 	var reqs []corev1.NodeSelectorRequirement
 	for k, v := range pod.Spec.NodeSelector {
 		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{v}})
@@ -92,7 +94,7 @@ func conflictingKeys(pod *corev1.Pod, options []*option) []string {
 		}
 		matched := false
 		for _, o := range options {
-			if sel.Matches(o.info.Node().Labels) {
+			if sel.Matches(o.Info.Node().Labels) {
 				matched = true
 				break
 			}
@@ -105,10 +107,10 @@ func conflictingKeys(pod *corev1.Pod, options []*option) []string {
 	return keys
 }
 
-func describeRequirement(r corev1.NodeSelectorRequirement, options []*option) string {
+func describeRequirement(r corev1.NodeSelectorRequirement, options []*Option) string {
 	offered := map[string]bool{}
 	for _, o := range options {
-		if v, ok := o.info.Node().Labels[r.Key]; ok {
+		if v, ok := o.Info.Node().Labels[r.Key]; ok {
 			offered[v] = true
 		}
 	}
@@ -119,11 +121,11 @@ func describeRequirement(r corev1.NodeSelectorRequirement, options []*option) st
 	sort.Strings(vals)
 	if len(options) > 0 {
 		// A custom key the claim settles: the pool offers the values its requirements allow.
-		if f, ok := options[0].c.pool.freeKey(r.Key); ok {
-			if f.values == nil {
-				return fmt.Sprintf("%s %s %v (NodePool allows %s)", r.Key, r.Operator, r.Values, describeAllowed(options[0].c.pool.NodePool, r.Key))
+		if f, ok := options[0].C.Pool.FreeKey(r.Key); ok {
+			if f.Values == nil {
+				return fmt.Sprintf("%s %s %v (NodePool allows %s)", r.Key, r.Operator, r.Values, nodepool.DescribeAllowed(options[0].C.Pool.NodePool, r.Key))
 			}
-			vals = slices.Clone(f.values)
+			vals = slices.Clone(f.Values)
 		}
 	}
 	if len(vals) > 8 {
@@ -134,15 +136,15 @@ func describeRequirement(r corev1.NodeSelectorRequirement, options []*option) st
 
 // largest names the offering with the most allocatable cpu among those the pod's node affinity
 // allows, and compares it with what the pod asks for.
-func largest(pod *corev1.Pod, options []*option) string {
+func largest(pod *corev1.Pod, options []*Option) string {
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
-	var best *option
+	var best *Option
 	for _, o := range options {
-		if ok, _ := affinity.Match(o.info.Node()); !ok {
+		if ok, _ := affinity.Match(o.Info.Node()); !ok {
 			continue
 		}
-		if best == nil || o.c.allocatable.Cpu().Cmp(*best.c.allocatable.Cpu()) > 0 ||
-			(o.c.allocatable.Cpu().Cmp(*best.c.allocatable.Cpu()) == 0 && o.c.allocatable.Memory().Cmp(*best.c.allocatable.Memory()) > 0) {
+		if best == nil || o.C.Allocatable.Cpu().Cmp(*best.C.Allocatable.Cpu()) > 0 ||
+			(o.C.Allocatable.Cpu().Cmp(*best.C.Allocatable.Cpu()) == 0 && o.C.Allocatable.Memory().Cmp(*best.C.Allocatable.Memory()) > 0) {
 			best = o
 		}
 	}
@@ -150,12 +152,12 @@ func largest(pod *corev1.Pod, options []*option) string {
 	if best == nil {
 		return fmt.Sprintf("the pod requests cpu %s, memory %s", req.Cpu(), req.Memory())
 	}
-	a := best.c.allocatable
+	a := best.C.Allocatable
 	return fmt.Sprintf("the largest instance type, %s, has cpu %s, memory %s allocatable; the pod requests cpu %s, memory %s",
-		best.c.it.Name, a.Cpu(), a.Memory(), req.Cpu(), req.Memory())
+		best.C.It.Name, a.Cpu(), a.Memory(), req.Cpu(), req.Memory())
 }
 
-func quantityString(list corev1.ResourceList, name corev1.ResourceName) string {
+func QuantityString(list corev1.ResourceList, name corev1.ResourceName) string {
 	q, ok := list[name]
 	if !ok {
 		return "0"
@@ -163,33 +165,9 @@ func quantityString(list corev1.ResourceList, name corev1.ResourceName) string {
 	return q.String()
 }
 
-// Kind sums up why the pod could not be placed, for metrics: one word, from the reason that
-// applies to the most NodePools.
-func (u Unplaceable) Kind() string {
-	votes := map[string]int{}
-	for _, why := range u.Reasons {
-		switch {
-		case strings.Contains(why, "limit on"):
-			votes["limits"]++
-		case strings.Contains(why, "untolerated taint"):
-			votes["taint"]++
-		case strings.Contains(why, "requirement keys with no compatible offering"), strings.Contains(why, "satisfies the NodePool's requirements"):
-			votes["requirements"]++
-		case strings.Contains(why, "the devices of no instance type satisfy"):
-			votes["devices"]++
-		case strings.Contains(why, "Insufficient"), strings.Contains(why, "Too many pods"):
-			votes["resources"]++
-		case strings.Contains(why, "no NodePool"):
-			votes["no_nodepool"]++
-		default:
-			votes["other"]++
-		}
-	}
-	best, n := "other", 0
-	for k, v := range votes {
-		if v > n || (v == n && k < best) {
-			best, n = k, v
-		}
-	}
-	return best
+// Option is one offering with a template node holding the pod's would-be neighbours; only the
+// explanation of an unplaceable pod still weighs every offering on its own.
+type Option struct {
+	C    *nodepool.Candidate
+	Info *framework.NodeInfo
 }

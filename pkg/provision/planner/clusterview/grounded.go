@@ -1,4 +1,4 @@
-package planner
+package clusterview
 
 import (
 	"cmp"
@@ -31,7 +31,7 @@ import (
 // Ungrounded returns the pods the view counts where an earlier plan or a nomination headed them
 // (View.Headed) whose required pod affinity the scheduler would now refuse there. Only pods with
 // required pod affinity are weighed: the rest cost nothing here.
-func (pl *Planner) Ungrounded(ctx context.Context, v *View) []*corev1.Pod {
+func Ungrounded(ctx context.Context, sim *simulation.Simulator, v *View) []*corev1.Pod {
 	var doubted []*corev1.Pod
 	isDoubted := map[types.UID]bool{}
 	for _, p := range v.Pods {
@@ -58,12 +58,12 @@ func (pl *Planner) Ungrounded(ctx context.Context, v *View) []*corev1.Pod {
 		return cmp.Or(cmp.Compare(corev1helpers.PodPriority(b), corev1helpers.PodPriority(a)),
 			a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 	})
-	pl.sim.Use(snapshot)
+	sim.Use(snapshot)
 	for stood := true; stood && len(doubted) > 0; {
 		stood = false
 		left := doubted[:0]
 		for _, p := range doubted {
-			if pl.standsOn(ctx, snapshot, p) {
+			if standsOn(ctx, sim, snapshot, p) {
 				stood = true
 				continue
 			}
@@ -77,12 +77,12 @@ func (pl *Planner) Ungrounded(ctx context.Context, v *View) []*corev1.Pod {
 // standsOn reports whether InterPodAffinity lets p onto its node in snapshot, and if so adds it
 // there for the pods weighed after it. A pod the check cannot weigh (its node is gone from the
 // view, or the plugin errs) is left counted, as it was before the check.
-func (pl *Planner) standsOn(ctx context.Context, snapshot *simulation.Snapshot, p *corev1.Pod) bool {
+func standsOn(ctx context.Context, sim *simulation.Simulator, snapshot *simulation.Snapshot, p *corev1.Pod) bool {
 	ni, err := snapshot.NodeInfos().Get(p.Spec.NodeName)
 	if err != nil {
 		return true
 	}
-	if pl.sim.InterPodAffinity(ctx, p, ni).IsRejected() {
+	if sim.InterPodAffinity(ctx, p, ni).IsRejected() {
 		return false
 	}
 	snapshot.AddPod(ni, p)

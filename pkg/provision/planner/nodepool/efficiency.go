@@ -1,4 +1,4 @@
-package planner
+package nodepool
 
 import (
 	"sort"
@@ -21,24 +21,24 @@ const minEfficientTypes = 10
 // thrifty.
 const thriftyNodes = 4
 
-// rateEfficiency marks the pool's offerings that are efficient for a batch asking for cpu
+// RateEfficiency marks the pool's offerings that are efficient for a batch asking for cpu
 // millicores and mem bytes in all, and at most maxCPU and maxMem for one pod. An offering too small
 // for the biggest pods is not rated: claims would stay too small to take them beside others.
-func (ps *poolState) rateEfficiency(cpu, mem, maxCPU, maxMem float64) {
-	ps.efficient = make([]bool, len(ps.compatible))
-	eff, shares := make([]float64, len(ps.compatible)), make([]float64, len(ps.compatible))
+func (ps *State) RateEfficiency(cpu, mem, maxCPU, maxMem float64) {
+	ps.Efficient = make([]bool, len(ps.Compatible))
+	eff, shares := make([]float64, len(ps.Compatible)), make([]float64, len(ps.Compatible))
 	best := -1.0
-	for i, c := range ps.compatible {
-		if c.allocatable.Cpu().AsApproximateFloat64()*1000 < maxCPU || c.allocatable.Memory().AsApproximateFloat64() < maxMem {
+	for i, c := range ps.Compatible {
+		if c.Allocatable.Cpu().AsApproximateFloat64()*1000 < maxCPU || c.Allocatable.Memory().AsApproximateFloat64() < maxMem {
 			eff[i] = -1
 			continue
 		}
 		share := -1.0
 		if cpu > 0 {
-			share = c.allocatable.Cpu().AsApproximateFloat64() * 1000 / cpu
+			share = c.Allocatable.Cpu().AsApproximateFloat64() * 1000 / cpu
 		}
 		if mem > 0 {
-			if m := c.allocatable.Memory().AsApproximateFloat64() / mem; share < 0 || m < share {
+			if m := c.Allocatable.Memory().AsApproximateFloat64() / mem; share < 0 || m < share {
 				share = m
 			}
 		}
@@ -50,21 +50,21 @@ func (ps *poolState) rateEfficiency(cpu, mem, maxCPU, maxMem float64) {
 		// An offering that holds the whole batch costs its price, however much room it has left:
 		// for a small batch the cheapest offering that holds it is the efficient one.
 		share = min(share, 1)
-		eff[i] = c.offering.PricePerHour / share
+		eff[i] = c.Offering.PricePerHour / share
 		if best < 0 || eff[i] < best {
 			best = eff[i]
-			ps.ratio = c.allocatable.Memory().AsApproximateFloat64() / (c.allocatable.Cpu().AsApproximateFloat64() * 1000)
+			ps.Ratio = c.Allocatable.Memory().AsApproximateFloat64() / (c.Allocatable.Cpu().AsApproximateFloat64() * 1000)
 		}
 	}
 	if best < 0 {
-		ps.efficient = nil
+		ps.Efficient = nil
 		return
 	}
 	// Widen the slack until the claims can fall back on enough instance types when the cloud is
 	// short of the cheapest: a claim that may launch as one type only is one ICE away from a replan.
 	limit := best * (1 + efficiencySlack)
-	order := make([]int, 0, len(ps.compatible))
-	for i := range ps.compatible {
+	order := make([]int, 0, len(ps.Compatible))
+	for i := range ps.Compatible {
 		if eff[i] >= 0 {
 			order = append(order, i)
 		}
@@ -75,15 +75,15 @@ func (ps *poolState) rateEfficiency(cpu, mem, maxCPU, maxMem float64) {
 		if eff[i] > limit && len(types) >= minEfficientTypes {
 			break
 		}
-		types[ps.compatible[i].it] = true
+		types[ps.Compatible[i].It] = true
 		if eff[i] > limit {
 			limit = eff[i]
 		}
 	}
 	biggest := 0.0
-	for i := range ps.compatible {
-		ps.efficient[i] = eff[i] >= 0 && eff[i] <= limit
-		if ps.efficient[i] {
+	for i := range ps.Compatible {
+		ps.Efficient[i] = eff[i] >= 0 && eff[i] <= limit
+		if ps.Efficient[i] {
 			biggest = max(biggest, shares[i])
 		}
 	}
@@ -91,19 +91,19 @@ func (ps *poolState) rateEfficiency(cpu, mem, maxCPU, maxMem float64) {
 	// on the one offering that holds most of it, and a thrifty claim would only leave a remainder
 	// for a second node.
 	if biggest*thriftyNodes > 1 {
-		ps.efficient, ps.ratio = nil, 0
+		ps.Efficient, ps.Ratio = nil, 0
 	}
 }
 
-// efficientOf returns the efficient offerings among offerings (all of them when the batch gives
+// EfficientOf returns the efficient offerings among offerings (all of them when the batch gives
 // no measure of efficiency).
-func (ps *poolState) efficientOf(offerings []int) []int {
-	if ps.efficient == nil {
+func (ps *State) EfficientOf(offerings []int) []int {
+	if ps.Efficient == nil {
 		return offerings
 	}
 	out := make([]int, 0, len(offerings))
 	for _, i := range offerings {
-		if ps.efficient[i] {
+		if ps.Efficient[i] {
 			out = append(out, i)
 		}
 	}

@@ -1,4 +1,4 @@
-package planner
+package prefilter
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
-// preFilters keeps the PreFilter state of the plan's pods by spec, so that the next identical pod
+// States keeps the PreFilter state of the plan's pods by spec, so that the next identical pod
 // starts from it instead of from scratch. PreFilter counts over every pod placed so far (pod
 // affinity, spread), so a plan that ran it afresh per pod grew with the square of its size.
 //
@@ -38,9 +38,9 @@ import (
 // DynamicResources (which backs extended resources with claims) write per-node results into
 // the state during Filter, and two pods of one spec may still have claims of their own. Nor is
 // the state of a spec no other pending pod shares: it would never be used again.
-type preFilters struct {
+type States struct {
 	sim *simulation.Simulator
-	// kept is nil when nothing is kept (Planner.fresh).
+	// kept is nil when nothing is kept (a plan that asks every question afresh).
 	kept map[preFilterKey]*keptState
 	// placed are the pods this plan put on nodes and the nodes it relabelled, in order.
 	placed []placement
@@ -49,7 +49,7 @@ type preFilters struct {
 	// shared counts the pending pods of each spec; reused counts the states brought up to date
 	// instead of computed (for tests).
 	shared map[string]int
-	reused int
+	Reused int
 }
 
 // placement is a pod put on node; or, when before is set, node's labels changed from before's
@@ -62,8 +62,8 @@ type placement struct {
 	opens  bool
 }
 
-// preFilterKey is a pod's spec (specKey), the step of its preference ladder (-1 for the pod
-// itself) and the view: with or without the empty domains.
+// preFilterKey is a pod's spec (the planner's specKey), the step of its preference ladder (-1
+// for the pod itself) and the view: with or without the empty domains.
 type preFilterKey struct {
 	spec    string
 	step    int
@@ -80,8 +80,8 @@ type keptState struct {
 	spread bool
 }
 
-func newPreFilters(sim *simulation.Simulator, fresh bool, specs []string) *preFilters {
-	p := &preFilters{sim: sim, shared: map[string]int{}, frozen: map[*corev1.Node]fwk.NodeInfo{}}
+func New(sim *simulation.Simulator, fresh bool, specs []string) *States {
+	p := &States{sim: sim, shared: map[string]int{}, frozen: map[*corev1.Node]fwk.NodeInfo{}}
 	if !fresh {
 		p.kept = map[preFilterKey]*keptState{}
 	}
@@ -91,28 +91,28 @@ func newPreFilters(sim *simulation.Simulator, fresh bool, specs []string) *preFi
 	return p
 }
 
-// run returns the PreFilter state of pod, the shape of step (see preferenceLadder, -1 for the
+// Run returns the PreFilter state of pod, the shape of step (see preferences.Ladder, -1 for the
 // pod itself) of a pending pod whose spec is spec, against the view the simulator was last given
 // (Use). States are shared between pods of a spec: callers read them (Filter) and keep
 // them only for NodeResourcesFit, whose state is the pod's requests, the same for every pod of
 // the spec and never touched by AddPod.
-func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step int, domains bool) (fwk.CycleState, *fwk.PreFilterResult, *fwk.Status) {
+func (p *States) Run(ctx context.Context, pod *corev1.Pod, spec string, step int, domains bool) (fwk.CycleState, *fwk.PreFilterResult, *fwk.Status) {
 	key := preFilterKey{spec: spec, step: step, domains: domains}
 	if k := p.kept[key]; k != nil {
 		if p.current(ctx, pod, k) {
-			p.reused++
+			p.Reused++
 			return k.state, k.pre, nil
 		}
 		// current may have replayed part of the placements into it.
 		delete(p.kept, key)
 	}
 	state, pre, status := p.sim.PreFilter(ctx, pod)
-	if status != nil || spec == "" || p.kept == nil || p.shared[spec] < 2 || !keepable(pod) {
+	if status != nil || spec == "" || p.kept == nil || p.shared[spec] < 2 || !Keepable(pod) {
 		return state, pre, status
 	}
 	skipped := state.GetSkipFilterPlugins()
 	spread := !skipped.Has(names.PodTopologySpread)
-	if _, ok := spreadStateOf(state); !spread || ok {
+	if _, ok := SpreadStateOf(state); !spread || ok {
 		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed),
 			affinitySkipped: skipped.Has(names.InterPodAffinity), spread: spread}
 	}
@@ -120,7 +120,7 @@ func (p *preFilters) run(ctx context.Context, pod *corev1.Pod, spec string, step
 }
 
 // current brings k up to date for pod and reports whether it could.
-func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState) bool {
+func (p *States) current(ctx context.Context, pod *corev1.Pod, k *keptState) bool {
 	since := p.placed[k.at:]
 	if len(since) == 0 {
 		return true
@@ -175,8 +175,8 @@ func (p *preFilters) current(ctx context.Context, pod *corev1.Pod, k *keptState)
 
 // mendSpread completes a kept spread state that AddPod and RemovePod brought up to date: the
 // domains the nodes that joined or moved bring, and the emptiest domains (spreadstate.go).
-func (p *preFilters) mendSpread(ctx context.Context, pod *corev1.Pod, state fwk.CycleState, joined []fwk.NodeInfo, moved []placement) bool {
-	s, ok := spreadStateOf(state)
+func (p *States) mendSpread(ctx context.Context, pod *corev1.Pod, state fwk.CycleState, joined []fwk.NodeInfo, moved []placement) bool {
+	s, ok := SpreadStateOf(state)
 	if !ok {
 		return false
 	}
@@ -198,25 +198,25 @@ func (p *preFilters) mendSpread(ctx context.Context, pod *corev1.Pod, state fwk.
 		if !ok {
 			return false
 		}
-		for i, domains := range was.counts {
+		for i, domains := range was.Counts {
 			for domain := range domains {
-				if _, kept := is.counts[i][domain]; !kept {
+				if _, kept := is.Counts[i][domain]; !kept {
 					return false
 				}
 			}
 		}
 	}
-	s.findMinima()
+	s.FindMinima()
 	return true
 }
 
 // spreadOver is PodTopologySpread's state for pod over nodes alone.
-func (p *preFilters) spreadOver(ctx context.Context, pod *corev1.Pod, nodes []fwk.NodeInfo) (spreadState, bool) {
+func (p *States) spreadOver(ctx context.Context, pod *corev1.Pod, nodes []fwk.NodeInfo) (spreadState, bool) {
 	state, ok := p.sim.SpreadDomains(ctx, pod, nodes)
 	if !ok {
 		return spreadState{}, false
 	}
-	return spreadStateOf(state)
+	return SpreadStateOf(state)
 }
 
 // repels reports whether placed's required anti-affinity may select pod, which would make
@@ -242,8 +242,8 @@ func repels(placed fwk.PodInfo, pod *corev1.Pod) bool {
 	return false
 }
 
-// keepable reports whether pod's state may be kept: see preFilters.
-func keepable(pod *corev1.Pod) bool {
+// Keepable reports whether pod's state may be kept: see States.
+func Keepable(pod *corev1.Pod) bool {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return false
 	}
@@ -260,14 +260,14 @@ func keepable(pod *corev1.Pod) bool {
 	return true
 }
 
-// add records that pod now runs on node.
-func (p *preFilters) add(pod fwk.PodInfo, node fwk.NodeInfo) {
+// Add records that pod now runs on node.
+func (p *States) Add(pod fwk.PodInfo, node fwk.NodeInfo) {
 	p.placed = append(p.placed, placement{pod: pod, node: p.frozenOf(node.Node())})
 }
 
 // frozenOf returns a node info that shows node, whatever node's claim becomes later. The
 // PreFilter extensions read only the node (its labels) of the node info they are given.
-func (p *preFilters) frozenOf(node *corev1.Node) fwk.NodeInfo {
+func (p *States) frozenOf(node *corev1.Node) fwk.NodeInfo {
 	if ni, ok := p.frozen[node]; ok {
 		return ni
 	}
@@ -277,16 +277,16 @@ func (p *preFilters) frozenOf(node *corev1.Node) fwk.NodeInfo {
 	return ni
 }
 
-// opened records a new claim, with the pods on it (its daemons and its first pod).
-func (p *preFilters) opened(node fwk.NodeInfo) {
+// Opened records a new claim, with the pods on it (its daemons and its first pod).
+func (p *States) Opened(node fwk.NodeInfo) {
 	p.placed = append(p.placed, placement{node: p.frozenOf(node.Node()), opens: true})
 	for _, pod := range node.GetPods() {
-		p.add(pod, node)
+		p.Add(pod, node)
 	}
 }
 
-// relabelled records that node, which was before and held its first n pods then, has new labels.
-func (p *preFilters) relabelled(node fwk.NodeInfo, before *corev1.Node, n int) {
+// Relabelled records that node, which was before and held its first n pods then, has new labels.
+func (p *States) Relabelled(node fwk.NodeInfo, before *corev1.Node, n int) {
 	pods := slices.Clone(node.GetPods()[:n])
 	p.placed = append(p.placed, placement{node: p.frozenOf(node.Node()), before: p.frozenOf(before), pods: pods})
 }

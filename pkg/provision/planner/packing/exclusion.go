@@ -1,4 +1,4 @@
-package planner
+package packing
 
 import (
 	"slices"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -17,7 +18,7 @@ import (
 // refused beside a pod whose anti-affinity selects it). Among such pods the one planned first
 // wins the domain, so the order decides which of them run. Karpenter plans the largest first (cpu,
 // then memory, descending), so that when two pods cannot both run, the larger one does; the
-// balanced order of sortedForPacking may put a small pod before a large one (a pod without
+// balanced order of Order may put a small pod before a large one (a pod without
 // requests goes with the memory-heavy queue, and comes next once a cpu-heavy pod is taken), and
 // then the small pod took the zone a 2-cpu pod was pinned to.
 //
@@ -62,7 +63,7 @@ func exclusiveLargestFirst(order []*corev1.Pod) []*corev1.Pod {
 // mix, Karpenter's order for its hostname anti-affinity class cost 3% more on one catalog, 2% less
 // on the other, and a quarter more cpu).
 func excludingTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
-	terms := requiredAntiTerms(p)
+	terms := RequiredAntiTerms(p)
 	if !slices.ContainsFunc(terms, func(t corev1.PodAffinityTerm) bool { return t.TopologyKey == corev1.LabelHostname }) {
 		return terms
 	}
@@ -104,7 +105,7 @@ func antiAffinityTerms(pods []*corev1.Pod) []antiTerm {
 				for _, n := range t.Namespaces {
 					ns[n] = true
 				}
-				nsKey = strings.Join(sortedKeys(ns), ",")
+				nsKey = strings.Join(podkeys.SortedKeys(ns), ",")
 			}
 			id := nsKey + "\x00" + sel.String()
 			if !seen[id] {
@@ -154,4 +155,11 @@ func sortLargestFirst(pods []*corev1.Pod) {
 	for i, k := range ks {
 		pods[i] = k.pod
 	}
+}
+
+func RequiredAntiTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
+	if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
 }

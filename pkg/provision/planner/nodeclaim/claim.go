@@ -1,15 +1,18 @@
-package planner
+package nodeclaim
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -17,9 +20,9 @@ import (
 // the AWS provider truncates to.
 const MaxInstanceTypes = 60
 
-// NewNodeClaim turns a planned claim into the NodeClaim to create: the NodePool's template, plus
+// New turns a planned claim into the NodeClaim to create: the NodePool's template, plus
 // requirements that narrow it to the offerings every planned pod passed the Filters on.
-func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
+func New(pc *Planned) *karpv1.NodeClaim {
 	pool := pc.NodePool
 	tmpl := pool.Spec.Template
 	labels, custom := nodeClaimLabels(pc)
@@ -78,7 +81,7 @@ func NewNodeClaim(pc *PlannedClaim) *karpv1.NodeClaim {
 // nodeClaimLabels are the labels of the claim's node: the template's, the custom labels its
 // pool pins to one value, and the value chosen for each custom key the pool leaves open, which
 // custom also requires, so that the node registers with the value its pods were placed for.
-func nodeClaimLabels(pc *PlannedClaim) (labels map[string]string, custom []karpv1.NodeSelectorRequirementWithMinValues) {
+func nodeClaimLabels(pc *Planned) (labels map[string]string, custom []karpv1.NodeSelectorRequirementWithMinValues) {
 	pool := pc.NodePool
 	tmpl := pool.Spec.Template
 	labels = map[string]string{}
@@ -92,7 +95,7 @@ func nodeClaimLabels(pc *PlannedClaim) (labels map[string]string, custom []karpv
 		for i, o := range pc.Options {
 			types[i] = o.InstanceType
 		}
-		pinned, free, _ := customKeys(pool, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements), types)
+		pinned, free, _ := nodepool.CustomKeys(pool, scheduling.NodeSelectorRequirements(tmpl.Spec.Requirements), types)
 		for k, v := range pinned {
 			if pc.Options[0].InstanceType.Labels[k] == "" {
 				labels[k] = v
@@ -102,11 +105,11 @@ func nodeClaimLabels(pc *PlannedClaim) (labels map[string]string, custom []karpv
 		// lists, as a label and as a requirement: the claim then says which value its node has.
 		chosen := maps.Clone(pc.Labels)
 		for _, f := range free {
-			if _, ok := chosen[f.key]; !ok && len(f.values) > 0 {
+			if _, ok := chosen[f.Key]; !ok && len(f.Values) > 0 {
 				if chosen == nil {
 					chosen = map[string]string{}
 				}
-				chosen[f.key] = f.values[0]
+				chosen[f.Key] = f.Values[0]
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(chosen)) {
@@ -154,7 +157,7 @@ func relaxMinValues(reqs []karpv1.NodeSelectorRequirementWithMinValues, options 
 		if r.MinValues == nil {
 			continue
 		}
-		n := optionValues(options, r.Key)
+		n := OptionValues(options, r.Key)
 		if n < *r.MinValues {
 			n = max(1, n)
 			out[i].MinValues = &n
@@ -171,4 +174,60 @@ func offeringValue(o Option, key string) string {
 		return o.Offering.CapacityType
 	}
 	return ""
+}
+
+// Planned is a NodeClaim to launch: a NodePool, the pods it is for, and the offerings it
+// may be launched as, cheapest first. Every option passes every Filter plugin for every pod.
+type Planned struct {
+	NodePool *karpv1.NodePool
+	Pods     []*corev1.Pod
+	Options  []Option
+	// Daemons are the DaemonSet pods that will run on the node beside Pods (on its cheapest
+	// option); their requests are part of what the node must hold.
+	Daemons []*corev1.Pod
+	// MinValuesShort says which requirements' minValues the options fall short of, or "".
+	MinValuesShort string
+	// Labels are the values the plan chose for custom label keys that the NodePool's requirements
+	// leave open (several values, or any): the NodeClaim carries each as a label and as a
+	// single-value requirement, so the node registers with the value its pods were placed for.
+	Labels map[string]string
+}
+
+// Option is one offering a planned claim can launch as.
+type Option struct {
+	InstanceType *cloud.InstanceType
+	Offering     cloud.Offering
+}
+
+// MinValuesRelaxedAnnotationKey marks a NodeClaim launched with fewer values than a requirement's
+// minValues asked for, under the BestEffort policy.
+const MinValuesRelaxedAnnotationKey = karpv1.Group + "/nodeclaim-min-values-relaxed"
+
+// OptionsShort says which of the pool's requirements with minValues the options fall short of,
+// or "": for a caller that narrows a planned claim's options (consolidation keeps the cheaper
+// ones) and must not narrow them below what the pool asks for.
+func OptionsShort(pool *karpv1.NodePool, options []Option) string {
+	var short []string
+	for _, r := range pool.Spec.Template.Spec.Requirements {
+		if r.MinValues == nil {
+			continue
+		}
+		if n := OptionValues(options, r.Key); n < *r.MinValues {
+			short = append(short, fmt.Sprintf("%s has %d of the %d values minValues asks for", r.Key, n, *r.MinValues))
+		}
+	}
+	return strings.Join(short, "; ")
+}
+
+// OptionValues counts the distinct values of key over the options' nodes.
+func OptionValues(options []Option, key string) int {
+	values := map[string]bool{}
+	for _, o := range options {
+		for _, v := range []string{o.InstanceType.Labels[key], offeringValue(o, key)} {
+			if v != "" {
+				values[v] = true
+			}
+		}
+	}
+	return len(values)
 }

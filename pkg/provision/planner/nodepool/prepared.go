@@ -1,4 +1,4 @@
-package planner
+package nodepool
 
 import corev1 "k8s.io/api/core/v1"
 
@@ -10,23 +10,23 @@ import corev1 "k8s.io/api/core/v1"
 type poolCatalog struct {
 	reqs       []corev1.NodeSelectorRequirement
 	free       []freeKey
-	compatible []*candidate
+	compatible []*Candidate
 	types      []*typeInfo
 	bySize     []int
 	varying    []string
 }
 
-// PreparePools returns the pools with their offerings (and the label keys on which they differ)
+// Prepare returns the pools with their offerings (and the label keys on which they differ)
 // worked out once, for callers that plan
 // many times with the same pools. The pools' NodePools and instance types must not change while
 // the prepared pools are used; their Used may differ from plan to plan.
-func PreparePools(pools []Pool) []Pool {
+func Prepare(pools []Pool) []Pool {
 	out := make([]Pool, len(pools))
 	for i, p := range pools {
 		p.prepared = nil
-		ps := newPoolState(p)
-		p.prepared = &poolCatalog{reqs: ps.reqs, free: ps.free, compatible: ps.compatible, types: ps.types, bySize: ps.bySize,
-			varying: ps.varyingKeys()}
+		ps := NewState(p)
+		p.prepared = &poolCatalog{reqs: ps.reqs, free: ps.Free, compatible: ps.Compatible, types: ps.Types, bySize: ps.bySize,
+			varying: ps.VaryingKeys()}
 		out[i] = p
 	}
 	return out
@@ -34,13 +34,13 @@ func PreparePools(pools []Pool) []Pool {
 
 // state is a fresh plan state over the catalog: the catalog's read-only parts are shared, and
 // each offering gets a candidate of its own, since a plan notes on it which daemons it runs.
-func (pc *poolCatalog) state(p Pool) *poolState {
-	ps := &poolState{Pool: p, reqs: pc.reqs, free: pc.free, types: pc.types, bySize: pc.bySize, varying: pc.varying}
-	cands := make([]candidate, len(pc.compatible))
-	ps.compatible = make([]*candidate, len(pc.compatible))
+func (pc *poolCatalog) state(p Pool) *State {
+	ps := &State{Pool: p, reqs: pc.reqs, Free: pc.free, Types: pc.types, bySize: pc.bySize, varying: pc.varying}
+	cands := make([]Candidate, len(pc.compatible))
+	ps.Compatible = make([]*Candidate, len(pc.compatible))
 	for i, c := range pc.compatible {
-		cands[i] = candidate{pool: ps, it: c.it, offering: c.offering, labels: c.labels, allocatable: c.allocatable, typ: c.typ, index: c.index}
-		ps.compatible[i] = &cands[i]
+		cands[i] = Candidate{Pool: ps, It: c.It, Offering: c.Offering, Labels: c.Labels, Allocatable: c.Allocatable, Typ: c.Typ, Index: c.Index}
+		ps.Compatible[i] = &cands[i]
 	}
 	return ps
 }

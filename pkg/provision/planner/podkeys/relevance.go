@@ -1,4 +1,4 @@
-package planner
+package podkeys
 
 import (
 	"slices"
@@ -25,41 +25,43 @@ type topologyTerm struct {
 	selector labels.Selector
 }
 
-// relevance knows the plan's topology terms, so that it can tell for each pod which keys the
+// Relevance knows the plan's topology terms, so that it can tell for each pod which keys the
 // placement plugins may read when it, or any pod that counts it, is weighed.
-type relevance struct {
+type Relevance struct {
 	terms []topologyTerm
 	// profileKeys are keys the profile itself makes every pod read: NodeAffinity's addedAffinity
 	// and DoNotSchedule default spread constraints.
 	profileKeys    []string
 	profileDefault []string
-	// deviceKeys are the keys DynamicResources reads for a pod that needs devices (the plan's
-	// dra.Manager.NodeLabelKeys), and needsDevices tells such a pod (Planner.needsDevices); both
+	// DeviceKeys are the keys DynamicResources reads for a pod that needs devices (the plan's
+	// dra.Manager.NodeLabelKeys), and NeedsDevices tells such a pod (Planner.needsDevices); both
 	// set before the first pod's keys are asked, when some pending pod needs devices.
-	deviceKeys   []string
-	needsDevices func(*corev1.Pod) bool
-	cache        map[*corev1.Pod]podKeys
+	DeviceKeys   []string
+	NeedsDevices func(*corev1.Pod) bool
+	cache        map[*corev1.Pod]Keys
 }
 
-// podKeys are the label keys placement may read for one pod. topology are the keys whose value
+// Keys are the label keys placement may read for one pod. Topology are the keys whose value
 // must be settled once the pod is on a claim: pods are counted per domain of these keys, by the
 // pod's own constraints or by others', and a claim that may still launch in several domains would
-// be counted in none. all means the pod reads more than this file can tell (volumes): every
-// offering is then its own class. A pod with ResourceClaims reads the keys DynamicResources
-// reads (relevance.deviceKeys): the instance type, whose devices it weighs, and the keys of any
+// be counted in none. All means the pod reads more than this file can tell (volumes): every
+// offering is then its own class. A pod that needs devices reads the keys DynamicResources
+// reads (Relevance.DeviceKeys): the instance type, whose devices it weighs, and the keys of any
 // node selector of the cluster's slices and allocated claims.
-type podKeys struct {
-	selector []string
-	topology []string
-	all      bool
-	// byNode is set when the pod is counted by hostname (its spread, its terms, the profile's
+type Keys struct {
+	Selector []string
+	Topology []string
+	All      bool
+	// ByNode is set when the pod is counted by hostname (its spread, its terms, the profile's
 	// default spread, or another pod's term that selects it), which topology leaves out, or
 	// names its node (spec.nodeName, node affinity by metadata.name).
-	byNode bool
+	ByNode bool
 }
 
-func newRelevance(profileKeys, profileDefault []string, podSets ...[]*corev1.Pod) *relevance {
-	r := &relevance{profileKeys: profileKeys, profileDefault: profileDefault, cache: map[*corev1.Pod]podKeys{}}
+// New returns the relevance of label keys for the pods of podSets, under a profile whose own
+// constraints read profileKeys (profileDefault by its default spread constraints).
+func New(profileKeys, profileDefault []string, podSets ...[]*corev1.Pod) *Relevance {
+	r := &Relevance{profileKeys: profileKeys, profileDefault: profileDefault, cache: map[*corev1.Pod]Keys{}}
 	seen := map[string]bool{}
 	add := func(key string, sel *metav1.LabelSelector) {
 		s, err := metav1.LabelSelectorAsSelector(sel)
@@ -103,7 +105,7 @@ func requiredTerms(p *corev1.Pod) []corev1.PodAffinityTerm {
 	return out
 }
 
-func (r *relevance) keys(p *corev1.Pod) podKeys {
+func (r *Relevance) Keys(p *corev1.Pod) Keys {
 	if k, ok := r.cache[p]; ok {
 		return k
 	}
@@ -112,7 +114,7 @@ func (r *relevance) keys(p *corev1.Pod) podKeys {
 	return k
 }
 
-func (r *relevance) compute(p *corev1.Pod) podKeys {
+func (r *Relevance) compute(p *corev1.Pod) Keys {
 	// A pod that reads more than its spec tells is weighed per offering, but its topology keys
 	// are settled all the same: a StatefulSet's replica with a volume still spreads over zones,
 	// and a claim left free to launch in any zone counts it in none (four replicas of a zone
@@ -121,8 +123,8 @@ func (r *relevance) compute(p *corev1.Pod) podKeys {
 		return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
 	})
 	sel := map[string]bool{}
-	if r.needsDevices != nil && r.needsDevices(p) {
-		for _, k := range r.deviceKeys {
+	if r.NeedsDevices != nil && r.NeedsDevices(p) {
+		for _, k := range r.DeviceKeys {
 			sel[k] = true
 		}
 	}
@@ -165,7 +167,7 @@ func (r *relevance) compute(p *corev1.Pod) podKeys {
 	byNode := sel[corev1.LabelHostname] || topo[corev1.LabelHostname] || p.Spec.NodeName != "" || namesNodes(p)
 	delete(sel, corev1.LabelHostname)
 	delete(topo, corev1.LabelHostname)
-	return podKeys{selector: sortedKeys(sel), topology: sortedKeys(topo), all: all, byNode: byNode}
+	return Keys{Selector: SortedKeys(sel), Topology: SortedKeys(topo), All: all, ByNode: byNode}
 }
 
 // namesNodes reports whether the pod's node affinity, required or preferred (a shape of the pod
@@ -183,7 +185,7 @@ func namesNodes(p *corev1.Pod) bool {
 		func(t corev1.PreferredSchedulingTerm) bool { return len(t.Preference.MatchFields) > 0 })
 }
 
-func sortedKeys(set map[string]bool) []string {
+func SortedKeys(set map[string]bool) []string {
 	out := make([]string, 0, len(set))
 	for k := range set {
 		out = append(out, k)
@@ -192,16 +194,16 @@ func sortedKeys(set map[string]bool) []string {
 	return out
 }
 
-// signature names a set of keys, for caching the classes it makes.
-func (k podKeys) signature() string {
-	if k.all {
+// Signature names a set of keys, for caching the classes it makes.
+func (k Keys) Signature() string {
+	if k.All {
 		return "\x00all"
 	}
-	return strings.Join(k.selector, ",") + "|" + strings.Join(k.topology, ",")
+	return strings.Join(k.Selector, ",") + "|" + strings.Join(k.Topology, ",")
 }
 
-// classKey is what the offering's labels say for the keys, "" for a key it lacks.
-func classKey(lbls map[string]string, keys ...[]string) string {
+// ClassKey is what the offering's labels say for the keys, "" for a key it lacks.
+func ClassKey(lbls map[string]string, keys ...[]string) string {
 	var b strings.Builder
 	for _, ks := range keys {
 		for _, k := range ks {
@@ -215,4 +217,9 @@ func classKey(lbls map[string]string, keys ...[]string) string {
 		}
 	}
 	return b.String()
+}
+
+// Reads reports whether the pod's constraints name key.
+func (k Keys) Reads(key string) bool {
+	return slices.Contains(k.Selector, key) || slices.Contains(k.Topology, key)
 }

@@ -1,4 +1,4 @@
-package planner
+package nodepool
 
 import (
 	"maps"
@@ -6,13 +6,13 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	awsv1 "github.com/tailor-sh/tailor/pkg/apis/aws/v1"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -26,70 +26,71 @@ type Pool struct {
 	// prepared is set by PreparePools.
 	prepared *poolCatalog
 	// deviceBacked are extended resources its nodes will not advertise, as DRA devices back them
-	// (devicebacked.go).
+	// (WithoutBacked).
 	deviceBacked map[corev1.ResourceName]bool
 }
 
-// candidate is one thing the planner can launch: an instance type in one zone with one capacity
+// Candidate is one thing the planner can launch: an instance type in one zone with one capacity
 // type, from one NodePool, with the labels its node would register with.
-type candidate struct {
-	pool        *poolState
-	it          *cloud.InstanceType
-	offering    cloud.Offering
-	labels      map[string]string
-	allocatable corev1.ResourceList
-	// typ indexes the pool's types; index is the candidate's place in the pool's compatible list.
-	typ, index int
-	// daemons are the DaemonSet pods that would run on a node of this offering; see daemonsOn.
-	daemons      []*corev1.Pod
-	daemonsKnown bool
+type Candidate struct {
+	Pool        *State
+	It          *cloud.InstanceType
+	Offering    cloud.Offering
+	Labels      map[string]string
+	Allocatable corev1.ResourceList
+	// Typ indexes the pool's types; index is the candidate's place in the pool's compatible list.
+	Typ, Index int
+	// Daemons are the DaemonSet pods that would run on a node of this offering; see daemonsOn.
+	Daemons      []*corev1.Pod
+	DaemonsKnown bool
 }
 
 // typeInfo is an instance type the pool may launch, with its allocatable in the form
 // NodeResourcesFit reads it.
 type typeInfo struct {
-	it    *cloud.InstanceType
-	alloc *framework.Resource
+	It    *cloud.InstanceType
+	Alloc *framework.Resource
 }
 
-// poolState is a Pool during one plan.
-type poolState struct {
+// State is a Pool during one plan.
+type State struct {
 	Pool
 	reqs []corev1.NodeSelectorRequirement
-	// compatible are the offerings that satisfy the pool's requirements, cheapest first.
-	compatible []*candidate
-	// open are the claims this plan has opened in the pool; their options count against limits.
-	open []*openClaim
-	// types are the instance types of compatible; bySize indexes them biggest first, by cpu then
+	// Compatible are the offerings that satisfy the pool's requirements, cheapest first.
+	Compatible []*Candidate
+	// OpenCapacity are the capacities of the claims this plan has opened in the pool, each as it
+	// narrows: the most their options may launch counts against limits.
+	OpenCapacity []*corev1.ResourceList
+	// Types are the instance types of compatible; bySize indexes them biggest first, by cpu then
 	// memory, the order in which frontierOf looks for the types no other type dominates.
-	types  []*typeInfo
+	Types  []*typeInfo
 	bySize []int
 	// classes caches, per key signature, the class of every compatible offering.
 	classes map[string][]int32
 	// varying caches varyingKeys.
 	varying []string
-	// groups caches daemonGroups.
-	groups []daemonGroup
-	// free are the custom label keys whose value each claim settles (see customlabels.go).
-	free []freeKey
-	// efficient marks the compatible offerings a new claim tries first, and ratio is the memory
-	// bytes per millicpu of the most efficient; see rateEfficiency.
-	efficient []bool
-	ratio     float64
-	// rank is the pool's place in the plan's order of pools (by weight), and most the most cpu,
+	// Groups caches daemonGroups.
+	Groups []DaemonGroup
+	// Free are the custom label keys whose value each claim settles (see customlabels.go).
+	Free []freeKey
+	// Efficient marks the compatible offerings a new claim tries first, and ratio is the memory
+	// bytes per millicpu of the most efficient; see RateEfficiency.
+	Efficient []bool
+	Ratio     float64
+	// Rank is the pool's place in the plan's order of pools (by weight), and most the most cpu,
 	// memory and pods any of its types holds (largest): both for growing claims (grow.go).
-	rank int
+	Rank int
 	most *framework.Resource
 }
 
-// largest returns the most cpu, memory and pods any of the pool's types holds, each on its own.
-func (ps *poolState) largest() *framework.Resource {
+// Largest returns the most cpu, memory and pods any of the pool's types holds, each on its own.
+func (ps *State) Largest() *framework.Resource {
 	if ps.most == nil {
 		ps.most = &framework.Resource{}
-		for _, t := range ps.types {
-			ps.most.MilliCPU = max(ps.most.MilliCPU, t.alloc.MilliCPU)
-			ps.most.Memory = max(ps.most.Memory, t.alloc.Memory)
-			ps.most.AllowedPodNumber = max(ps.most.AllowedPodNumber, t.alloc.AllowedPodNumber)
+		for _, t := range ps.Types {
+			ps.most.MilliCPU = max(ps.most.MilliCPU, t.Alloc.MilliCPU)
+			ps.most.Memory = max(ps.most.Memory, t.Alloc.Memory)
+			ps.most.AllowedPodNumber = max(ps.most.AllowedPodNumber, t.Alloc.AllowedPodNumber)
 		}
 	}
 	return ps.most
@@ -98,23 +99,23 @@ func (ps *poolState) largest() *framework.Resource {
 // ResourceNodes counts nodes in NodePool limits.
 const ResourceNodes corev1.ResourceName = "nodes"
 
-func newPoolState(p Pool) *poolState {
+func NewState(p Pool) *State {
 	if p.prepared != nil {
 		return p.prepared.state(p)
 	}
-	ps := &poolState{Pool: p, reqs: poolRequirements(p.NodePool)}
+	ps := &State{Pool: p, reqs: poolRequirements(p.NodePool)}
 	sel, err := scheduling.NewSelector(ps.reqs)
 	if err != nil {
 		// Admission validates requirements, so this is a pool the API server should have refused;
 		// it offers nothing rather than everything.
 		return ps
 	}
-	pinned, free, ok := customKeys(p.NodePool, ps.reqs, p.InstanceTypes)
+	pinned, free, ok := CustomKeys(p.NodePool, ps.reqs, p.InstanceTypes)
 	if !ok {
 		// The requirements on a custom key allow no value: no node of the pool could carry one.
 		return ps
 	}
-	ps.free = free
+	ps.Free = free
 	reserved := namesCapacityType(ps.reqs)
 	for _, it := range p.InstanceTypes {
 		alloc := allocatableOf(p, it.Allocatable())
@@ -126,33 +127,33 @@ func newPoolState(p Pool) *poolState {
 			if !sel.MatchesDefined(labels, isWellKnownLabel) {
 				continue
 			}
-			ps.compatible = append(ps.compatible, &candidate{pool: ps, it: it, offering: o, labels: labels, allocatable: alloc})
+			ps.Compatible = append(ps.Compatible, &Candidate{Pool: ps, It: it, Offering: o, Labels: labels, Allocatable: alloc})
 		}
 	}
-	sort.SliceStable(ps.compatible, func(i, j int) bool {
-		a, b := ps.compatible[i], ps.compatible[j]
-		if a.offering.PricePerHour != b.offering.PricePerHour {
-			return a.offering.PricePerHour < b.offering.PricePerHour
+	sort.SliceStable(ps.Compatible, func(i, j int) bool {
+		a, b := ps.Compatible[i], ps.Compatible[j]
+		if a.Offering.PricePerHour != b.Offering.PricePerHour {
+			return a.Offering.PricePerHour < b.Offering.PricePerHour
 		}
-		return a.it.Name < b.it.Name
+		return a.It.Name < b.It.Name
 	})
 	byType := map[*cloud.InstanceType]int{}
-	for i, c := range ps.compatible {
-		c.index = i
-		t, ok := byType[c.it]
+	for i, c := range ps.Compatible {
+		c.Index = i
+		t, ok := byType[c.It]
 		if !ok {
-			t = len(ps.types)
-			byType[c.it] = t
-			ps.types = append(ps.types, &typeInfo{it: c.it, alloc: framework.NewResource(c.allocatable)})
+			t = len(ps.Types)
+			byType[c.It] = t
+			ps.Types = append(ps.Types, &typeInfo{It: c.It, Alloc: framework.NewResource(c.Allocatable)})
 		}
-		c.typ = t
+		c.Typ = t
 	}
-	ps.bySize = make([]int, len(ps.types))
+	ps.bySize = make([]int, len(ps.Types))
 	for t := range ps.bySize {
 		ps.bySize[t] = t
 	}
 	sort.SliceStable(ps.bySize, func(a, b int) bool {
-		x, y := ps.types[ps.bySize[a]].alloc, ps.types[ps.bySize[b]].alloc
+		x, y := ps.Types[ps.bySize[a]].Alloc, ps.Types[ps.bySize[b]].Alloc
 		if x.MilliCPU != y.MilliCPU {
 			return x.MilliCPU > y.MilliCPU
 		}
@@ -161,21 +162,21 @@ func newPoolState(p Pool) *poolState {
 	return ps
 }
 
-// classesFor returns the class of every compatible offering for pods that read keys: offerings in
+// ClassesFor returns the class of every compatible offering for pods that read keys: offerings in
 // one class agree on every key, so the placement plugins cannot tell them apart.
-func (ps *poolState) classesFor(keys podKeys) []int32 {
-	sig := keys.signature()
+func (ps *State) ClassesFor(keys podkeys.Keys) []int32 {
+	sig := keys.Signature()
 	if cl, ok := ps.classes[sig]; ok {
 		return cl
 	}
-	out := make([]int32, len(ps.compatible))
+	out := make([]int32, len(ps.Compatible))
 	ids := map[string]int32{}
-	for i, c := range ps.compatible {
-		if keys.all {
+	for i, c := range ps.Compatible {
+		if keys.All {
 			out[i] = int32(i)
 			continue
 		}
-		k := classKey(c.labels, keys.selector, keys.topology)
+		k := podkeys.ClassKey(c.Labels, keys.Selector, keys.Topology)
 		id, ok := ids[k]
 		if !ok {
 			id = int32(len(ids))
@@ -190,17 +191,17 @@ func (ps *poolState) classesFor(keys podKeys) []int32 {
 	return out
 }
 
-// varyingKeys returns the label keys on which the pool's offerings differ, a key some of them
+// VaryingKeys returns the label keys on which the pool's offerings differ, a key some of them
 // lack included.
-func (ps *poolState) varyingKeys() []string {
-	if ps.varying != nil || len(ps.compatible) == 0 {
+func (ps *State) VaryingKeys() []string {
+	if ps.varying != nil || len(ps.Compatible) == 0 {
 		return ps.varying
 	}
 	ps.varying = []string{}
-	first := ps.compatible[0].labels
+	first := ps.Compatible[0].Labels
 	seen := map[string]bool{}
-	for _, c := range ps.compatible {
-		for k, v := range c.labels {
+	for _, c := range ps.Compatible {
+		for k, v := range c.Labels {
 			if w, ok := first[k]; !seen[k] && (!ok || w != v) {
 				seen[k] = true
 				ps.varying = append(ps.varying, k)
@@ -209,8 +210,8 @@ func (ps *poolState) varyingKeys() []string {
 	}
 	for k := range first {
 		if !seen[k] {
-			for _, c := range ps.compatible {
-				if _, ok := c.labels[k]; !ok {
+			for _, c := range ps.Compatible {
+				if _, ok := c.Labels[k]; !ok {
 					ps.varying = append(ps.varying, k)
 					break
 				}
@@ -221,24 +222,9 @@ func (ps *poolState) varyingKeys() []string {
 	return ps.varying
 }
 
-// domainsOf numbers the domains of the topology keys: offerings in one domain share a number.
-func (ps *poolState) domainsOf(topology []string) []int32 {
-	return ps.classesFor(podKeys{topology: topology})
-}
-
-// dominates reports whether a has at least as much of every resource as b: a pod that passes
-// NodeResourcesFit on b, with the same pods and requests, passes it on a too.
-func dominates(a, b *framework.Resource) bool {
-	if a.MilliCPU < b.MilliCPU || a.Memory < b.Memory || a.EphemeralStorage < b.EphemeralStorage ||
-		a.AllowedPodNumber < b.AllowedPodNumber {
-		return false
-	}
-	for name, q := range b.ScalarResources {
-		if a.ScalarResources[name] < q {
-			return false
-		}
-	}
-	return true
+// DomainsOf numbers the domains of the topology keys: offerings in one domain share a number.
+func (ps *State) DomainsOf(topology []string) []int32 {
+	return ps.ClassesFor(podkeys.Keys{Topology: topology})
 }
 
 // poolRequirements are the requirements every node of the pool meets: the template's, and its
@@ -275,7 +261,7 @@ func isWellKnownLabel(key string) bool {
 
 // candidateLabels are the labels a node launched from this offering registers with: the
 // NodePool's template labels, the instance type's, zone and capacity type, and the custom labels
-// the pool's requirements pin to one value (pinned, from customKeys). Custom keys they leave open
+// the pool's requirements pin to one value (pinned, from CustomKeys). Custom keys they leave open
 // are the claim's to settle, and not among them.
 func candidateLabels(pool *karpv1.NodePool, pinned map[string]string, it *cloud.InstanceType, o cloud.Offering) map[string]string {
 	labels := make(map[string]string, len(it.Labels)+len(pool.Spec.Template.Labels)+len(pinned)+4)
@@ -297,70 +283,23 @@ func candidateLabels(pool *karpv1.NodePool, pinned map[string]string, it *cloud.
 	return labels
 }
 
-// templateNode is the Node the candidate would register as, named name, with the custom labels a
+// TemplateNode is the Node the candidate would register as, named name, with the custom labels a
 // claim settled (see customlabels.go). Startup taints and karpenter.sh/unregistered are left
 // out: they go away on their own, and pods need not tolerate them.
-func (c *candidate) templateNode(name string, custom ...labelChoice) *corev1.Node {
-	labels := make(map[string]string, len(c.labels)+1)
-	for k, v := range c.labels {
+func (c *Candidate) TemplateNode(name string, custom ...LabelChoice) *corev1.Node {
+	labels := make(map[string]string, len(c.Labels)+1)
+	for k, v := range c.Labels {
 		labels[k] = v
 	}
 	for _, choice := range custom {
 		for _, kv := range choice {
-			labels[kv.key] = kv.value
+			labels[kv.Key] = kv.Value
 		}
 	}
 	labels[corev1.LabelHostname] = name
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec:       corev1.NodeSpec{Taints: c.pool.NodePool.Spec.Template.Spec.Taints},
-		Status:     corev1.NodeStatus{Capacity: c.it.Capacity, Allocatable: c.allocatable},
+		Spec:       corev1.NodeSpec{Taints: c.Pool.NodePool.Spec.Template.Spec.Taints},
+		Status:     corev1.NodeStatus{Capacity: c.It.Capacity, Allocatable: c.Allocatable},
 	}
-}
-
-// withinLimits reports whether launching it keeps the pool under its limits, and if not, which
-// limit it would pass.
-func (ps *poolState) withinLimits(it *cloud.InstanceType) (corev1.ResourceName, bool) {
-	limits := corev1.ResourceList(ps.NodePool.Spec.Limits)
-	if len(limits) == 0 {
-		return "", true
-	}
-	used := scheduling.Add(ps.committed(), it.Capacity)
-	used = scheduling.Add(used, corev1.ResourceList{ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
-	if name, over := scheduling.Exceeds(used, limits); over {
-		return name, false
-	}
-	return "", true
-}
-
-// committed is what counts against the pool's limits before another claim: its existing claims
-// (Used) and the most that the claims opened by this plan may launch, with "nodes" counting both.
-func (ps *poolState) committed() corev1.ResourceList {
-	used := scheduling.Add(ps.Used, nil)
-	for _, oc := range ps.open {
-		used = scheduling.Add(used, oc.capacity)
-	}
-	if len(ps.open) > 0 {
-		used = scheduling.Add(used, corev1.ResourceList{ResourceNodes: *resource.NewQuantity(int64(len(ps.open)), resource.DecimalSI)})
-	}
-	return used
-}
-
-// SortPools orders pools as the planner wants them: highest weight first (no weight is 0), then
-// by name so that plans are deterministic.
-func SortPools(pools []Pool) {
-	sort.SliceStable(pools, func(i, j int) bool {
-		wi, wj := weight(pools[i].NodePool), weight(pools[j].NodePool)
-		if wi != wj {
-			return wi > wj
-		}
-		return pools[i].NodePool.Name < pools[j].NodePool.Name
-	})
-}
-
-func weight(np *karpv1.NodePool) int32 {
-	if np.Spec.Weight == nil {
-		return 0
-	}
-	return *np.Spec.Weight
 }

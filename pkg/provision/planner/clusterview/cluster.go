@@ -1,4 +1,4 @@
-package planner
+package clusterview
 
 import (
 	"maps"
@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -90,7 +91,7 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 		if _, registered := claimNode[claim.Name]; registered {
 			continue
 		}
-		n := standIn(claim, typesByPool[claim.Labels[karpv1.NodePoolLabelKey]])
+		n := StandIn(claim, typesByPool[claim.Labels[karpv1.NodePoolLabelKey]])
 		v.Nodes = append(v.Nodes, n)
 		v.InFlight[n.Name] = claim.Name
 		if keys := unsettledKeys(claim, n); len(keys) > 0 {
@@ -115,7 +116,7 @@ func (v *View) placePods(c *Cluster, claimNode map[string]string, leaving map[st
 		if !present[node] {
 			return false
 		}
-		v.Pods = append(v.Pods, onNode(p, node))
+		v.Pods = append(v.Pods, OnNode(p, node))
 		v.Counted[p.UID] = true
 		return true
 	}
@@ -128,7 +129,7 @@ func (v *View) placePods(c *Cluster, claimNode map[string]string, leaving map[st
 				if claim := c.Planned[p.UID]; claim != "" && present[claimNode[claim]] && claimNode[claim] != p.Spec.NodeName {
 					// Adopted by a replacement while its node is not yet tainted: its room there
 					// is taken too, or the replacement would look empty to the next plan.
-					v.Pods = append(v.Pods, onNode(p, claimNode[claim]))
+					v.Pods = append(v.Pods, OnNode(p, claimNode[claim]))
 				}
 			case !leaving[p.Spec.NodeName] || !scheduling.NeedsEviction(p) || scheduling.IsDaemonSetPod(p):
 			case c.Planned[p.UID] != "" && countOn(p, claimNode[c.Planned[p.UID]]):
@@ -190,10 +191,10 @@ func claimLabels(claim *karpv1.NodeClaim) map[string]string {
 	return labels
 }
 
-// standIn is the node a launching NodeClaim will become, as far as is known: its labels, its
+// StandIn is the node a launching NodeClaim will become, as far as is known: its labels, its
 // taints, and the smallest allocatable among the instance types it may still launch as, so that
 // pods are never counted onto room it might not have.
-func standIn(claim *karpv1.NodeClaim, its []*cloud.InstanceType) *corev1.Node {
+func StandIn(claim *karpv1.NodeClaim, its []*cloud.InstanceType) *corev1.Node {
 	allowed := allowedTypes(scheduling.NodeSelectorRequirements(claim.Spec.Requirements), its)
 	labels := claimLabels(claim)
 	for k, v := range sharedLabels(allowed) {
@@ -286,7 +287,7 @@ func least(into, of corev1.ResourceList) {
 	}
 }
 
-func onNode(p *corev1.Pod, node string) *corev1.Pod {
+func OnNode(p *corev1.Pod, node string) *corev1.Pod {
 	out := p.DeepCopy()
 	out.Spec.NodeName = node
 	return out
@@ -306,7 +307,7 @@ func PoolUsage(claims []*karpv1.NodeClaim, typesByPool map[string][]*cloud.Insta
 			capacity = largestOption(claim, typesByPool[pool])
 		}
 		used := scheduling.Add(out[pool], capacity)
-		out[pool] = scheduling.Add(used, corev1.ResourceList{ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
+		out[pool] = scheduling.Add(used, corev1.ResourceList{nodepool.ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
 	}
 	return out
 }

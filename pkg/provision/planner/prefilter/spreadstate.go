@@ -1,4 +1,4 @@
-package planner
+package prefilter
 
 import (
 	"reflect"
@@ -7,7 +7,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 )
 
-// A kept PodTopologySpread state (see preFilters) is brought up to date with AddPod like the
+// A kept PodTopologySpread state (see States) is brought up to date with AddPod like the
 // others, which keeps its counts exact, and then mended where increments alone cannot:
 //   - The plugin remembers the two emptiest domains of each constraint, not all of them. When
 //     pods land on those two, a third domain can become the emptiest without the state knowing,
@@ -31,17 +31,17 @@ const spreadStateKey fwk.StateKey = "PreFilter" + names.PodTopologySpread
 
 // spreadState is a view of PodTopologySpread's PreFilter state.
 type spreadState struct {
-	// keys are the constraints' topology keys.
-	keys []string
-	// counts are the matching pods per domain, a map per constraint.
-	counts []map[string]int
+	// Keys are the constraints' topology keys.
+	Keys []string
+	// Counts are the matching pods per domain, a map per constraint.
+	Counts []map[string]int
 	// paths are the critical paths, an addressable *[2]struct{TopologyValue string; MatchNum int}
 	// per constraint.
 	paths reflect.Value
 }
 
-// spreadStateOf reads PodTopologySpread's state out of state.
-func spreadStateOf(state fwk.CycleState) (spreadState, bool) {
+// SpreadStateOf reads PodTopologySpread's state out of state.
+func SpreadStateOf(state fwk.CycleState) (spreadState, bool) {
 	data, err := state.Read(spreadStateKey)
 	if err != nil {
 		return spreadState{}, false
@@ -80,29 +80,29 @@ func spreadStateOf(state fwk.CycleState) (spreadState, bool) {
 			}
 		}
 	}
-	return spreadState{keys: keys, counts: c, paths: paths}, true
+	return spreadState{Keys: keys, Counts: c, paths: paths}, true
 }
 
 // addDomains adds, with no pods, the domains of added that s does not have yet. added is the
 // plugin's state for the nodes that joined the view, with the same constraints.
 func (s spreadState) addDomains(added spreadState) bool {
-	if len(added.counts) != len(s.counts) {
+	if len(added.Counts) != len(s.Counts) {
 		return false
 	}
-	for i, domains := range added.counts {
+	for i, domains := range added.Counts {
 		for domain := range domains {
-			if _, ok := s.counts[i][domain]; !ok {
-				s.counts[i][domain] = 0
+			if _, ok := s.Counts[i][domain]; !ok {
+				s.Counts[i][domain] = 0
 			}
 		}
 	}
 	return true
 }
 
-// findMinima sets each constraint's critical paths to its two emptiest domains, as PreFilter
+// FindMinima sets each constraint's critical paths to its two emptiest domains, as PreFilter
 // does from scratch.
-func (s spreadState) findMinima() {
-	for i, counts := range s.counts {
+func (s spreadState) FindMinima() {
+	for i, counts := range s.Counts {
 		type path struct {
 			domain string
 			n      int

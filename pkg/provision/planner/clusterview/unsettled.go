@@ -1,4 +1,4 @@
-package planner
+package clusterview
 
 import (
 	"slices"
@@ -23,22 +23,22 @@ func unsettledKeys(claim *karpv1.NodeClaim, n *corev1.Node) []string {
 	return out
 }
 
-// openKeys knows the claims in flight a plan may not put a pod on for the topology keys it reads
+// OpenKeys knows the claims in flight a plan may not put a pod on for the topology keys it reads
 // (View.Unsettled). The claims of one plan are the same for every pod, and pods read few sets of
 // keys, so the answer is kept per set.
-type openKeys struct {
+type OpenKeys struct {
 	byNode map[string][]string
 	kept   map[string]map[string]bool
 }
 
-func newOpenKeys(unsettled map[string][]string) *openKeys {
-	return &openKeys{byNode: unsettled, kept: map[string]map[string]bool{}}
+func NewOpenKeys(unsettled map[string][]string) *OpenKeys {
+	return &OpenKeys{byNode: unsettled, kept: map[string]map[string]bool{}}
 }
 
-// passOver returns the nodes a pod that reads topology (podKeys.topology) may not be placed on:
+// PassOver returns the nodes a pod that reads topology (Keys.Topology) may not be placed on:
 // the stand-ins that leave one of those keys open. The claims a plan opens settle such keys as
 // their pods are added (Planner.settle); a claim in flight no longer can. nil when there are none.
-func (o *openKeys) passOver(topology []string) map[string]bool {
+func (o *OpenKeys) PassOver(topology []string) map[string]bool {
 	if len(o.byNode) == 0 || len(topology) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package planner
+package nodepool
 
 import (
 	"fmt"
@@ -25,18 +25,18 @@ import (
 
 // freeKey is a custom key whose requirements leave the value to the claim.
 type freeKey struct {
-	key string
-	// values are the values the pool allows, in the order its first In requirement lists them;
+	Key string
+	// Values are the values the pool allows, in the order its first In requirement lists them;
 	// nil when it allows any value that allows matches (Exists, Gt, Lt, and NotIn beside them).
-	values []string
+	Values []string
 	allows *scheduling.Selector
 }
 
-// customKeys sorts the pool's requirements on custom keys into pinned ones, each with the one
+// CustomKeys sorts the pool's requirements on custom keys into pinned ones, each with the one
 // value every node carries, and free ones. ok is false when a key's requirements allow no value
 // at all: the pool can launch nothing. A key that some instance type defines keeps its old
 // treatment (the first In value, which the type's own label overrides): the type decides it.
-func customKeys(pool *karpv1.NodePool, reqs []corev1.NodeSelectorRequirement, types []*cloud.InstanceType) (map[string]string, []freeKey, bool) {
+func CustomKeys(pool *karpv1.NodePool, reqs []corev1.NodeSelectorRequirement, types []*cloud.InstanceType) (map[string]string, []freeKey, bool) {
 	pinned := map[string]string{}
 	var free []freeKey
 	var order []string
@@ -65,20 +65,20 @@ func customKeys(pool *karpv1.NodePool, reqs []corev1.NodeSelectorRequirement, ty
 			// nodes carry no label for it, as before.
 			continue
 		}
-		f := freeKey{key: key, allows: sel}
+		f := freeKey{Key: key, allows: sel}
 		if first >= 0 {
-			f.values = []string{}
+			f.Values = []string{}
 			for _, v := range rs[first].Values {
-				if !slices.Contains(f.values, v) && sel.Matches(map[string]string{key: v}) {
-					f.values = append(f.values, v)
+				if !slices.Contains(f.Values, v) && sel.Matches(map[string]string{key: v}) {
+					f.Values = append(f.Values, v)
 				}
 			}
 		}
 		switch {
-		case f.values != nil && len(f.values) == 0:
+		case f.Values != nil && len(f.Values) == 0:
 			return nil, nil, false
-		case len(f.values) == 1:
-			pinned[key] = f.values[0]
+		case len(f.Values) == 1:
+			pinned[key] = f.Values[0]
 		default:
 			free = append(free, f)
 		}
@@ -132,41 +132,41 @@ func namedValues(pod *corev1.Pod, key string) ([]string, bool) {
 // names, when it names some), or, for a pool that allows any value, the values the pod names
 // that the pool allows.
 func (f freeKey) candidates(pod *corev1.Pod) []string {
-	named, ok := namedValues(pod, f.key)
+	named, ok := namedValues(pod, f.Key)
 	if !ok {
-		return f.values
+		return f.Values
 	}
 	var out []string
 	for _, v := range named {
-		if f.values == nil && f.allows.Matches(map[string]string{f.key: v}) || slices.Contains(f.values, v) {
+		if f.Values == nil && f.allows.Matches(map[string]string{f.Key: v}) || slices.Contains(f.Values, v) {
 			out = append(out, v)
 		}
 	}
-	if f.values != nil {
+	if f.Values != nil {
 		// The pool's order, so that which value a claim gets does not depend on how pods spell it.
-		slices.SortStableFunc(out, func(a, b string) int { return slices.Index(f.values, a) - slices.Index(f.values, b) })
+		slices.SortStableFunc(out, func(a, b string) int { return slices.Index(f.Values, a) - slices.Index(f.Values, b) })
 	}
 	return out
 }
 
-// unlabelledReason says why the pool cannot open a claim for pod, when the pool allows any value
+// UnlabelledReason says why the pool cannot open a claim for pod, when the pool allows any value
 // of a key and the pod names none it allows. Karpenter would label such a node with a random
 // number; a made-up value means nothing to the pod, which asked only that the label exist or
 // reads it as a topology domain, and is a label the cluster's owners never chose. Pods that name
 // a value open such claims, and others may join them.
-func (ps *poolState) unlabelledReason(pod *corev1.Pod) string {
-	for _, f := range ps.free {
-		if f.values != nil || len(f.candidates(pod)) > 0 {
+func (ps *State) UnlabelledReason(pod *corev1.Pod) string {
+	for _, f := range ps.Free {
+		if f.Values != nil || len(f.candidates(pod)) > 0 {
 			continue
 		}
 		return fmt.Sprintf("requirement keys with no compatible offering: %s (the NodePool allows any value of it, %s, and the pod names none it allows; "+
-			"Tailor does not make up a label value: select one with a nodeSelector or an In node-affinity term)", f.key, describeAllowed(ps.NodePool, f.key))
+			"Tailor does not make up a label value: select one with a nodeSelector or an In node-affinity term)", f.Key, DescribeAllowed(ps.NodePool, f.Key))
 	}
 	return ""
 }
 
-// describeAllowed spells the pool's requirements on key.
-func describeAllowed(pool *karpv1.NodePool, key string) string {
+// DescribeAllowed spells the pool's requirements on key.
+func DescribeAllowed(pool *karpv1.NodePool, key string) string {
 	var parts []string
 	for _, r := range pool.Spec.Template.Spec.Requirements {
 		switch {
@@ -180,10 +180,10 @@ func describeAllowed(pool *karpv1.NodePool, key string) string {
 	return strings.Join(parts, " and ")
 }
 
-// freeKey returns the pool's free key named key.
-func (ps *poolState) freeKey(key string) (freeKey, bool) {
-	for _, f := range ps.free {
-		if f.key == key {
+// FreeKey returns the pool's free key named key.
+func (ps *State) FreeKey(key string) (freeKey, bool) {
+	for _, f := range ps.Free {
+		if f.Key == key {
 			return f, true
 		}
 	}

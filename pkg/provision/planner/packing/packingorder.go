@@ -1,4 +1,4 @@
-package planner
+package packing
 
 import (
 	"sort"
@@ -9,7 +9,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
-// sortedForPacking orders pods for first-fit packing: biggest first, and balanced, so that every
+// Order orders pods for first-fit packing: biggest first, and balanced, so that every
 // prefix of the order asks for memory and cpu in the proportion ratio (bytes per millicpu: the
 // shape of the nodes the plan will fill; 0 for the proportion of the whole batch). Pods come from
 // two queues, those heavier in cpu than ratio and the others, each biggest first; the next pod
@@ -17,7 +17,7 @@ import (
 // the first nodes up to one resource and far from the other, and leave the pods heavy in the
 // other for nodes of their own. Ties go by age and UID, so plans are deterministic. Pods that may
 // exclude each other keep Karpenter's order among themselves (exclusiveLargestFirst).
-func sortedForPacking(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
+func Order(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
 	type keyed struct {
 		pod      *corev1.Pod
 		cpu, mem float64
@@ -74,8 +74,8 @@ func sortedForPacking(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
 	return exclusiveLargestFirst(out)
 }
 
-// destinedFirst moves the pods with a destination to the front, each part in its order.
-func destinedFirst(pods []*corev1.Pod, destined map[types.UID]string) []*corev1.Pod {
+// DestinedFirst moves the pods with a destination to the front, each part in its order.
+func DestinedFirst(pods []*corev1.Pod, destined map[types.UID]string) []*corev1.Pod {
 	if len(destined) == 0 {
 		return pods
 	}
@@ -93,8 +93,8 @@ func destinedFirst(pods []*corev1.Pod, destined map[types.UID]string) []*corev1.
 	return out
 }
 
-// firstOf moves the pods of first to the front, each part in its order.
-func firstOf(pods []*corev1.Pod, first map[types.UID]bool) []*corev1.Pod {
+// FirstOf moves the pods of first to the front, each part in its order.
+func FirstOf(pods []*corev1.Pod, first map[types.UID]bool) []*corev1.Pod {
 	if len(first) == 0 {
 		return pods
 	}

@@ -1,4 +1,4 @@
-package planner
+package explain
 
 import (
 	"fmt"
@@ -9,13 +9,15 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
+	"github.com/tailor-sh/tailor/pkg/simulation/dra"
 )
 
-// explainDevices says, when DynamicResources refused the pod on some offering, what its claims
+// Devices says, when DynamicResources refused the pod on some offering, what its claims
 // ask: each request of each claim not allocated yet, by claim, request, DeviceClass, count and
 // CEL selectors, the words a user edits. The plugin's own message ("cannot allocate all claims")
 // names none of them. "" when the plugin refused it nowhere.
-func (pl *Planner) explainDevices(pod *corev1.Pod, statuses []*fwk.Status) string {
+func Devices(claims *dra.Manager, pod *corev1.Pod, statuses []*fwk.Status) string {
 	refused := false
 	for _, s := range statuses {
 		refused = refused || (!s.IsSuccess() && s.Plugin() == names.DynamicResources)
@@ -29,7 +31,7 @@ func (pl *Planner) explainDevices(pod *corev1.Pod, statuses []*fwk.Status) strin
 		if err != nil || name == nil {
 			continue
 		}
-		claim, err := pl.sim.DRA().ResourceClaims().Get(pod.Namespace, *name)
+		claim, err := claims.ResourceClaims().Get(pod.Namespace, *name)
 		switch {
 		case err != nil:
 			parts = append(parts, fmt.Sprintf("ResourceClaim %s/%s: %v", pod.Namespace, *name, err))
