@@ -91,25 +91,12 @@ func NewAWSTuned(t *testing.T, clusterName, region string, tailorArgs map[string
 		t.Fatal(err)
 	}
 	opts := sandbox.Options{Dir: t.TempDir(), Clock: e.Clock, TailorArgs: tailorArgs, NewCloud: aws.NewCloud(e.Provider)}
-	for _, f := range with {
-		f(&opts)
-	}
-	cluster, err := sandbox.Start(ctx, t, opts)
-	if err != nil {
-		cancel()
-		t.Fatalf("starting the sandbox: %v", err)
-	}
-	e.Cluster = cluster
-	t.Cleanup(func() {
-		cluster.Stop()
-		cancel()
-	})
-	t.Cleanup(e.ExpectNoStranded)
+	e.startCluster(ctx, cancel, opts, with)
 	// The controllers stop before the API server does (cleanups run last-registered first), so
 	// their watches do not hold up its shutdown.
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	t.Cleanup(stopControllers)
-	awscloud.RunControllers(ctrlCtx, e.Provider, controllers.Deps{Kube: cluster.Kube, Clients: cluster.Tailor}, func(err error) {
+	awscloud.RunControllers(ctrlCtx, e.Provider, controllers.Deps{Kube: e.Cluster.Kube, Clients: e.Cluster.Tailor}, func(err error) {
 		t.Errorf("provider controller: %v", err)
 	})
 	return e

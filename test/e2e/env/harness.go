@@ -94,24 +94,11 @@ func Start(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Optio
 			return e.Cloud
 		},
 	}
-	for _, f := range with {
-		f(&opts)
-	}
-	cluster, err := sandbox.Start(ctx, t, opts)
-	if err != nil {
-		cancel()
-		t.Fatalf("starting the sandbox: %v", err)
-	}
-	e.Cluster = cluster
-	t.Cleanup(func() {
-		cluster.Stop()
-		cancel()
-	})
-	t.Cleanup(e.ExpectNoStranded)
+	e.startCluster(ctx, cancel, opts, with)
 	// The clean-up tests and BenchmarkBurst fail on a stage kwok failed to play; every other test
 	// says so, an outage test's refused patches among them.
 	t.Cleanup(func() {
-		if n := cluster.KubeletStageErrors(); n != 0 {
+		if n := e.Cluster.KubeletStageErrors(); n != 0 {
 			t.Logf("kwok failed to play %d stages (\"failed to apply stage\" in the log)", n)
 		}
 	})
@@ -251,4 +238,25 @@ func (e *Env) Apply(paths ...string) {
 	if err := sandbox.ApplyFiles(e.Ctx, e.Cluster.Config, paths, nil); err != nil {
 		e.T.Fatalf("applying %v: %v", paths, err)
 	}
+}
+
+// startCluster starts the sandbox with opts, as each of with changes them, and stops it (and
+// cancels ctx) when the test ends, after checking that no pod was left stranded.
+func (e *Env) startCluster(ctx context.Context, cancel context.CancelFunc, opts sandbox.Options, with []func(*sandbox.Options)) {
+	t := e.T
+	t.Helper()
+	for _, f := range with {
+		f(&opts)
+	}
+	cluster, err := sandbox.Start(ctx, t, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("starting the sandbox: %v", err)
+	}
+	e.Cluster = cluster
+	t.Cleanup(func() {
+		cluster.Stop()
+		cancel()
+	})
+	t.Cleanup(e.ExpectNoStranded)
 }
