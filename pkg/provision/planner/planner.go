@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/daemons"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
@@ -92,7 +93,7 @@ type Unplaceable struct {
 type Planner struct {
 	sim *simulation.Simulator
 	// daemons are the current plan's DaemonSet pods; a Planner runs one plan at a time.
-	daemons *daemons
+	daemons *daemons.Set
 	// requests are the current plan's pending pods' requests, computed once.
 	requests map[*corev1.Pod]corev1.ResourceList
 	// backed are the extended resources the current plan's pending pods ask for that DRA devices
@@ -233,8 +234,8 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	}
 	p.devices = newDevicePlan(p)
 	pl.sim.Use(snapshot)
-	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
-	pl.reserveDaemonsInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
+	pl.daemons = daemons.Prepare(ctx, pl.sim, in.DaemonSets)
+	pl.daemons.ReserveInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
 	var selectorKeys []string
 	selectorKeys, p.defaultKeys = pl.sim.ProfileNodeKeys()
 	p.rel = podkeys.New(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
@@ -279,7 +280,7 @@ func (pl *Planner) templateInfo(ctx context.Context, c *nodepool.Candidate, name
 	ni := framework.NewNodeInfo()
 	ni.SetNode(c.TemplateNode(name, choice))
 	if pl.daemons != nil {
-		for _, p := range pl.daemonsOn(ctx, c, pl.daemons) {
+		for _, p := range pl.daemons.On(ctx, c) {
 			ni.AddPod(clusterview.OnNode(p, name))
 		}
 	}
