@@ -13,6 +13,7 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/daemons"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/memo"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
@@ -183,7 +184,7 @@ type planning struct {
 	open                  []*openClaim
 	rooms                 claimRooms
 	kinds                 kindIDs
-	memo                  *rejections
+	memo                  *memo.Rejections[*openClaim]
 	specs                 map[*corev1.Pod]string
 	pf                    *prefilter.States
 	// planned are the nodes of the claims this plan opened, as PreFilter is shown them beside
@@ -216,7 +217,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	snapshot.Fork()
 	pl.backed = pl.deviceBacked(in.Pending)
 	in.Pools = nodepool.WithoutBacked(in.Pools, pl.backed)
-	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: clusterview.NewOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
+	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: clusterview.NewOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: memo.New[*openClaim](),
 		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
 	p.nodeInfos, _ = snapshot.NodeInfos().List()
 	p.byName = make(map[string]fwk.NodeInfo, len(p.nodeInfos))
