@@ -30,9 +30,9 @@ import (
 // Pods without claims never trigger any of this: the plugin skips them before reading a slice.
 
 // needsDevices reports whether the pod asks for devices: through ResourceClaims, or through an
-// extended resource that DRA devices back (devicebacked.go).
+// extended resource that DRA devices back (nodepool.AsksBacked).
 func (pl *Planner) needsDevices(pod *corev1.Pod) bool {
-	return len(pod.Spec.ResourceClaims) > 0 || asksBacked(pod, pl.backed)
+	return len(pod.Spec.ResourceClaims) > 0 || nodepool.AsksBacked(pod, pl.backed)
 }
 
 // devicePlan keeps the DRA overlay of one plan.

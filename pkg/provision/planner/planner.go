@@ -98,7 +98,7 @@ type Planner struct {
 	// requests are the current plan's pending pods' requests, computed once.
 	requests map[*corev1.Pod]corev1.ResourceList
 	// backed are the extended resources the current plan's pending pods ask for that DRA devices
-	// back (devicebacked.go).
+	// back (nodepool.DeviceBacked).
 	backed map[corev1.ResourceName]bool
 	// minValues is the policy for requirements with minValues (see minvalues.go).
 	minValues MinValuesPolicy
@@ -215,7 +215,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 		}
 	}
 	snapshot.Fork()
-	pl.backed = pl.deviceBacked(in.Pending)
+	pl.backed = nodepool.DeviceBacked(pl.sim.DRA(), in.Pending)
 	in.Pools = nodepool.WithoutBacked(in.Pools, pl.backed)
 	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: clusterview.NewOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: memo.New[*openClaim](),
 		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
