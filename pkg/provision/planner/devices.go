@@ -30,9 +30,9 @@ import (
 // Pods without claims never trigger any of this: the plugin skips them before reading a slice.
 
 // needsDevices reports whether the pod asks for devices: through ResourceClaims, or through an
-// extended resource that DRA devices back (devicebacked.go).
+// extended resource that DRA devices back (nodepool.AsksBacked).
 func (pl *Planner) needsDevices(pod *corev1.Pod) bool {
-	return len(pod.Spec.ResourceClaims) > 0 || asksBacked(pod, pl.backed)
+	return len(pod.Spec.ResourceClaims) > 0 || nodepool.AsksBacked(pod, pl.backed)
 }
 
 // devicePlan keeps the DRA overlay of one plan.
@@ -98,7 +98,7 @@ func (d *devicePlan) sync(p *planning) {
 			continue
 		}
 		d.shown[oc] = oc.alive
-		d.m.SetTemplate(oc.name, devicesOf(oc.pool, oc.alive))
+		d.m.SetTemplate(oc.name, oc.pool.DevicesOf(oc.alive))
 		delete(d.next, oc.name)
 	}
 	next := map[string]bool{}
@@ -123,28 +123,13 @@ func sameOfferings(a, b []int) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
+// poolDevices are ps's TypeDevices, worked out once per plan.
 func (d *devicePlan) poolDevices(ps *nodepool.State) map[string][]cloud.DeviceSet {
 	if out, ok := d.pools[ps]; ok {
 		return out
 	}
-	out := map[string][]cloud.DeviceSet{}
-	for _, t := range ps.Types {
-		if len(t.It.Devices) > 0 {
-			out[t.It.Name] = t.It.Devices
-		}
-	}
+	out := ps.TypeDevices()
 	d.pools[ps] = out
-	return out
-}
-
-// devicesOf are the devices of the types of offerings that have some, by type name.
-func devicesOf(ps *nodepool.State, offerings []int) map[string][]cloud.DeviceSet {
-	out := map[string][]cloud.DeviceSet{}
-	for _, i := range offerings {
-		if it := ps.Compatible[i].It; len(it.Devices) > 0 {
-			out[it.Name] = it.Devices
-		}
-	}
 	return out
 }
 

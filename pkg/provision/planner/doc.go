@@ -9,7 +9,8 @@
 // consolidation (pkg/disruption) and `tailor plan` call it on views of their own.
 //
 // This package is the plan in progress: the claims it opens and fills, each pod's steps, and the
-// check of the plan as a whole. What a plan reads is in sub-packages that know nothing of its
-// claims: nodepool (a NodePool's offerings), podkeys, prefilter, preferences, packing,
-// clusterview, nodeclaim and explain (docs/design/planner.md).
+// check of the plan as a whole. What a plan reads, and the indexes it keeps, are in sub-packages
+// that know nothing of its claims: nodepool (a NodePool's offerings), podkeys, prefilter,
+// preferences, packing, clusterview, nodeclaim, explain, daemons, roomindex and memo
+// (docs/design/planner.md).
 package planner

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/roomindex"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -53,19 +54,16 @@ func passesFor(pod *corev1.Pod, defaultKeys []string) ([]fillPass, bool) {
 // each claim's room through the claim was a seventh of the plan's time.
 type claimRooms struct {
 	rooms []claimRoom
-	index roomIndex
+	index roomindex.Tree
 	// log lists the claims that opened or changed, in order; taken is how much of it rooms and
 	// index hold.
 	log   []int
 	taken int
-	// orders are the growth orders kept for the last sizes of pod asked about; reads counts the
-	// asks, marks and stamp pick out each claim once from the log.
-	orders       []*growthOrder
-	reads, stamp int
-	marks        []int
+	// orders are the growth orders kept for the last sizes of pod asked about.
+	orders roomindex.Orders[growth]
 	// sides are the claims holding each kind of pod that repels its own; sideScratch and
 	// sideGrowths are order's scratch for them.
-	sides       map[kindID]*kindSide
+	sides       map[kindID]*roomindex.Bits
 	sideScratch []int
 	sideGrowths []growth
 	// by and refusedIn say, for the pod order runs for, whether a domain answers for its
@@ -90,7 +88,7 @@ func (room claimRoom) holds(asks simulation.Requests) bool {
 // opened adds a claim, the last to open; changed records that a pod joined claim i.
 func (r *claimRooms) opened() {
 	r.log = append(r.log, len(r.rooms))
-	r.rooms, r.marks = append(r.rooms, claimRoom{}), append(r.marks, 0)
+	r.rooms = append(r.rooms, claimRoom{})
 }
 
 func (r *claimRooms) changed(i int) { r.log = append(r.log, i) }
@@ -98,8 +96,13 @@ func (r *claimRooms) changed(i int) { r.log = append(r.log, i) }
 // update takes in the rooms of the claims that opened or changed since it last ran.
 func (r *claimRooms) update(open []*openClaim) {
 	for _, i := range r.log[r.taken:] {
-		r.rooms[i] = open[i].spare()
-		r.index.set(i, r.rooms[i])
+		room := open[i].spare()
+		r.rooms[i] = room
+		if room.pods > 0 {
+			r.index.Set(i, room.milliCPU, room.memory)
+		} else {
+			r.index.Set(i, -1, -1)
+		}
 	}
 	r.taken = len(r.log)
 }

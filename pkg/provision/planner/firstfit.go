@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/tailor-sh/tailor/pkg/provision/planner/memo"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -23,13 +24,13 @@ type fitCheck struct {
 // check and each of also. Nodes the pod surely has no room on are passed over without asking
 // Filter (see Simulator.NoRoom): on a full fleet most are, and Filter would refuse each of them
 // all the same.
-func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, memo *rejections, passOver map[string]bool, also ...fitCheck) fwk.NodeInfo {
+func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, rejected *memo.Rejections[*openClaim], passOver map[string]bool, also ...fitCheck) fwk.NodeInfo {
 	asks := simulation.MinRequests(check.pod)
 	for _, ni := range nodes {
-		if passOver != nil && passOver[ni.Node().Name] || pl.sim.NoRoom(asks, ni) || !pl.fits(ctx, check, ni, memo) {
+		if passOver != nil && passOver[ni.Node().Name] || pl.sim.NoRoom(asks, ni) || !pl.fits(ctx, check, ni, rejected) {
 			continue
 		}
-		if !slices.ContainsFunc(also, func(c fitCheck) bool { return !pl.fits(ctx, c, ni, memo) }) {
+		if !slices.ContainsFunc(also, func(c fitCheck) bool { return !pl.fits(ctx, c, ni, rejected) }) {
 			return ni
 		}
 	}
@@ -37,14 +38,14 @@ func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.Nod
 }
 
 // fits asks Filter check's question about ni, unless the memo or the PreFilter result answers.
-func (pl *Planner) fits(ctx context.Context, check fitCheck, ni fwk.NodeInfo, memo *rejections) bool {
+func (pl *Planner) fits(ctx context.Context, check fitCheck, ni fwk.NodeInfo, rejected *memo.Rejections[*openClaim]) bool {
 	name := ni.Node().Name
-	if !simulation.AllowedByPreFilter(check.pre, name) || memo.nodeRejected(check.group, name, ni.GetGeneration()) {
+	if !simulation.AllowedByPreFilter(check.pre, name) || rejected.NodeRejected(check.group, name, ni.GetGeneration()) {
 		return false
 	}
 	if pl.sim.Filter(ctx, check.state, check.pod, ni).IsSuccess() {
 		return true
 	}
-	memo.rejectNode(check.group, name, ni.GetGeneration())
+	rejected.RejectNode(check.group, name, ni.GetGeneration())
 	return false
 }

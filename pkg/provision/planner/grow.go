@@ -41,7 +41,8 @@ type growth struct {
 	i          int
 }
 
-func (a growth) compare(b growth) int {
+// Compare orders claims by growth (roomindex.Entry); claims differ in i, so no two are equal.
+func (a growth) Compare(b growth) int {
 	if c := cmp.Compare(a.rank, b.rank); c != 0 {
 		return c
 	}
@@ -85,13 +86,13 @@ func (r *claimRooms) order(open []*openClaim, pass fillPass, asks simulation.Req
 				}
 			}
 		case pass.roomy:
-			for i := r.index.next(0, asks); i >= 0; i = r.index.next(i+1, asks) {
+			for i := r.index.Next(0, asks); i >= 0; i = r.index.Next(i+1, asks) {
 				if weighed(i) && !yield(i) {
 					return
 				}
 			}
 		default:
-			for _, g := range r.growthsFor(open, asks).of(side, few, &r.sideGrowths) {
+			for _, g := range r.growthsFor(open, asks).Of(side, few, &r.sideGrowths) {
 				if weighed(g.i) && !yield(g.i) {
 					return
 				}

@@ -25,8 +25,8 @@ func (pl *Planner) daemonGroups(ctx context.Context, ps *nodepool.State) []nodep
 	index := map[string]int{}
 	for _, c := range ps.Compatible {
 		var ds []*corev1.Pod
-		if pl.daemons != nil && len(pl.daemons.pods) > 0 {
-			ds = pl.daemonsOn(ctx, c, pl.daemons)
+		if pl.daemons.Len() > 0 {
+			ds = pl.daemons.On(ctx, c)
 		}
 		names := make([]string, len(ds))
 		for i, d := range ds {

@@ -279,7 +279,7 @@ func (p *planning) openClaim(ctx context.Context, pp *placing, c *capacity, s sh
 		by = byDomainOf(s.as, s.keys)
 	}
 	for _, pass := range c.passes {
-		rejecting := p.memo.claimsRejecting(s.group)
+		rejecting := p.memo.ClaimsRejecting(s.group)
 		for i := range p.rooms.order(p.open, pass, c.asks, c.kind, c.shy, rejecting, by) {
 			oc := p.open[i]
 			if simulation.AllowedByPreFilter(s.pre, oc.name) && (s.as == pp.pod || !c.shunned[oc.pool]) {
@@ -290,7 +290,7 @@ func (p *planning) openClaim(ctx context.Context, pp *placing, c *capacity, s sh
 				}
 				p.rooms.refused(oc)
 			}
-			p.memo.rejectClaim(s.group, oc)
+			p.memo.RejectClaim(s.group, oc)
 		}
 	}
 	return false
@@ -316,7 +316,7 @@ func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, a
 func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s shaped) (bool, map[string]string) {
 	reasons := map[string]string{}
 	for _, ps := range p.pools {
-		if why, ok := p.memo.poolRejected(s.group, ps); ok {
+		if why, ok := p.memo.PoolRejected(s.group, ps); ok {
 			reasons[ps.NodePool.Name] = why
 			continue
 		}
@@ -328,7 +328,7 @@ func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s sha
 		oc, why := p.pl.open(ctx, s.state, s.pre, s.as, s.guard, pp.info, s.keys, name, ps)
 		if oc == nil {
 			reasons[ps.NodePool.Name] = why
-			p.memo.rejectPool(s.group, ps, why)
+			p.memo.RejectPool(s.group, ps, why)
 			continue
 		}
 		oc.book(pp.pod)

@@ -12,6 +12,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/daemons"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/memo"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/packing"
@@ -92,11 +94,11 @@ type Unplaceable struct {
 type Planner struct {
 	sim *simulation.Simulator
 	// daemons are the current plan's DaemonSet pods; a Planner runs one plan at a time.
-	daemons *daemons
+	daemons *daemons.Set
 	// requests are the current plan's pending pods' requests, computed once.
 	requests map[*corev1.Pod]corev1.ResourceList
 	// backed are the extended resources the current plan's pending pods ask for that DRA devices
-	// back (devicebacked.go).
+	// back (nodepool.DeviceBacked).
 	backed map[corev1.ResourceName]bool
 	// minValues is the policy for requirements with minValues (see minvalues.go).
 	minValues MinValuesPolicy
@@ -182,7 +184,7 @@ type planning struct {
 	open                  []*openClaim
 	rooms                 claimRooms
 	kinds                 kindIDs
-	memo                  *rejections
+	memo                  *memo.Rejections[*openClaim]
 	specs                 map[*corev1.Pod]string
 	pf                    *prefilter.States
 	// planned are the nodes of the claims this plan opened, as PreFilter is shown them beside
@@ -213,9 +215,9 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 		}
 	}
 	snapshot.Fork()
-	pl.backed = pl.deviceBacked(in.Pending)
+	pl.backed = nodepool.DeviceBacked(pl.sim.DRA(), in.Pending)
 	in.Pools = nodepool.WithoutBacked(in.Pools, pl.backed)
-	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: clusterview.NewOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: newRejections(),
+	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: clusterview.NewOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: memo.New[*openClaim](),
 		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
 	p.nodeInfos, _ = snapshot.NodeInfos().List()
 	p.byName = make(map[string]fwk.NodeInfo, len(p.nodeInfos))
@@ -233,8 +235,8 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	}
 	p.devices = newDevicePlan(p)
 	pl.sim.Use(snapshot)
-	pl.daemons = pl.prepareDaemons(ctx, in.DaemonSets)
-	pl.reserveDaemonsInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
+	pl.daemons = daemons.Prepare(ctx, pl.sim, in.DaemonSets)
+	pl.daemons.ReserveInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
 	var selectorKeys []string
 	selectorKeys, p.defaultKeys = pl.sim.ProfileNodeKeys()
 	p.rel = podkeys.New(selectorKeys, p.defaultKeys, in.Pending, in.Pods, in.DaemonSets)
@@ -279,7 +281,7 @@ func (pl *Planner) templateInfo(ctx context.Context, c *nodepool.Candidate, name
 	ni := framework.NewNodeInfo()
 	ni.SetNode(c.TemplateNode(name, choice))
 	if pl.daemons != nil {
-		for _, p := range pl.daemonsOn(ctx, c, pl.daemons) {
+		for _, p := range pl.daemons.On(ctx, c) {
 			ni.AddPod(clusterview.OnNode(p, name))
 		}
 	}

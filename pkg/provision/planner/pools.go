@@ -1,9 +1,6 @@
 package planner
 
 import (
-	"sort"
-
-	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 )
 
@@ -18,21 +15,5 @@ const ResourceNodes = nodepool.ResourceNodes
 // times with the same pools (see nodepool.Prepare).
 func PreparePools(pools []Pool) []Pool { return nodepool.Prepare(pools) }
 
-// SortPools orders pools as the planner wants them: highest weight first (no weight is 0), then
-// by name so that plans are deterministic.
-func SortPools(pools []Pool) {
-	sort.SliceStable(pools, func(i, j int) bool {
-		wi, wj := weight(pools[i].NodePool), weight(pools[j].NodePool)
-		if wi != wj {
-			return wi > wj
-		}
-		return pools[i].NodePool.Name < pools[j].NodePool.Name
-	})
-}
-
-func weight(np *karpv1.NodePool) int32 {
-	if np.Spec.Weight == nil {
-		return 0
-	}
-	return *np.Spec.Weight
-}
+// SortPools orders pools as the planner wants them (see nodepool.Sort).
+func SortPools(pools []Pool) { nodepool.Sort(pools) }

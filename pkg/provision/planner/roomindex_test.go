@@ -32,7 +32,7 @@ func scanOrder(open []*openClaim, pass fillPass, asks simulation.Requests, kind 
 	if pass.roomy {
 		return roomy
 	}
-	slices.SortFunc(growths, growth.compare)
+	slices.SortFunc(growths, growth.Compare)
 	out := make([]int, 0, len(growths))
 	for _, g := range growths {
 		out = append(out, g.i)
@@ -42,7 +42,7 @@ func scanOrder(open []*openClaim, pass fillPass, asks simulation.Requests, kind 
 
 // Claims open and take pods at random, and pods of random sizes, kinds and passes ask for the
 // claims to weigh: the indexes yield the claims the scan does, in its order, however many sizes
-// of pod come and go (more than keptGrowthOrders, so orders are dropped and built again), and
+// of pod come and go (more than roomindex keeps orders for, so orders are dropped and built again), and
 // whether a pass's side of a kind is read from its bits or not.
 func TestClaimIndexesYieldWhatAScanYields(t *testing.T) {
 	pool := newPool("default")

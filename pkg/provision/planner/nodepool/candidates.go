@@ -40,7 +40,7 @@ type Candidate struct {
 	Allocatable corev1.ResourceList
 	// Typ indexes the pool's types; index is the candidate's place in the pool's compatible list.
 	Typ, Index int
-	// Daemons are the DaemonSet pods that would run on a node of this offering; see daemonsOn.
+	// Daemons are the DaemonSet pods that would run on a node of this offering; see daemons.Set.On.
 	Daemons      []*corev1.Pod
 	DaemonsKnown bool
 }
