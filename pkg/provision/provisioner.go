@@ -23,6 +23,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/controller"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/provision/batch"
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
@@ -36,7 +37,7 @@ const createWorkers = 32
 // Its methods called from the scheduling goroutine touch memory only.
 type Provisioner struct {
 	opts    Options
-	batcher *Batcher
+	batcher *batch.Batcher
 	// shortSince is when each gang that a plan left out for being short of its minCount was
 	// first found so; reconcile's own (giveBackShortGangs).
 	shortSince map[planner.Gang]time.Time
