@@ -25,11 +25,11 @@ func siblingsOf(pod *corev1.Pod) types.UID {
 }
 
 // handOver keeps the plans of interchangeable pods whole when the scheduler binds one of them to
-// the room a plan kept for a sibling: that happens whenever the pods are not all nominated (see
-// admissible) and a node comes up while some wait. The sibling it displaced takes the pod's own
-// place in the plan, if it had one, and is otherwise planned again at once, instead of heading for
-// a node that has no room left for it until the stranded watch gives up on it. Call it from
-// Reserve, with p.mu held, before the pod's own plan is forgotten.
+// the room a plan kept for a sibling: that happens whenever the pods are not all nominated
+// (see schedulerview.Admissible) and a node comes up while some wait. The sibling it displaced
+// takes the pod's own place in the plan, if it had one, and is otherwise planned again at once,
+// instead of heading for a node that has no room left for it until the stranded watch gives up
+// on it. Call it from Reserve, with p.mu held, before the pod's own plan is forgotten.
 func (p *Provisioner) handOver(pod *corev1.Pod, node string) {
 	own, had := p.headed[pod.UID]
 	if had && own.node == node {

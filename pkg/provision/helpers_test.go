@@ -109,3 +109,19 @@ func readyNode(name, cpu, mem string) *corev1.Node {
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
 }
+
+// zoneNodes are three 2-cpu nodes, one per zone, as three launching NodeClaims will become.
+func zoneNodes() []*corev1.Node {
+	var out []*corev1.Node
+	for i, z := range []string{"zone-a", "zone-b", "zone-c"} {
+		name := fmt.Sprintf("node-%d", i)
+		out = append(out, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelTopologyZone: z}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
+				corev1.ResourceMemory: resource.MustParse("3Gi"), corev1.ResourcePods: resource.MustParse("29")}},
+		})
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }

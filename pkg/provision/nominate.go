@@ -15,6 +15,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
+	"github.com/tailor-sh/tailor/pkg/provision/schedulerview"
 )
 
 // nominateWorkers bounds the nomination patches in flight at once.
@@ -156,10 +157,10 @@ func (p *Provisioner) nominateSoon(ctx context.Context) {
 // scheduler's own nominations always name existing nodes.
 //
 // A pod is nominated only where the scheduler will take it with the other nominations standing
-// (see admissible): a plan puts three pods of a zone-spread Deployment on each of three new
-// nodes, but the scheduler counts a node's nominated pods in that node's zone alone, and would
-// refuse every one of them there while the others wait. The pods left out stay planned onto
-// their claim, and are nominated once the pods ahead of them have bound.
+// (see schedulerview.Admissible): a plan puts three pods of a zone-spread Deployment on each of
+// three new nodes, but the scheduler counts a node's nominated pods in that node's zone alone,
+// and would refuse every one of them there while the others wait. The pods left out stay planned
+// onto their claim, and are nominated once the pods ahead of them have bound.
 func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim) {
 	target := map[string]string{} // claim name -> node name, for claims still launching
 	futureNodes := map[string]bool{}
@@ -179,7 +180,7 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 		node string
 	}
 	var changes []change
-	var wanted []wantedNomination
+	var wanted []schedulerview.Nomination
 	p.mu.Lock()
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
@@ -190,11 +191,11 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 		case want != "" && has == want:
 			// Written by us, or by the scheduler from what PostFilter answered: ours either way.
 			p.nominations[pod.UID] = want
-			wanted = append(wanted, wantedNomination{pod: pod, node: want})
+			wanted = append(wanted, schedulerview.Nomination{Pod: pod, Node: want})
 		case want != "" && (has == "" || p.nominations[pod.UID] == has):
 			// Only an empty nomination or one of ours is replaced: one of the scheduler's
 			// (preemption under way) is its to keep.
-			wanted = append(wanted, wantedNomination{pod: pod, node: want})
+			wanted = append(wanted, schedulerview.Nomination{Pod: pod, Node: want})
 		case want == "" && has != "" && !futureNodes[has]:
 			changes = append(changes, change{pod, ""})
 		}
@@ -207,27 +208,27 @@ func (p *Provisioner) nominate(ctx context.Context, nodes []*corev1.Node, pods [
 	// nothing to weigh, and the view, a snapshot of the whole cluster, is not built.
 	if sim != nil && len(wanted) > 0 {
 		p.checking.Lock()
-		view := newSchedulerView(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
-		admitted = admissible(ctx, view, wanted)
+		view := schedulerview.New(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
+		admitted = schedulerview.Admissible(ctx, view, wanted)
 		p.checking.Unlock()
 	}
 	p.mu.Lock()
 	for _, w := range wanted {
-		p.headFor(w.pod, w.node)
-		if admitted == nil || admitted[w.pod.UID] {
-			p.admitted[w.pod.UID] = w.node
+		p.headFor(w.Pod, w.Node)
+		if admitted == nil || admitted[w.Pod.UID] {
+			p.admitted[w.Pod.UID] = w.Node
 		} else {
-			delete(p.admitted, w.pod.UID)
+			delete(p.admitted, w.Pod.UID)
 		}
 	}
 	p.mu.Unlock()
 	for _, w := range wanted {
-		has := w.pod.Status.NominatedNodeName
-		switch ok := admitted == nil || admitted[w.pod.UID]; {
-		case ok && has != w.node:
-			changes = append(changes, change(w))
+		has := w.Pod.Status.NominatedNodeName
+		switch ok := admitted == nil || admitted[w.Pod.UID]; {
+		case ok && has != w.Node:
+			changes = append(changes, change{w.Pod, w.Node})
 		case !ok && has != "":
-			changes = append(changes, change{w.pod, ""})
+			changes = append(changes, change{w.Pod, ""})
 		}
 	}
 	workqueue.ParallelizeUntil(ctx, nominateWorkers, len(changes), func(i int) {

@@ -16,6 +16,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/provision/batch"
 )
 
 // ResyncInterval is how often the provisioner looks at pending pods without being asked, as
@@ -63,7 +64,7 @@ type Options struct {
 func New(opts Options) *Provisioner {
 	return &Provisioner{
 		opts:     opts,
-		batcher:  NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax),
+		batcher:  batch.New(opts.Clock, opts.BatchIdle, opts.BatchMax),
 		enqueued: map[types.UID]bool{},
 		planned:  map[types.UID]string{},
 		assumed:  map[types.UID]string{},

@@ -32,11 +32,19 @@ import (
 // claims go in one round trip (a second wave costs a round trip to an API server the burst loads).
 const createWorkers = 32
 
+// batcher gathers the reasons to plan into batches (batch.Batcher). It is an interface so that
+// the tests can see which of Trigger and Nudge an event asks for.
+type batcher interface {
+	Trigger()
+	Nudge()
+	Wait(ctx context.Context) bool
+}
+
 // Provisioner owns the pending pods handed over by the scheduler and the plans made for them.
 // Its methods called from the scheduling goroutine touch memory only.
 type Provisioner struct {
 	opts    Options
-	batcher *Batcher
+	batcher batcher
 	// shortSince is when each gang that a plan left out for being short of its minCount was
 	// first found so; reconcile's own (giveBackShortGangs).
 	shortSince map[planner.Gang]time.Time
@@ -83,7 +91,7 @@ type Provisioner struct {
 	// again and launches their capacity twice.
 	created map[string]createdClaim
 	// checker is the simulator nominations and stranded pods are weighed with, as the scheduler
-	// weighs them (see schedulerView); the planner owns another, so the two never wait on each other.
+	// weighs them (see schedulerview.View); the planner owns another, so the two never wait on each other.
 	checker *simulation.Simulator
 	// checking serialises the questions asked of checker.
 	checking sync.Mutex
@@ -146,7 +154,7 @@ func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
 }
 
 // Run plans after every batch until ctx ends. checker is a simulator of the scheduler's profile
-// other than the planner's, for questions asked beside planning (see schedulerView).
+// other than the planner's, for questions asked beside planning (see schedulerview.View).
 func (p *Provisioner) Run(ctx context.Context, pl *planner.Planner, checker *simulation.Simulator) {
 	logger := klog.FromContext(ctx).WithName("provisioner")
 	ctx = klog.NewContext(ctx, logger)

@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/provision/schedulerview"
 )
 
 // A plan that puts a pod where the scheduler will not take it launches a node for nothing, and
@@ -180,17 +181,17 @@ func (p *Provisioner) tellRefused(ctx context.Context, tripped []*corev1.Pod, no
 		r.refusedOn = nil
 	}
 	p.mu.Unlock()
-	var view *schedulerView
+	var view *schedulerview.View
 	if sim != nil {
 		p.checking.Lock()
 		defer p.checking.Unlock()
-		view = newSchedulerView(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
+		view = schedulerview.New(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
 	}
 	for i, pod := range tripped {
 		last := what[i].on[len(what[i].on)-1]
 		answer := "unknown"
 		if view != nil {
-			switch status := view.admits(ctx, view.preFilter(ctx, pod), pod, last); {
+			switch status := view.Admits(ctx, view.PreFilter(ctx, pod), pod, last); {
 			case status == nil:
 				answer = "they accept it now"
 			case status.Plugin() == "":

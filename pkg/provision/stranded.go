@@ -15,6 +15,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/controller"
 	"github.com/tailor-sh/tailor/pkg/metrics"
+	"github.com/tailor-sh/tailor/pkg/provision/schedulerview"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -246,9 +247,9 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 	p.mu.Unlock()
 	if sim != nil {
 		p.checking.Lock()
-		view := newSchedulerView(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
+		view := schedulerview.New(sim, nodes, pods, claims, assumed, p.opts.SchedulerName)
 		for i, s := range found {
-			if status := view.admits(ctx, view.preFilter(ctx, s.pod), s.pod, s.node); status != nil {
+			if status := view.Admits(ctx, view.PreFilter(ctx, s.pod), s.pod, s.node); status != nil {
 				answers[i] = fmt.Sprintf("%s: %s", status.Plugin(), status.Message())
 			} else {
 				answers[i] = "they accept it (the scheduler has not tried it since)"

@@ -1,4 +1,4 @@
-package provision
+package batch
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func TestBatcherClosesOnIdleAndMax(t *testing.T) {
 				}
 			}
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-			b := NewBatcher(clk, 30*time.Millisecond, 100*time.Millisecond)
+			b := New(clk, 30*time.Millisecond, 100*time.Millisecond)
 			done := make(chan bool, 1)
 			b.Trigger()
 			go func() { done <- b.Wait(context.Background()) }()
@@ -73,7 +73,7 @@ func TestBatcherClosesOnIdleAndMax(t *testing.T) {
 
 func TestANudgeOpensABatchButNeverAnother(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := NewBatcher(clk, 30*time.Millisecond, time.Second)
+	b := New(clk, 30*time.Millisecond, time.Second)
 	b.Nudge()
 	done := make(chan bool, 1)
 	go func() { done <- b.Wait(context.Background()) }()
@@ -106,7 +106,7 @@ func TestANudgeOpensABatchButNeverAnother(t *testing.T) {
 
 func TestBatcherStopsWithContext(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := NewBatcher(clk, time.Second, time.Minute)
+	b := New(clk, time.Second, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if b.Wait(ctx) {

@@ -1,4 +1,4 @@
-package provision
+package batch
 
 import (
 	"context"
@@ -23,8 +23,8 @@ type Batcher struct {
 	nudge   chan struct{}
 }
 
-// NewBatcher returns a Batcher with the given windows.
-func NewBatcher(clk clock.Clock, idle, maxWait time.Duration) *Batcher {
+// New returns a Batcher with the given windows.
+func New(clk clock.Clock, idle, maxWait time.Duration) *Batcher {
 	return &Batcher{clock: clk, idle: idle, max: maxWait, trigger: make(chan struct{}, 1), nudge: make(chan struct{}, 1)}
 }
 

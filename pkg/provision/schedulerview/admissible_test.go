@@ -1,4 +1,4 @@
-package provision
+package schedulerview
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func zoneSpread(maxSkew int32) podOpt {
 // deadlock the sandbox met); admissible nominates the one per node that it takes, and all of
 // them when maxSkew leaves room for three.
 func TestAdmissibleNominationsAreTakenByTheScheduler(t *testing.T) {
-	testPlanner(t) // builds the shared simulator
+	sim := testSimulator(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		maxSkew  int32
@@ -50,34 +50,34 @@ func TestAdmissibleNominationsAreTakenByTheScheduler(t *testing.T) {
 		t.Run(fmt.Sprintf("maxSkew=%d", tc.maxSkew), func(t *testing.T) {
 			nodes := zoneNodes()
 			var pending []*corev1.Pod
-			var wanted []wantedNomination
+			var wanted []Nomination
 			for i := range 9 {
 				p := newPod(fmt.Sprintf("spread-%d", i), "500m", "512Mi", zoneSpread(tc.maxSkew))
 				p.Status.NominatedNodeName = nodes[i%3].Name
 				pending = append(pending, p)
-				wanted = append(wanted, wantedNomination{pod: p, node: p.Status.NominatedNodeName})
+				wanted = append(wanted, Nomination{Pod: p, Node: p.Status.NominatedNodeName})
 			}
-			all := newSchedulerView(sim, nodes, pending, nil, nil, "tailor")
+			all := New(sim, nodes, pending, nil, nil, "tailor")
 			refused := 0
 			for _, w := range wanted {
-				if all.admits(ctx, all.preFilter(ctx, w.pod), w.pod, w.node) != nil {
+				if all.Admits(ctx, all.PreFilter(ctx, w.Pod), w.Pod, w.Node) != nil {
 					refused++
 				}
 			}
 			if tc.maxSkew == 1 && refused != 9 {
 				t.Fatalf("with every pod nominated, the scheduler refuses %d of 9 on their nodes; the deadlock needs all 9", refused)
 			}
-			view := newSchedulerView(sim, nodes, pending, nil, nil, "tailor")
-			admitted := admissible(ctx, view, wanted)
+			view := New(sim, nodes, pending, nil, nil, "tailor")
+			admitted := Admissible(ctx, view, wanted)
 			if len(admitted) != tc.admitted {
 				t.Fatalf("admitted %d nominations, want %d", len(admitted), tc.admitted)
 			}
 			perNode := map[string]int{}
 			for _, w := range wanted {
-				if admitted[w.pod.UID] {
-					perNode[w.node]++
-					if status := view.admits(ctx, view.preFilter(ctx, w.pod), w.pod, w.node); status != nil {
-						t.Errorf("pod %s admitted to %s, but the scheduler refuses it there beside the others: %v", w.pod.Name, w.node, status)
+				if admitted[w.Pod.UID] {
+					perNode[w.Node]++
+					if status := view.Admits(ctx, view.PreFilter(ctx, w.Pod), w.Pod, w.Node); status != nil {
+						t.Errorf("pod %s admitted to %s, but the scheduler refuses it there beside the others: %v", w.Pod.Name, w.Node, status)
 					}
 				}
 			}
@@ -92,7 +92,7 @@ func TestAdmissibleNominationsAreTakenByTheScheduler(t *testing.T) {
 // a higher-priority nomination of the scheduler's leaves it no room, and the pod of higher
 // priority among the wanted is nominated first.
 func TestAdmissibleHonoursRoomKeptForOthers(t *testing.T) {
-	testPlanner(t)
+	sim := testSimulator(t)
 	ctx := context.Background()
 	nodes := zoneNodes()[:1]
 	theirs := newPod("preemptor", "1500m", "1Gi")
@@ -101,13 +101,13 @@ func TestAdmissibleHonoursRoomKeptForOthers(t *testing.T) {
 	high := newPod("high", "1", "1Gi")
 	high.Spec.Priority = ptrTo(int32(100))
 	theirs.Spec.Priority = ptrTo(int32(1000))
-	view := newSchedulerView(sim, nodes, []*corev1.Pod{theirs, low, high}, nil, nil, "tailor")
-	got := admissible(ctx, view, []wantedNomination{{low, nodes[0].Name}, {high, nodes[0].Name}})
+	view := New(sim, nodes, []*corev1.Pod{theirs, low, high}, nil, nil, "tailor")
+	got := Admissible(ctx, view, []Nomination{{low, nodes[0].Name}, {high, nodes[0].Name}})
 	if len(got) != 0 {
 		t.Fatalf("admitted %v beside a nomination that leaves no room", got)
 	}
-	view = newSchedulerView(sim, nodes, []*corev1.Pod{low, high}, nil, nil, "tailor")
-	got = admissible(ctx, view, []wantedNomination{{low, nodes[0].Name}, {high, nodes[0].Name}})
+	view = New(sim, nodes, []*corev1.Pod{low, high}, nil, nil, "tailor")
+	got = Admissible(ctx, view, []Nomination{{low, nodes[0].Name}, {high, nodes[0].Name}})
 	if want := map[types.UID]bool{high.UID: true}; len(got) != 1 || !got[high.UID] {
 		t.Fatalf("admitted %v, want %v: only one of two 1-cpu pods fits, and the higher priority goes first", got, want)
 	}
@@ -120,7 +120,7 @@ func ptrTo[T any](v T) *T { return &v }
 // the node honours a moment later. Once the claim initialized, the Node is what the scheduler
 // sees, and what admissible asks.
 func TestAdmissibleWeighsALaunchingNodeAsItsClaim(t *testing.T) {
-	testPlanner(t)
+	sim := testSimulator(t)
 	ctx := context.Background()
 	node := zoneNodes()[0] // registered without the pool's label
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pool-abc", Labels: map[string]string{"team": "a",
@@ -129,14 +129,14 @@ func TestAdmissibleWeighsALaunchingNodeAsItsClaim(t *testing.T) {
 	claim.Status.NodeName, claim.Status.ProviderID, claim.Status.Allocatable = node.Name, node.Spec.ProviderID, node.Status.Allocatable
 	selecting := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} }
 	pods := []*corev1.Pod{newPod("a", "500m", "512Mi", selecting), newPod("b", "500m", "512Mi", selecting)}
-	wanted := []wantedNomination{{pods[0], node.Name}, {pods[1], node.Name}}
+	wanted := []Nomination{{pods[0], node.Name}, {pods[1], node.Name}}
 
-	got := admissible(ctx, newSchedulerView(sim, []*corev1.Node{node}, pods, []*karpv1.NodeClaim{claim}, nil, "tailor"), wanted)
+	got := Admissible(ctx, New(sim, []*corev1.Node{node}, pods, []*karpv1.NodeClaim{claim}, nil, "tailor"), wanted)
 	if len(got) != 2 {
 		t.Fatalf("launching node: admitted %d of 2 pods; its claim carries the label they select", len(got))
 	}
 	claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "", "", time.Now())
-	got = admissible(ctx, newSchedulerView(sim, []*corev1.Node{node}, pods, []*karpv1.NodeClaim{claim}, nil, "tailor"), wanted)
+	got = Admissible(ctx, New(sim, []*corev1.Node{node}, pods, []*karpv1.NodeClaim{claim}, nil, "tailor"), wanted)
 	if len(got) != 0 {
 		t.Fatalf("initialized node without the label: admitted %d pods; the scheduler refuses them there", len(got))
 	}

@@ -1,4 +1,4 @@
-package provision
+package schedulerview
 
 import (
 	"context"
@@ -15,14 +15,14 @@ import (
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
-// schedulerView is the cluster as the scheduler will weigh a pending pod once the nodes being
+// View is the cluster as the scheduler will weigh a pending pod once the nodes being
 // launched come up: every node, and a stand-in under its future name for every launching
 // NodeClaim, holding only the pods bound or assumed there; and the pods nominated to them. A plan
 // counts its pods on their claims as if they had bound; the scheduler does not. It keeps their room
 // only for the pods nominated there, and then counts those pods on that node alone, in its first
 // Filter pass, while pods nominated to other nodes count nowhere. Nominations must be written
 // with that in mind, or pods end up refused beside the capacity launched for them.
-type schedulerView struct {
+type View struct {
 	sim      *simulation.Simulator
 	snapshot *schedcache.Snapshot
 	// nominated maps node names to the pods nominated there, and nominatedTo pods to their node.
@@ -30,7 +30,7 @@ type schedulerView struct {
 	nominatedTo map[types.UID]string
 }
 
-// newSchedulerView reads the view from the informers' lists and the scheduler's assumed pods.
+// New reads the view from the informers' lists and the scheduler's assumed pods.
 // pending are the pods of Tailor's scheduler not yet bound; the nominations among them start the
 // view's nominations.
 //
@@ -38,8 +38,8 @@ type schedulerView struct {
 // registered: until registration has synced the claim's labels and taints onto it, the Node may
 // lack a label its planned pods select, and a refusal read from it would clear nominations the
 // node will honour a moment later, letting other pods take the room kept for them.
-func newSchedulerView(sim *simulation.Simulator, nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim,
-	assumed map[types.UID]string, schedulerName string) *schedulerView {
+func New(sim *simulation.Simulator, nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim,
+	assumed map[types.UID]string, schedulerName string) *View {
 	var placed []*corev1.Pod
 	for _, p := range pods {
 		if p.Spec.NodeName != "" || assumed[p.UID] != "" {
@@ -48,20 +48,20 @@ func newSchedulerView(sim *simulation.Simulator, nodes []*corev1.Node, pods []*c
 	}
 	c := &planner.Cluster{Nodes: initializedNodes(nodes, claims), Pods: placed, Claims: claims, Assumed: assumed}
 	v := c.View(nil)
-	sv := &schedulerView{sim: sim, snapshot: schedcache.NewSnapshot(v.Pods, v.Nodes),
+	sv := &View{sim: sim, snapshot: schedcache.NewSnapshot(v.Pods, v.Nodes),
 		nominated: map[string][]fwk.PodInfo{}, nominatedTo: map[types.UID]string{}}
 	for _, p := range pods {
 		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.NominatedNodeName != "" &&
 			p.Spec.SchedulerName == schedulerName && assumed[p.UID] == "" {
-			sv.nominate(p, p.Status.NominatedNodeName)
+			sv.Nominate(p, p.Status.NominatedNodeName)
 		}
 	}
 	return sv
 }
 
-// nominate counts pod as nominated to node from now on, in place of any earlier nomination.
-func (v *schedulerView) nominate(pod *corev1.Pod, node string) {
-	v.unnominate(pod)
+// Nominate counts pod as nominated to node from now on, in place of any earlier nomination.
+func (v *View) Nominate(pod *corev1.Pod, node string) {
+	v.Unnominate(pod)
 	info, err := framework.NewPodInfo(pod)
 	if err != nil {
 		return // a pod whose affinity cannot be parsed is refused by the scheduler anyway
@@ -70,8 +70,8 @@ func (v *schedulerView) nominate(pod *corev1.Pod, node string) {
 	v.nominatedTo[pod.UID] = node
 }
 
-// unnominate counts pod as nominated nowhere.
-func (v *schedulerView) unnominate(pod *corev1.Pod) {
+// Unnominate counts pod as nominated nowhere.
+func (v *View) Unnominate(pod *corev1.Pod) {
 	node, ok := v.nominatedTo[pod.UID]
 	if !ok {
 		return
@@ -86,24 +86,26 @@ func (v *schedulerView) unnominate(pod *corev1.Pod) {
 	}
 }
 
-// preFilter runs PreFilter for pod over the view; the state does not depend on nominations, so
-// one serves every node and every set of nominations the pod is weighed against.
-type preFiltered struct {
+// PreFiltered is what the scheduler's PreFilter plugins answered for a pod over the view; the
+// state does not depend on nominations, so one serves every node and every set of nominations
+// the pod is weighed against.
+type PreFiltered struct {
 	state  fwk.CycleState
 	result *fwk.PreFilterResult
 	status *fwk.Status
 }
 
-func (v *schedulerView) preFilter(ctx context.Context, pod *corev1.Pod) preFiltered {
+// PreFilter runs the scheduler's PreFilter plugins for pod over the view.
+func (v *View) PreFilter(ctx context.Context, pod *corev1.Pod) PreFiltered {
 	v.sim.Use(v.snapshot)
 	state, res, status := v.sim.PreFilter(ctx, pod)
-	return preFiltered{state: state, result: res, status: status}
+	return PreFiltered{state: state, result: res, status: status}
 }
 
-// admits asks the scheduler's Filter plugins, as the scheduler asks them in its own cycle (see
+// Admits asks the scheduler's Filter plugins, as the scheduler asks them in its own cycle (see
 // simulation.FilterWithNominated), whether pod may bind to node now, with the view's nominations.
 // A nil status means yes; otherwise the status says why not, in the plugins' words.
-func (v *schedulerView) admits(ctx context.Context, pre preFiltered, pod *corev1.Pod, node string) *fwk.Status {
+func (v *View) Admits(ctx context.Context, pre PreFiltered, pod *corev1.Pod, node string) *fwk.Status {
 	if pre.status != nil {
 		return pre.status
 	}
