@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
@@ -34,21 +32,8 @@ var (
 func testPlanner(tb testing.TB) *planner.Planner {
 	tb.Helper()
 	simOnce.Do(func() {
-		ctx := context.Background() // lives as long as the test binary
-		client := kubefake.NewClientset()
-		factory := informers.NewSharedInformerFactory(client, 0)
-		profile, err := simulation.DefaultProfile("tailor")
-		if err != nil {
-			simErr = err
-			return
-		}
-		sim, simErr = simulation.New(ctx, profile, simulation.Deps{Client: client, InformerFactory: factory})
-		factory.Start(ctx.Done())
-		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-			if !ok && simErr == nil {
-				simErr = fmt.Errorf("informer for %v did not sync", typ)
-			}
-		}
+		// The simulator's informers live as long as the test binary.
+		sim, simErr = simulation.NewOffline(context.Background(), "tailor")
 	})
 	if simErr != nil {
 		tb.Fatalf("building the offline simulator: %v", simErr)

@@ -2,7 +2,6 @@ package schedulerview
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 
@@ -10,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
@@ -27,21 +24,8 @@ var (
 func testSimulator(tb testing.TB) *simulation.Simulator {
 	tb.Helper()
 	simOnce.Do(func() {
-		ctx := context.Background() // lives as long as the test binary
-		client := kubefake.NewClientset()
-		factory := informers.NewSharedInformerFactory(client, 0)
-		profile, err := simulation.DefaultProfile("tailor")
-		if err != nil {
-			simErr = err
-			return
-		}
-		shared, simErr = simulation.New(ctx, profile, simulation.Deps{Client: client, InformerFactory: factory})
-		factory.Start(ctx.Done())
-		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-			if !ok && simErr == nil {
-				simErr = fmt.Errorf("informer for %v did not sync", typ)
-			}
-		}
+		// The simulator's informers live as long as the test binary.
+		shared, simErr = simulation.NewOffline(context.Background(), "tailor")
 	})
 	if simErr != nil {
 		tb.Fatalf("building the offline simulator: %v", simErr)
