@@ -20,6 +20,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/provision/bound"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // The workload of Karpenter's scheduling benchmark (scheduling_benchmark_test.go): five equal
@@ -216,6 +217,13 @@ func benchmarkPlan(b *testing.B, catalog []*cloud.InstanceType, pending []*corev
 		b.ReportMetric(price/lower, "price/bound")
 	}
 	b.ReportMetric(float64(len(plan.Unplaceable)), "unplaced")
+	// Pods of one spec share the plan's PreFilter states and groups, so pods per spec says how
+	// much of that sharing a workload allows.
+	specs := map[string]bool{}
+	for _, p := range pending {
+		specs[podkeys.SpecKey(p)] = true
+	}
+	b.ReportMetric(float64(len(pending))/float64(len(specs)), "pods/spec")
 	if len(plan.Unplaceable) > 0 {
 		reportFollowUps(b, pl, pool, pending, plan)
 	}
