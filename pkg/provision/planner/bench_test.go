@@ -20,6 +20,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/provision/bound"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/clusterview"
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodeclaim"
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // The workload of Karpenter's scheduling benchmark (scheduling_benchmark_test.go): five equal
@@ -148,12 +149,15 @@ func ec2Catalog() []*cloud.InstanceType {
 // fleet (issue 35): 2,000 to 20,000 pods, and 50,000 with TAILOR_PLAN_50K=1 (one plan of 50,000
 // took 89 CPU-s and 7 minutes on the shared machine, too long for every make bench).
 // catalog=upstream/mix=upstream is Karpenter's own benchmark input (upstream_bench_test.go), to
-// compare with its figures.
+// compare with its figures; mix=upstream-literal is the same with every pod a spec of its own,
+// as Karpenter's helper makes them.
 func BenchmarkPlan(b *testing.B) {
 	mixes := map[string]func(n int) []*corev1.Pod{
 		"diverse":  func(n int) []*corev1.Pod { return benchPods(n, benchClasses...) },
 		"generic":  func(n int) []*corev1.Pod { return benchPods(n, classGeneric) },
 		"upstream": upstreamPods,
+		// Karpenter's input to the letter, where no two pods share a spec (upstream_bench_test.go).
+		"upstream-literal": upstreamLiteralPods,
 	}
 	fleet := []int{100, 500, 2000, 5000, 10000, 20000}
 	if os.Getenv("TAILOR_PLAN_50K") == "1" {
@@ -166,8 +170,9 @@ func BenchmarkPlan(b *testing.B) {
 		sizes []int
 		mixes []string
 	}{
-		{"karpenter", karpenterCatalog, fleet, []string{"diverse", "generic"}},              // 400 types, 1,200 offerings
-		{"upstream", upstreamCatalog, []int{2000, 5000, 20000}, []string{"upstream"}},       // 400 types, 2,000 offerings
+		{"karpenter", karpenterCatalog, fleet, []string{"diverse", "generic"}},        // 400 types, 1,200 offerings
+		{"upstream", upstreamCatalog, []int{2000, 5000, 20000}, []string{"upstream"}}, // 400 types, 2,000 offerings
+		{"upstream", upstreamCatalog, []int{2000, 5000}, []string{"upstream-literal"}},
 		{"fake", fake.Catalog, []int{100, 500, 2000, 5000}, []string{"diverse", "generic"}}, // 407 types, 2,442 offerings
 		{"ec2", ec2Catalog, []int{100, 500, 2000}, []string{"diverse", "generic"}},          // us-west-2 of the EC2 snapshot: 1,345 types, 8,070 offerings
 	}
@@ -212,6 +217,13 @@ func benchmarkPlan(b *testing.B, catalog []*cloud.InstanceType, pending []*corev
 		b.ReportMetric(price/lower, "price/bound")
 	}
 	b.ReportMetric(float64(len(plan.Unplaceable)), "unplaced")
+	// Pods of one spec share the plan's PreFilter states and groups, so pods per spec says how
+	// much of that sharing a workload allows.
+	specs := map[string]bool{}
+	for _, p := range pending {
+		specs[podkeys.SpecKey(p)] = true
+	}
+	b.ReportMetric(float64(len(pending))/float64(len(specs)), "pods/spec")
 	if len(plan.Unplaceable) > 0 {
 		reportFollowUps(b, pl, pool, pending, plan)
 	}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +73,10 @@ func upstreamCatalog() []*cloud.InstanceType {
 	return out
 }
 
+// upstreamDiscoveryLabel is the label Karpenter's test helpers put on every object they make
+// (for cleanup); no selector of the benchmark reads it.
+const upstreamDiscoveryLabel = "testing/cluster"
+
 // upstreamPods is the workload of Karpenter's benchmark for n pods: a fifth each of generic pods,
 // zone spread, hostname spread, zone self-affinity and hostname anti-affinity, in that order, the
 // rest generic. Every draw comes from one generator seeded with 42, in the order the benchmark
@@ -81,23 +86,41 @@ func upstreamCatalog() []*cloud.InstanceType {
 // form seven groups by their my-affininity value (spelt as upstream); the anti-affinity pods all
 // repel one another. Karpenter's generator is shared by every benchmark in its process, so its
 // figures are for this draw when the benchmark runs first; here every workload starts at 42.
-func upstreamPods(n int) []*corev1.Pod {
+//
+// Karpenter's helper also names each pod's container at random, so no two of its pods have the
+// same spec. That changes no scheduling answer, but Tailor keeps PreFilter states and groups by
+// spec, so upstreamLiteralPods does the same and measures the planner without that sharing;
+// upstreamPods names every container "app", as a Deployment's replicas are.
+func upstreamPods(n int) []*corev1.Pod { return upstreamWorkload(n, false) }
+
+// upstreamLiteralPods is upstreamPods with a container name of its own for every pod.
+func upstreamLiteralPods(n int) []*corev1.Pod { return upstreamWorkload(n, true) }
+
+func upstreamWorkload(n int, literal bool) []*corev1.Pod {
 	r := rand.New(rand.NewSource(42))
 	values := []string{"a", "b", "c", "d", "e", "f", "g"}
 	cpus := []string{"100m", "250m", "500m", "1000m", "1500m"}
 	mems := []string{"100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi"}
 	value := func() string { return values[r.Intn(len(values))] }
 	out := make([]*corev1.Pod, 0, n)
-	add := func(class string, labels map[string]string, shape func(*corev1.Pod)) {
+	// add makes the pod after its labels (and selector) were drawn; the labels of the pod are a
+	// copy, so that a selector built from the same map does not select the discovery label.
+	add := func(class string, selected map[string]string, shape func(*corev1.Pod)) {
 		name := fmt.Sprintf("%s-%05d", class, len(out))
+		labels := map[string]string{upstreamDiscoveryLabel: "unspecified"}
+		maps.Copy(labels, selected)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Labels: labels},
 			Spec: corev1.PodSpec{SchedulerName: "tailor"}}
 		if shape != nil {
 			shape(pod)
 		}
+		container := "app"
+		if literal {
+			container = fmt.Sprintf("app-%05d", len(out))
+		}
 		cpu := cpus[r.Intn(len(cpus))]
 		mem := mems[r.Intn(len(mems))]
-		pod.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		pod.Spec.Containers = []corev1.Container{{Name: container, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}
 		out = append(out, pod)
 	}
