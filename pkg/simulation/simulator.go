@@ -59,6 +59,10 @@ type Simulator struct {
 	dra          *dra.Manager
 	claims       framework.Framework
 	devicesApart framework.Framework
+	// uncounted runs every PreFilter plugin but the counting ones, and counted are the counting
+	// plugins the profile runs at PreFilter (PreFilterLike).
+	uncounted framework.Framework
+	counted   sets.Set[string]
 }
 
 // Deps are what the simulation framework's plugins read besides the snapshot. Inside the
@@ -244,6 +248,9 @@ func (s *Simulator) buildFrameworks(ctx context.Context, schedulerName string, o
 		if s.affinity, err = build(onlyPlugin(p, names.InterPodAffinity)); err != nil {
 			return err
 		}
+	}
+	if err := s.buildUncounted(build); err != nil {
+		return err
 	}
 	return nil
 }

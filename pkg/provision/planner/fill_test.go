@@ -3,9 +3,11 @@ package planner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailor-sh/tailor/pkg/provision/bound"
 )
@@ -58,4 +60,56 @@ func TestClaimsWithRoomFillFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAlonePerHostSkipsTheClaimsOfItsKind: a replica whose required anti-affinity selects its
+// own kind by hostname is weighed only on the claims without its kind; a term that lets a
+// replica share a node with its kind keeps the passes over them.
+func TestAlonePerHostSkipsTheClaimsOfItsKind(t *testing.T) {
+	term := func(edit func(*corev1.PodAffinityTerm)) podOpt {
+		return func(p *corev1.Pod) {
+			awayFrom("web")(p)
+			edit(&p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0])
+		}
+	}
+	cases := []struct {
+		name  string
+		opt   podOpt
+		alone bool
+	}{
+		{"own labels by hostname", term(func(*corev1.PodAffinityTerm) {}), true},
+		{"own labels, matchLabelKeys", term(func(t *corev1.PodAffinityTerm) { t.MatchLabelKeys = []string{"app"} }), true},
+		{"own labels, own namespace named", term(func(t *corev1.PodAffinityTerm) { t.Namespaces = []string{"default"} }), true},
+		{"own labels by zone", term(func(t *corev1.PodAffinityTerm) { t.TopologyKey = corev1.LabelTopologyZone }), false},
+		{"another app", term(func(t *corev1.PodAffinityTerm) { t.LabelSelector = selecting("db") }), false},
+		{"another namespace", term(func(t *corev1.PodAffinityTerm) { t.Namespaces = []string{"other"} }), false},
+		{"a namespace selector", term(func(t *corev1.PodAffinityTerm) { t.NamespaceSelector = &metav1.LabelSelector{} }), false},
+		{"mismatchLabelKeys", term(func(t *corev1.PodAffinityTerm) { t.MismatchLabelKeys = []string{"app"} }), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("p", "500m", "1Gi", labelled("web"), tc.opt)
+			passes, shy := passesFor(pod, nil)
+			if !shy {
+				t.Fatal("the pod repels pods of its kind, but is not weighed as shy")
+			}
+			kin := slices.ContainsFunc(passes, func(p fillPass) bool { return p.kin })
+			if got := alonePerHost(pod); got != tc.alone || kin == tc.alone {
+				t.Fatalf("alonePerHost %v and a pass over its kind %v, want alone %v", got, kin, tc.alone)
+			}
+		})
+	}
+	// Replicas that must be alone on their hosts, with pods they may join: one replica a claim,
+	// and the plan passes the real Filter.
+	var pending []*corev1.Pod
+	for i := range 12 {
+		pending = append(pending, newPod(fmt.Sprintf("web-%02d", i), "500m", "1Gi", labelled("web"), awayFrom("web")))
+		pending = append(pending, newPod(fmt.Sprintf("job-%02d", i), "250m", "512Mi", labelled("job")))
+	}
+	in := Input{Pending: pending, Pools: []Pool{newPool("default")}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	if len(plan.Unplaceable) > 0 || len(plan.Claims) != 12 {
+		t.Fatalf("%d claims and %d pods unplaced, want 12 claims and none", len(plan.Claims), len(plan.Unplaceable))
+	}
+	verifyPlan(t, sim, in, plan)
 }

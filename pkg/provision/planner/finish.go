@@ -103,7 +103,7 @@ func (p *planning) finish(ctx context.Context) {
 // beside the rest of the plan, and takes them off the claims' nodes (oc.info). specs are the
 // pods' spec keys; fresh makes a PreFilter state per pod rather than one per spec (see Planner.plan).
 func (pl *Planner) besideThePlan(ctx context.Context, snapshot *simulation.Snapshot, claims []*openClaim, defaultKeys []string, specs map[*corev1.Pod]string, fresh bool) map[types.UID]Unplaceable {
-	b := &beside{pl: pl, snapshot: snapshot, logger: klog.FromContext(ctx), states: map[string]*specState{}, fresh: fresh}
+	b := newBeside(ctx, pl, snapshot, fresh)
 	b.show(claims)
 	refused := map[types.UID]Unplaceable{}
 	left := map[*openClaim]int{}
@@ -149,8 +149,17 @@ type beside struct {
 	snapshot *simulation.Snapshot
 	logger   klog.Logger
 	states   map[string]*specState
+	// siblings are the states of states by counting key, and counting the counting key of each
+	// spec (like).
+	siblings map[string]*specState
+	counting map[string]string
 	// fresh shares no state between the pods of a spec.
 	fresh bool
+}
+
+func newBeside(ctx context.Context, pl *Planner, snapshot *simulation.Snapshot, fresh bool) *beside {
+	return &beside{pl: pl, snapshot: snapshot, logger: klog.FromContext(ctx), fresh: fresh,
+		states: map[string]*specState{}, siblings: map[string]*specState{}, counting: map[string]string{}}
 }
 
 // specState is the PreFilter state of pod with every pod in view, shared by its spec's pods when
@@ -174,6 +183,7 @@ func (b *beside) show(claims []*openClaim) {
 	}
 	b.pl.sim.Use(b.snapshot, infos...)
 	clear(b.states)
+	clear(b.siblings)
 }
 
 // refusedOn weighs pod on its claim without it, as the scheduler will, and returns the Filter's
@@ -197,6 +207,7 @@ func (b *beside) refusedOn(ctx context.Context, oc *openClaim, pod *corev1.Pod, 
 	// The pod is off its claim: every state that counted it counts it no more.
 	for spec, st := range b.states {
 		if st.status == nil && !b.pl.sim.RemovePod(ctx, st.state, st.pod, info, oc.info).IsSuccess() {
+			st.spoilt = true // a sibling no longer starts from it
 			delete(b.states, spec)
 		}
 	}
@@ -233,12 +244,42 @@ func (b *beside) stateOf(ctx context.Context, pod *corev1.Pod, spec string) *spe
 	if st := b.states[spec]; shared && st != nil && !st.spoilt {
 		return st
 	}
-	s, p, status := b.pl.sim.PreFilter(ctx, pod)
+	s, p, status, ok := b.like(ctx, pod, spec, shared)
+	if !ok {
+		s, p, status = b.pl.sim.PreFilter(ctx, pod)
+	}
 	st := &specState{pod: pod, state: s, pre: p, status: status, shared: shared}
 	if shared {
 		b.states[spec] = st
+		if status == nil {
+			b.siblings[b.countingKey(pod, spec)] = st
+		}
 	}
 	return st
+}
+
+// like is pod's state made from a sibling spec's (one that differs in resources at most, see
+// prefilter/like.go), which has every pod in view as pod's must: the walk over every pod of the
+// plan, once per spec, was most of what this check cost. ok is false when there is none.
+func (b *beside) like(ctx context.Context, pod *corev1.Pod, spec string, shared bool) (fwk.CycleState, *fwk.PreFilterResult, *fwk.Status, bool) {
+	if !shared {
+		return nil, nil, nil, false
+	}
+	sib := b.siblings[b.countingKey(pod, spec)]
+	if sib == nil || sib.spoilt {
+		return nil, nil, nil, false
+	}
+	return b.pl.sim.PreFilterLike(ctx, pod, sib.state)
+}
+
+// countingKey is the counting key of spec, whose pod is pod, computed once per spec.
+func (b *beside) countingKey(pod *corev1.Pod, spec string) string {
+	c, ok := b.counting[spec]
+	if !ok {
+		c = podkeys.CountingKey(pod)
+		b.counting[spec] = c
+	}
+	return c
 }
 
 // answer is the Filter's answer for pod on node (named name), which does not hold it, from st,

@@ -109,6 +109,8 @@ type Planner struct {
 	// reused is how many PreFilter states the last plan brought up to date rather than made
 	// anew; tests read it to know that a case exercises the kept states.
 	reused int
+	// derived is how many the last plan made from a sibling spec's state (prefilter/like.go).
+	derived int
 }
 
 // requestsOf returns the pod's requests, from the current plan's cache when it is pending.
@@ -153,7 +155,7 @@ func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
 	for _, pod := range packing.DestinedFirst(packing.FirstOf(packing.Order(in.Pending, p.ratio), in.First), in.Destined) {
 		p.place(ctx, pod)
 	}
-	pl.reused = p.pf.Reused
+	pl.reused, pl.derived = p.pf.Reused, p.pf.Derived
 	p.launching = append(p.launching, countedInFlight(p.nodeInfos, in.InFlight, in.Spared)...)
 	p.finish(ctx)
 	return p.plan

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
@@ -142,7 +141,7 @@ func (pl *Planner) sparingTheLaunching(ctx context.Context, snapshot *simulation
 	if len(kept) == 0 || len(launching) == 0 {
 		return nil
 	}
-	b := &beside{pl: pl, snapshot: snapshot, logger: klog.FromContext(ctx), states: map[string]*specState{}}
+	b := newBeside(ctx, pl, snapshot, false)
 	b.show(kept)
 	held := map[*openClaim]string{}
 	for _, l := range launching {

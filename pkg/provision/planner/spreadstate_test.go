@@ -71,3 +71,48 @@ func TestSpreadStateIsReadByReflection(t *testing.T) {
 		t.Fatalf("after findMinima, zone c, the emptiest, is refused: %s", status.Message())
 	}
 }
+
+// TestFindMinimaKeepsPathsThatCountNoPod: a mend whose critical paths are two domains still
+// empty keeps them (nothing counts fewer) and one whose paths took pods finds the emptiest again:
+// a spread over empty zones refuses a second pod in a zone while another is empty, and takes it
+// once every zone has one.
+func TestFindMinimaKeepsPathsThatCountNoPod(t *testing.T) {
+	testPlanner(t) // builds sim
+	nodes := []*corev1.Node{zonedNode("a1", fake.ZoneA, "4", "8Gi"), zonedNode("b1", fake.ZoneB, "4", "8Gi"), zonedNode("c1", fake.ZoneC, "4", "8Gi")}
+	sim.Use(schedcache.NewSnapshot(nil, nodes))
+	pod := newPod("next", "100m", "100Mi", labelled("web"), spread("web", corev1.LabelTopologyZone, 1, corev1.DoNotSchedule))
+	state, _, status := sim.PreFilter(context.Background(), pod)
+	if status != nil {
+		t.Fatal(status.Message())
+	}
+	s, ok := prefilter.SpreadStateOf(state)
+	if !ok {
+		t.Fatal("PodTopologySpread's PreFilter state is not the shape spreadstate.go reads")
+	}
+	infos := map[string]fwk.NodeInfo{}
+	for _, n := range nodes {
+		infos[n.Name] = framework.NewNodeInfo()
+		infos[n.Name].SetNode(n)
+	}
+	passes := func(node string) bool {
+		return sim.Filter(context.Background(), state, pod, infos[node]).IsSuccess()
+	}
+	for i, node := range []string{"a1", "b1", "c1"} {
+		added, err := framework.NewPodInfo(newPod(fmt.Sprintf("added-%d", i), "100m", "100Mi", labelled("web")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status := sim.AddPod(context.Background(), state, pod, added, infos[node]); !status.IsSuccess() {
+			t.Fatal(status.Message())
+		}
+		s.FindMinima()
+		if i < 2 && (passes(node) || !passes("c1")) {
+			t.Fatalf("after a pod in %s: %s passes %v, the empty zone c passes %v; want refused and passes", node, node, passes(node), passes("c1"))
+		}
+	}
+	for _, node := range []string{"a1", "b1", "c1"} {
+		if !passes(node) {
+			t.Fatalf("every zone holds one pod, and %s refuses the next: the minimum is stale", node)
+		}
+	}
+}

@@ -99,7 +99,29 @@ func GroupOf(p *corev1.Pod, spec string, defaultKeys []string) string {
 // placed, that is its spec, its labels and namespace, which other pods' affinity terms and spread
 // selectors select on, and its controller, whose selector PodTopologySpread's default constraints
 // take. "" when the pod cannot be keyed.
-func SpecKey(p *corev1.Pod) string {
+func SpecKey(p *corev1.Pod) string { return keyOf(p, p.Spec) }
+
+// CountingKey is SpecKey without what the pod requests: the pods it keys alike differ in their
+// resources at most, so the plugins that count pods across nodes (simulation.PreFilterLike)
+// answer them alike. "" when the pod cannot be keyed.
+func CountingKey(p *corev1.Pod) string {
+	spec := *p.Spec.DeepCopy()
+	spec.Resources, spec.Overhead = nil, nil
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			cs[i].Resources = corev1.ResourceRequirements{}
+		}
+	}
+	for i := range spec.EphemeralContainers {
+		spec.EphemeralContainers[i].Resources = corev1.ResourceRequirements{}
+	}
+	if key := keyOf(p, spec); key != "" {
+		return "counting/" + key
+	}
+	return ""
+}
+
+func keyOf(p *corev1.Pod, spec corev1.PodSpec) string {
 	var controller types.UID
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		controller = ref.UID
@@ -109,7 +131,7 @@ func SpecKey(p *corev1.Pod) string {
 		Labels     map[string]string `json:"l"`
 		Spec       corev1.PodSpec    `json:"s"`
 		Controller types.UID         `json:"c,omitempty"`
-	}{p.Namespace, p.Labels, p.Spec, controller})
+	}{p.Namespace, p.Labels, spec, controller})
 	if err != nil {
 		return ""
 	}

@@ -50,6 +50,12 @@ type States struct {
 	// instead of computed (for tests).
 	shared map[string]int
 	Reused int
+	// siblings and counting find, for a spec with no kept state, the kept state of another spec
+	// that differs from it in resource requests at most (like.go); Derived counts the states
+	// made from them instead of from the nodes (for tests).
+	siblings map[siblingKey]*keptState
+	counting map[preFilterKey]string
+	Derived  int
 }
 
 // placement is a pod put on node; or, when before is set, node's labels changed from before's
@@ -104,17 +110,27 @@ func (p *States) Run(ctx context.Context, pod *corev1.Pod, spec string, step int
 			return k.state, k.pre, nil
 		}
 		// current may have replayed part of the placements into it.
-		delete(p.kept, key)
+		p.forget(k)
 	}
-	state, pre, status := p.sim.PreFilter(ctx, pod)
-	if status != nil || spec == "" || p.kept == nil || p.shared[spec] < 2 || !Keepable(pod) {
+	keepable := spec != "" && p.kept != nil && Keepable(pod)
+	state, pre, status, ok := p.like(ctx, pod, key, keepable)
+	if !ok {
+		state, pre, status = p.sim.PreFilter(ctx, pod)
+	}
+	if status != nil || !keepable {
 		return state, pre, status
 	}
 	skipped := state.GetSkipFilterPlugins()
 	spread := !skipped.Has(names.PodTopologySpread)
 	if _, ok := SpreadStateOf(state); !spread || ok {
-		p.kept[key] = &keptState{state: state, pre: pre, at: len(p.placed),
+		k := &keptState{state: state, pre: pre, at: len(p.placed),
 			affinitySkipped: skipped.Has(names.InterPodAffinity), spread: spread}
+		// A spec no other pending pod shares is not kept for itself, but its siblings (like.go)
+		// may start from it.
+		if p.shared[spec] >= 2 {
+			p.kept[key] = k
+		}
+		p.sibling(ctx, pod, key, k)
 	}
 	return state, pre, status
 }

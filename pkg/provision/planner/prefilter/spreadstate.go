@@ -103,6 +103,9 @@ func (s spreadState) addDomains(added spreadState) bool {
 // does from scratch.
 func (s spreadState) FindMinima() {
 	for i, counts := range s.Counts {
+		if s.emptiest(i) {
+			continue
+		}
 		type path struct {
 			domain string
 			n      int
@@ -122,6 +125,25 @@ func (s spreadState) FindMinima() {
 			paths.Index(j).FieldByName("MatchNum").SetInt(int64(p.n))
 		}
 	}
+}
+
+// emptiest reports whether constraint i's critical paths are two domains that count no pod, as
+// the counts say: none can count fewer, so they are the two emptiest, whichever two they are
+// (the plugin's own PreFilter picks among equals in map order). Late in a plan of hostname spread
+// nearly every mend finds them so, and the scan over every domain, one per claim, was a cost
+// that grew with the claims for every pod (8 µs a pod at 20,000 pods of Karpenter's mix, 1 at
+// 2,000).
+func (s spreadState) emptiest(i int) bool {
+	paths := s.paths.Index(i).Elem()
+	var domains [2]string
+	for j := range 2 {
+		p := paths.Index(j)
+		domains[j] = p.FieldByName("TopologyValue").String()
+		if n, ok := s.Counts[i][domains[j]]; !ok || n != 0 || p.FieldByName("MatchNum").Int() != 0 {
+			return false
+		}
+	}
+	return domains[0] != domains[1]
 }
 
 // maxPaths is the count PodTopologySpread gives a critical path no domain has filled.
