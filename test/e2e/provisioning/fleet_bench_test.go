@@ -97,6 +97,9 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 		// benchmark is about what Tailor computes and asks of the API server at this size.
 		TailorArgs:      sandbox.QuickDisruptionArgs(),
 		SchedulerConfig: proxy.start,
+		// Thousands of pods to create and run: the controllers and kwok must keep up, so that
+		// the time from the last pod created to the last bound is Tailor's.
+		Throughput: sandbox.FleetThroughput(),
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
 			return fake.New(fake.Options{Clock: clk, ClusterName: "fleet", Joiner: &kubelet.Joiner{Client: kube}})
 		},
