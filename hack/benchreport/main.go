@@ -110,7 +110,18 @@ var figures = []figure{
 var perSize = []figure{
 	{"fleet at scale: scale-up to every pod Running (s)", fleet, "s-to-all-running", worst, "", 0},
 	{"fleet at scale: scale-up to the last pod bound (s); kwok runs them after", fleet, "s-to-all-bound", worst, "", 0},
-	{"fleet at scale: scale-down to the fleet consolidated (s)", fleet, "s-to-consolidated", worst, "", 0},
+	// Issue 35's targets for the sandbox at scale: the time after the last pod is created is
+	// Tailor's binding, and consolidation runs within the default budgets.
+	{"fleet at scale: last pod created to last pod bound (s)", fleet, "s-last-created-to-last-bound", worst, "<=", 60},
+	{"fleet at scale: a pod's creation to its binding, median (s)", fleet, "s-created-to-bound-p50", worst, "", 0},
+	{"fleet at scale: a pod's creation to its binding, 90th percentile (s)", fleet, "s-created-to-bound-p90", worst, "<=", 15},
+	{"fleet at scale: scale-down to the fleet consolidated (s)", fleet, "s-to-consolidated", worst, "<=", 300},
+	{"fleet at scale: of which no command in flight, deciding (s)", fleet, "s-consolidation-deciding", worst, "", 0},
+	{"fleet at scale: of which a node draining (s)", fleet, "s-consolidation-draining", worst, "", 0},
+	{"fleet at scale: of which nodes terminating only (s)", fleet, "s-consolidation-terminating", worst, "", 0},
+	{"fleet at scale: NodeClaim status writes per NodeClaim created", fleet, "status-writes/nodeclaim", worst, "", 0},
+	{"fleet at scale: writes of the NodeClaim itself per NodeClaim created", fleet, "writes/nodeclaim", worst, "", 0},
+	{"fleet at scale: Events per NodeClaim created (the pods' Nominated among them)", fleet, "events/nodeclaim", worst, "", 0},
 	{"fleet at scale: peak resident memory of the process, API server and etcd included (MB)", fleet, "peak-rss-MB", worst, "", 0},
 	{"fleet at scale: peak Go heap of the process (MB)", fleet, "peak-heap-MB", worst, "", 0},
 	{"fleet at scale: API requests per second of tailor-scheduler", fleet, "sched-req/s", worst, "", 0},

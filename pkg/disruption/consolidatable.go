@@ -157,7 +157,11 @@ func (c *Consolidatable) reconcile(ctx context.Context, name string) (time.Durat
 	status, reason, msg, requeue := consolidatable(pool, since, now)
 	out := claim.DeepCopy()
 	changed := out.SetCondition(karpv1.ConditionTypeConsolidatable, status, reason, msg, now)
-	if last.Sub(stored) >= lastPodEventWriteInterval || (status == metav1.ConditionTrue && last.After(stored)) {
+	// The exact time rides along with a write that happens anyway; alone it is written only when
+	// the stored one is lastPodEventWriteInterval stale. With consolidateAfter 0 (or long past) the
+	// condition stays True through every pod that binds or leaves, and writing each would be a
+	// status write per pod: the condition, not the time, is what disruption reads.
+	if last.Sub(stored) >= lastPodEventWriteInterval || (changed && last.After(stored)) {
 		out.Status.LastPodEventTime = metav1.NewTime(last)
 		changed = true
 	}

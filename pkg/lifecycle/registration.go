@@ -17,7 +17,10 @@ import (
 )
 
 // register adopts the Node that joined for the claim's instance: it syncs the claim's labels and
-// taints onto it and lifts karpenter.sh/unregistered, so pods may land.
+// taints onto it and lifts karpenter.sh/unregistered, so pods may land. A node is often Ready by
+// the time it registers: it is then initialized in the same pass, so that the Node is patched
+// once and the claim's status written once for both, as Karpenter's lifecycle writes what all its
+// steps found in one patch.
 func (c *Controller) register(ctx context.Context, claim *karpv1.NodeClaim) (time.Duration, error) {
 	node, err := c.nodeForClaim(claim)
 	if err != nil || node == nil {
@@ -36,6 +39,12 @@ func (c *Controller) register(ctx context.Context, claim *karpv1.NodeClaim) (tim
 		// From now on deleting the node drains it and terminates its instance first.
 		finalizers = append(slices.Clone(finalizers), karpv1.TerminationFinalizer)
 	}
+	// The lift of the unregistered taint and the claim's own taints leave the startup taints,
+	// readiness and resources alone: the node as it is answers for initialization.
+	initialized, _, recheck := c.initialization(claim, node)
+	if initialized {
+		labels[karpv1.NodeInitializedLabelKey] = "true"
+	}
 	if err := c.patchNode(ctx, node, labels, taints, finalizers); err != nil {
 		return 0, fmt.Errorf("registering Node %s for NodeClaim %s: %w", node.Name, claim.Name, err)
 	}
@@ -48,7 +57,11 @@ func (c *Controller) register(ctx context.Context, claim *karpv1.NodeClaim) (tim
 	}
 	c.metrics().Registered(updated)
 	klog.FromContext(ctx).Info("Registered NodeClaim", "nodeClaim", claim.Name, "node", node.Name)
-	return 0, nil
+	if initialized {
+		c.metrics().Initialized(updated)
+		klog.FromContext(ctx).Info("Initialized NodeClaim", "nodeClaim", claim.Name, "node", node.Name)
+	}
+	return recheck, nil
 }
 
 // initialize marks the claim Initialized once its node is Ready, its startup taints are gone and
@@ -58,11 +71,9 @@ func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (t
 	if err != nil || node == nil {
 		return 0, err
 	}
-	dra := draDevices{c.opts.DeviceClasses, c.opts.ResourceSlices}
-	if why := notInitialized(node, claim, dra); why != "" {
-		// No event of the node's tells when a driver publishes its devices: look again.
-		recheck := dra.recheck(claim)
-		if claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why, c.opts.Clock.Now()) {
+	initialized, changed, recheck := c.initialization(claim, node)
+	if !initialized {
+		if changed { // a new reason why not: say it
 			_, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 			return recheck, err
 		}
@@ -72,8 +83,6 @@ func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (t
 	if err := c.patchNode(ctx, node, labels, nil, nil); err != nil {
 		return 0, err
 	}
-	now := c.opts.Clock.Now()
-	claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", now)
 	updated, err := c.opts.NodeClaims.UpdateStatus(ctx, claim, metav1.UpdateOptions{})
 	if err != nil {
 		return 0, err
@@ -81,6 +90,22 @@ func (c *Controller) initialize(ctx context.Context, claim *karpv1.NodeClaim) (t
 	c.metrics().Initialized(updated)
 	klog.FromContext(ctx).Info("Initialized NodeClaim", "nodeClaim", claim.Name, "node", node.Name)
 	return 0, nil
+}
+
+// initialization sets the claim's Initialized condition from its node, in the claim only: True
+// once the node is initialized, else Unknown with why not, as Karpenter leaves it while a node
+// boots (Unknown, not False: a booting node has not failed, and neither Initialized nor Ready
+// writes an Event for it). It returns whether the node is initialized, whether the condition
+// changed, and when to look again if the node is not initialized.
+func (c *Controller) initialization(claim *karpv1.NodeClaim, node *corev1.Node) (initialized, changed bool, recheck time.Duration) {
+	dra := draDevices{c.opts.DeviceClasses, c.opts.ResourceSlices}
+	if why := notInitialized(node, claim, dra); why != "" {
+		changed = claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, "NotInitialized", why, c.opts.Clock.Now())
+		// No event of the node's tells when a driver publishes its devices: look again.
+		return false, changed, dra.recheck(claim)
+	}
+	changed = claim.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", c.opts.Clock.Now())
+	return true, changed, 0
 }
 
 func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim, dra draDevices) string {

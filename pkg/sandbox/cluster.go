@@ -69,6 +69,9 @@ type Options struct {
 	// NoScheduler starts everything but Tailor's scheduler: the caller runs Tailor itself, as
 	// a Helm release configures it (the chart's upgrade test), with Cluster.Cloud.
 	NoScheduler bool
+	// Throughput sets the client limits and parallelism of the workload controllers and kwok;
+	// unset, they suit a laptop (see FleetThroughput for a benchmark at scale).
+	Throughput Throughput
 }
 
 // Cluster is a running sandbox.
@@ -153,13 +156,17 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	if err := StartWorkloadControllers(ctx, components, componentKube); err != nil {
+	ctrlConfig, ctrlKube, kwokKube, err := opts.Throughput.clients(components, componentKube)
+	if err != nil {
+		return err
+	}
+	if err := StartWorkloadControllers(ctx, ctrlConfig, ctrlKube, opts.Throughput); err != nil {
 		return err
 	}
 	if err := StartVolumeControllers(ctx, componentKube); err != nil {
 		return err
 	}
-	if c.kubelets, err = StartKubelets(ctx, componentKube); err != nil {
+	if c.kubelets, err = startKubelets(ctx, kwokKube, opts.Throughput.kwokParallelism()); err != nil {
 		return err
 	}
 	StartStartupTaintAgent(ctx, componentKube, componentTailor)

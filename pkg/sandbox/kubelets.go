@@ -48,6 +48,11 @@ func (k *Kubelets) StageErrors() int64 { return k.log.Count() }
 // StartKubelets runs kwok's controller: nodes annotated as fake become Ready, their pods Running,
 // and pods being deleted go away, as a kubelet would make them.
 func StartKubelets(ctx context.Context, kube kubernetes.Interface) (*Kubelets, error) {
+	return startKubelets(ctx, kube, Throughput{}.kwokParallelism())
+}
+
+// startKubelets is StartKubelets with kwok playing parallelism stages of nodes, and of pods, at once.
+func startKubelets(ctx context.Context, kube kubernetes.Interface, parallelism uint) (*Kubelets, error) {
 	nodeInit, err := config.UnmarshalWithType[*internalversion.Stage](nodefast.DefaultNodeInit)
 	if err != nil {
 		return nil, fmt.Errorf("loading kwok's node stage: %w", err)
@@ -79,9 +84,9 @@ func StartKubelets(ctx context.Context, kube kubernetes.Interface) (*Kubelets, e
 		},
 		CIDR:                      "10.0.0.0/16",
 		NodeIP:                    "10.0.0.1",
-		NodePlayStageParallelism:  4,
-		PodPlayStageParallelism:   4,
-		PodsOnNodeSyncParallelism: 4,
+		NodePlayStageParallelism:  parallelism,
+		PodPlayStageParallelism:   parallelism,
+		PodsOnNodeSyncParallelism: parallelism,
 		FuncMap:                   memo.FuncMap(),
 	})
 	if err != nil {
@@ -112,8 +117,9 @@ func withJobRuntime(stage string) string {
 // disruption (PodDisruptionBudget status) and resourceclaim controllers, so workloads create pods,
 // PDBs allow evictions and pods get the ResourceClaims of their templates as they would in a
 // cluster with kube-controller-manager, and the controllers clean-up
-// relies on (see clusterControllers). Volumes are StartVolumeControllers'; Controllers lists all.
-func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) error {
+// relies on (see clusterControllers), each with t's workers. Volumes are StartVolumeControllers';
+// Controllers lists all.
+func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface, t Throughput) error {
 	// Without managed fields, as kube-controller-manager's informers hold objects: no controller
 	// reads them, and every copy a controller makes is smaller.
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithTransform(dropManagedFields))
@@ -121,7 +127,7 @@ func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubern
 	if err != nil {
 		return fmt.Errorf("creating the Deployment controller: %w", err)
 	}
-	rsc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube, replicaset.BurstReplicas)
+	rsc := replicaset.NewReplicaSetController(ctx, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), kube, t.replicaBurst())
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
 	scales, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(kube.Discovery()))
 	if err != nil {
@@ -152,12 +158,13 @@ func StartWorkloadControllers(ctx context.Context, cfg *rest.Config, kube kubern
 	}
 	factory.Start(ctx.Done())
 	cluster.run(ctx)
-	go dc.Run(ctx, 2)
-	go rsc.Run(ctx, 2)
-	go ssc.Run(ctx, 2)
-	go dsc.Run(ctx, 2)
-	go jc.Run(ctx, 2)
+	w := t.workers()
+	go dc.Run(ctx, w)
+	go rsc.Run(ctx, w)
+	go ssc.Run(ctx, w)
+	go dsc.Run(ctx, w)
+	go jc.Run(ctx, w)
 	go pdbc.Run(ctx)
-	go rcc.Run(ctx, 2)
+	go rcc.Run(ctx, w)
 	return nil
 }

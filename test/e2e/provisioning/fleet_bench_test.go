@@ -97,6 +97,9 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 		// benchmark is about what Tailor computes and asks of the API server at this size.
 		TailorArgs:      sandbox.QuickDisruptionArgs(),
 		SchedulerConfig: proxy.start,
+		// Thousands of pods to create and run: the controllers and kwok must keep up, so that
+		// the time from the last pod created to the last bound is Tailor's.
+		Throughput: sandbox.FleetThroughput(),
 		NewCloud: func(kube kubernetes.Interface) cloud.CloudProvider {
 			return fake.New(fake.Options{Clock: clk, ClusterName: "fleet", Joiner: &kubelet.Joiner{Client: kube}})
 		},
@@ -135,6 +138,13 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	reqAtPeak := proxy.total.Load()
 	say("%d pods Running after %.1f s, the last bound after %.1f s, on %d NodeClaims (%d requests from tailor-scheduler so far)",
 		pods, toRunning.Seconds(), toBound.Seconds(), claims.count(), reqAtPeak)
+	lat, err := measurePods(ctx, cluster)
+	if err != nil {
+		fatalf(b, "listing the pods: %v", err)
+	}
+	createdToBound := lat.lastBound.Sub(lat.lastCreated)
+	say("the last pod created %.0f s after the scale-up, the last bound %.0f s after that; creation to binding p50 %.0f s, p90 %.0f s (to the second)",
+		lat.lastCreated.Sub(began.Truncate(time.Second)).Seconds(), createdToBound.Seconds(), lat.p50.Seconds(), lat.p90.Seconds())
 
 	// The budget is watched from here: during the scale-up the new pods are not healthy yet, and
 	// the status says so without anything having been disrupted.
@@ -163,12 +173,27 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	}
 
 	total, bindings := proxy.total.Load(), proxy.get("POST pods/binding")
+	phases := claims.phases(scaledDown, scaledDown.Add(toConsolidated))
+	writes := proxy.perClaim()
 	say("consolidated %.1f s after the scale-down: %d NodeClaims for %d pods (%d needed at %d a node); peak %d", toConsolidated.Seconds(), claims.count(), down, ceilDiv(down, fleetPodsPerNode), fleetPodsPerNode, claims.peak())
+	say("consolidation: %.1f s with no command in flight (deciding), %.1f s with a node draining, %.1f s with nodes terminating only",
+		phases.deciding.Seconds(), phases.draining.Seconds(), phases.terminating.Seconds())
 	say("tailor-scheduler made %d requests in %.0f s (%d bindings); the most frequent: %s", total, elapsed.Seconds(), bindings, proxy.top(12))
+	say("tailor-scheduler's requests per second by verb and resource: %s", proxy.rates(elapsed))
+	say("per NodeClaim created: %.2f status writes, %.2f writes of the NodeClaim, %.2f Events", writes.status, writes.object, writes.events)
 	say("stranded or unused-node events: %s", tailorEvents(ctx, cluster))
 	b.ReportMetric(toRunning.Seconds(), "s-to-all-running")
 	b.ReportMetric(toBound.Seconds(), "s-to-all-bound")
+	b.ReportMetric(createdToBound.Seconds(), "s-last-created-to-last-bound")
+	b.ReportMetric(lat.p50.Seconds(), "s-created-to-bound-p50")
+	b.ReportMetric(lat.p90.Seconds(), "s-created-to-bound-p90")
 	b.ReportMetric(toConsolidated.Seconds(), "s-to-consolidated")
+	b.ReportMetric(phases.deciding.Seconds(), "s-consolidation-deciding")
+	b.ReportMetric(phases.draining.Seconds(), "s-consolidation-draining")
+	b.ReportMetric(phases.terminating.Seconds(), "s-consolidation-terminating")
+	b.ReportMetric(writes.status, "status-writes/nodeclaim")
+	b.ReportMetric(writes.object, "writes/nodeclaim")
+	b.ReportMetric(writes.events, "events/nodeclaim")
 	b.ReportMetric(float64(procStatusKB("VmHWM"))/1024, "peak-rss-MB")
 	b.ReportMetric(float64(heap.peak())/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "sched-req/s")

@@ -33,30 +33,52 @@ import (
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
-// claimWatch follows NodeClaims through an informer: how many exist, the most at once, and when
-// the count last changed.
+// claimWatch follows NodeClaims through an informer: how many exist, the most at once, when the
+// count last changed, and when each claim was seen chosen, drained and gone (see claimTimes).
 type claimWatch struct {
 	store     cache.Store
 	mu        sync.Mutex
 	n, max    int
 	changedAt time.Time
+	times     map[string]*claimTimes
 }
 
 func watchClaims(ctx context.Context, cluster *sandbox.Cluster) *claimWatch {
-	w := &claimWatch{changedAt: time.Now()}
+	w := &claimWatch{changedAt: time.Now(), times: map[string]*claimTimes{}}
 	factory := tailorinformers.NewSharedInformerFactory(cluster.Tailor, 0)
 	inf := factory.Karpenter().V1().NodeClaims().Informer()
 	w.store = inf.GetStore()
-	change := func(d int) {
+	// change counts d claims more and records what obj shows of the claim's removal.
+	change := func(obj any, d int) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		claim, ok := obj.(*karpv1.NodeClaim)
+		if !ok {
+			return
+		}
+		now := time.Now()
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.n += d
-		w.max = max(w.max, w.n)
-		w.changedAt = time.Now()
+		t := w.times[claim.Name]
+		if t == nil {
+			t = &claimTimes{}
+			w.times[claim.Name] = t
+		}
+		t.observe(claim, now)
+		if d < 0 {
+			t.gone = now
+		}
+		if d != 0 {
+			w.n += d
+			w.max = max(w.max, w.n)
+			w.changedAt = now
+		}
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { change(1) },
-		DeleteFunc: func(any) { change(-1) },
+		AddFunc:    func(o any) { change(o, 1) },
+		UpdateFunc: func(_, o any) { change(o, 0) },
+		DeleteFunc: func(o any) { change(o, -1) },
 	})
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
