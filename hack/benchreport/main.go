@@ -66,7 +66,9 @@ var (
 )
 
 const (
-	pass        = "DisruptionPass/finds-nothing/path="
+	pass        = "DisruptionPass/nodes=1000/finds-nothing/path="
+	pass5k      = "DisruptionPass/nodes=5000/"
+	probe5k     = "ConsolidationProbe/nodes=5000/path=fork"
 	plan        = "Plan/catalog=karpenter/pods="
 	upstream    = "Plan/catalog=upstream/pods="
 	throughput  = "SchedulingThroughput/workload="
@@ -77,6 +79,12 @@ const (
 var figures = []figure{
 	{"worst disruption pass (1,000 nodes, nothing can move), fork", pass + "fork", "s/pass", median, "<=", 5},
 	{"one consolidation probe, fork", pass + "fork", "ms/probe", median, "<=", 10},
+	// Issue 35 at 5,000 nodes and 50,000 pods: the worst pass (every node different, so every
+	// candidate is simulated) within 5 s, a probe within 5 ms.
+	{"worst disruption pass, 5,000 nodes, nothing can move, no two nodes alike", pass5k + "finds-nothing-distinct/path=fork", "s/pass", median, "<=", 5},
+	{"the same pass's CPU time (moves less than wall time on a shared machine)", pass5k + "finds-nothing-distinct/path=fork", "cpu-s/pass", median, "", 0},
+	{"disruption pass, 5,000 nodes, nothing can move, 12 shapes of node", pass5k + "finds-nothing/path=fork", "s/pass", median, "<=", 5},
+	{"one consolidation probe, 5,000 nodes", probe5k, "ms/probe", median, "<=", 5},
 	{"planner, Karpenter's mix at 5,000 pods", plan + "5000/mix=diverse", "pods/s", median, ">=", 3000},
 	{"planner, Karpenter's mix at 20,000 pods", plan + "20000/mix=diverse", "pods/s", median, "", 0},
 	{"price over the LP bound, Karpenter's mix at 20,000 pods", plan + "20000/mix=diverse", "price/bound", median, "<=", 1.10},
@@ -99,7 +107,9 @@ var figures = []figure{
 	{"planner, Karpenter's mix at 50,000 pods (TAILOR_PLAN_50K=1)", plan + "50000/mix=diverse", "pods/s", median, "", 0},
 	{"scheduler throughput with Tailor over vanilla, SchedulingBasic", throughput + "SchedulingBasic", "tailor/vanilla", geomean, ">=", 0.95},
 	{"scheduler throughput with Tailor over vanilla, spread and anti-affinity", throughput + "TopologySpreadAntiAffinity", "tailor/vanilla", geomean, ">=", 0.95},
-	{"resident memory with Tailor minus vanilla, 1,000 nodes and 10,000 pods (MB)", memoryBench, "rss-diff-MB", median, "<=", 100},
+	{"resident memory with Tailor minus vanilla, 1,000 nodes and 10,000 pods (MB)", memoryBench + "/nodes=1000", "rss-diff-MB", median, "<=", 100},
+	{"resident memory with Tailor minus vanilla, 5,000 nodes and 50,000 pods (MB)", memoryBench + "/nodes=5000", "rss-diff-MB", median, "<=", 150},
+	{"Go heap in use with Tailor minus vanilla, 5,000 nodes and 50,000 pods (MB)", memoryBench + "/nodes=5000", "heap-inuse-diff-MB", median, "", 0},
 	{"burst of 1,000 pods: last pod created to last NodeClaim created, every run", "Burst", "max-s-to-last-nodeclaim", worst, "<", 1},
 	{"burst of 1,000 pods: last pod created to every pod Running, every run", "Burst", "max-s-to-all-running", worst, "<", 10},
 }

@@ -14,17 +14,20 @@ import (
 func TestReportSummarisesAgainstTargets(t *testing.T) {
 	const out = `goos: linux
 pkg: github.com/tailor-sh/tailor/pkg/disruption
-BenchmarkDisruptionPass/finds-nothing/path=rebuild-2  1  63000000000 ns/op  63.0 s/pass
-BenchmarkDisruptionPass/finds-nothing/path=fork-2     1  4100000000 ns/op   4.1 s/pass  8.2 ms/probe
+BenchmarkDisruptionPass/nodes=1000/finds-nothing/path=rebuild-2  1  63000000000 ns/op  63.0 s/pass
+BenchmarkDisruptionPass/nodes=1000/finds-nothing/path=fork-2     1  4100000000 ns/op   4.1 s/pass  8.2 ms/probe
 a test's log line
-BenchmarkDisruptionPass/finds-nothing/path=fork-2     1  4300000000 ns/op   6.3 s/pass  8.6 ms/probe
-BenchmarkDisruptionPass/finds-nothing/path=fork-2     1  4300000000 ns/op   4.3 s/pass  9.6 ms/probe
+BenchmarkDisruptionPass/nodes=1000/finds-nothing/path=fork-2     1  4300000000 ns/op   6.3 s/pass  8.6 ms/probe
+BenchmarkDisruptionPass/nodes=1000/finds-nothing/path=fork-2     1  4300000000 ns/op   4.3 s/pass  9.6 ms/probe
+BenchmarkDisruptionPass/nodes=5000/finds-nothing-distinct/path=fork-2  1  6000000000 ns/op  6.0 s/pass  5.2 cpu-s/pass
+BenchmarkConsolidationProbe/nodes=5000/path=fork-2  200  1 ns/op  1.2 ms/probe
 BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  2.0 tailor/vanilla
 BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  0.5 tailor/vanilla
 BenchmarkBurst-2  1  1 ns/op  0.2 max-s-to-last-nodeclaim
 BenchmarkBurst-2  1  1 ns/op  1.5 max-s-to-last-nodeclaim
 BenchmarkFleetScale/pods=400-2  1  1 ns/op  50.0 s-to-all-running  0 pending-end  760 peak-rss-MB  12 s-created-to-bound-p90  320 s-to-consolidated
-BenchmarkSchedulerMemory-2  1  1 ns/op  90 rss-diff-MB
+BenchmarkSchedulerMemory/nodes=1000-2  1  1 ns/op  90 rss-diff-MB
+BenchmarkSchedulerMemory/nodes=5000-2  1  1 ns/op  160 rss-diff-MB
 BenchmarkPlan/catalog=upstream/pods=2000/mix=upstream-2  1  1 ns/op  1400 pods/s  1.29 price/bound  1.11 price/bound-all
 BenchmarkPlan/catalog=upstream/pods=20000/mix=upstream-2  1  1 ns/op  700 pods/s
 BenchmarkPlan/catalog=upstream/pods=5000/mix=upstream-2  1  1 ns/op  600 pods/s
@@ -53,6 +56,9 @@ BenchmarkPlan/catalog=karpenter/pods=20000/mix=diverse-2  1  1 ns/op  2100 pods/
 		"`FleetScale/pods=400` s-created-to-bound-p90 (max of 1) | 12 | ≤ 15 | met |",
 		"`FleetScale/pods=400` s-to-consolidated (max of 1) | 320 | ≤ 300 | **missed** |",
 		"rss-diff-MB (median of 1) | 90 | ≤ 100 | met |",
+		"`SchedulerMemory/nodes=5000` rss-diff-MB (median of 1) | 160 | ≤ 150 | **missed** |",
+		"`DisruptionPass/nodes=5000/finds-nothing-distinct/path=fork` s/pass (median of 1) | 6 | ≤ 5 | **missed** |",
+		"`ConsolidationProbe/nodes=5000/path=fork` ms/probe (median of 1) | 1.2 | ≤ 5 | met |",
 		"`Plan/catalog=upstream/pods=2000/mix=upstream` price/bound-all (median of 1) | 1.11 | ≤ 1.65 | met |",
 		"pods/s (medians) | 0.5 | ≥ 0.6 | **missed** |",
 		"`Plan/catalog=upstream/pods=5000/mix=upstream-literal` over `Plan/catalog=upstream/pods=5000/mix=upstream` pods/s (medians) | 0.3333 | — | — |",

@@ -42,8 +42,5 @@ func (s *Simulator) NoRoom(r Requests, ni fwk.NodeInfo) bool {
 	if !s.resourcesFiltered {
 		return false
 	}
-	alloc, used := ni.GetAllocatable(), ni.GetRequested()
-	return len(ni.GetPods())+1 > alloc.GetAllowedPodNumber() ||
-		(r.MilliCPU > 0 && r.MilliCPU > alloc.GetMilliCPU()-used.GetMilliCPU()) ||
-		(r.Memory > 0 && r.Memory > alloc.GetMemory()-used.GetMemory())
+	return !freeOn(ni).holds(r)
 }

@@ -372,13 +372,18 @@ type view struct {
 	snapshot fwk.SharedLister
 	planned  []fwk.NodeInfo
 	// all lists the snapshot's nodes and then the planned ones, built on first use: a PreFilter
-	// pass asks for it more than once.
+	// pass asks for it more than once. same, when set, is an earlier view of the same nodes,
+	// whose list this one answers with.
+	same *view
 	once sync.Once
 	all  []fwk.NodeInfo
 	err  error
 }
 
 func (v *view) list() ([]fwk.NodeInfo, error) {
+	if v.same != nil {
+		return v.same.list()
+	}
 	v.once.Do(func() {
 		base, err := v.snapshot.NodeInfos().List()
 		if err != nil || len(v.planned) == 0 {
@@ -390,8 +395,21 @@ func (v *view) list() ([]fwk.NodeInfo, error) {
 	return v.all, v.err
 }
 
+// Set shows the framework s's nodes and then the planned ones. A planner shows the same nodes
+// again and again, once per pod, and listing them copies every node of s: a view of a Snapshot
+// (whose list never changes; its nodes change in place) and the same planned nodes as the
+// current view's shares the current view's list instead.
 func (l *swappableLister) Set(s fwk.SharedLister, planned []fwk.NodeInfo) {
-	l.current.Store(&view{snapshot: s, planned: planned})
+	v := &view{snapshot: s, planned: planned}
+	if cur := l.current.Load(); cur != nil && len(planned) > 0 && cur.snapshot == s && slices.Equal(cur.planned, planned) {
+		if _, own := s.(*Snapshot); own {
+			v.same = cur
+			if cur.same != nil {
+				v.same = cur.same
+			}
+		}
+	}
+	l.current.Store(v)
 }
 
 func (l *swappableLister) NodeInfos() fwk.NodeInfoLister {
@@ -438,11 +456,31 @@ type nodeInfos struct {
 func (n nodeInfos) List() ([]fwk.NodeInfo, error) { return n.view.list() }
 
 func (n nodeInfos) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
-	return n.having(func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithAffinity()) > 0 })
+	if own, ok := n.base.(*snapshotNodes); ok {
+		base, _ := own.HavePodsWithAffinityList()
+		return n.withPlanned(base, hasAffinity), nil
+	}
+	return n.having(hasAffinity)
 }
 
 func (n nodeInfos) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
-	return n.having(func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithRequiredAntiAffinity()) > 0 })
+	if own, ok := n.base.(*snapshotNodes); ok {
+		base, _ := own.HavePodsWithRequiredAntiAffinityList()
+		return n.withPlanned(base, hasRequiredAntiAffinity), nil
+	}
+	return n.having(hasRequiredAntiAffinity)
+}
+
+// withPlanned is base, a Snapshot's list kept up to date as its nodes change, followed by the
+// planned nodes for which keep holds: what having returns, without a walk over every node.
+func (n nodeInfos) withPlanned(base []fwk.NodeInfo, keep func(fwk.NodeInfo) bool) []fwk.NodeInfo {
+	out := slices.Clip(base)
+	for _, ni := range n.view.planned {
+		if keep(ni) {
+			out = append(out, ni)
+		}
+	}
+	return out
 }
 
 func (n nodeInfos) having(keep func(fwk.NodeInfo) bool) ([]fwk.NodeInfo, error) {

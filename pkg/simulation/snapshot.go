@@ -25,9 +25,15 @@ import (
 // scheduler's snapshot, a PVC counts as used by the bound pods the snapshot was built with (less
 // those on nodes a fork took away), not by pods placed later.
 type Snapshot struct {
-	// sorted and byName hold the same NodeInfos, changed in place (see layer).
-	sorted []fwk.NodeInfo
-	byName map[string]*framework.NodeInfo
+	// sorted and byName hold the same NodeInfos, changed in place (see layer); position is each
+	// node's place in sorted.
+	sorted   []fwk.NodeInfo
+	byName   map[string]*framework.NodeInfo
+	position map[string]int
+	// room, affinity and antiAffinity answer NextWithRoom and the lists of nodes with affinity
+	// pods, built on first use and kept up to date (snapshotindex.go).
+	room                   *roomTree
+	affinity, antiAffinity *nodeList
 	// groups are the pod group states of pods.
 	groups fwk.PodGroupStateLister
 	// pods are those the snapshot was built with, to rebuild pod group states when a fork removes
@@ -65,6 +71,10 @@ func NewSnapshot(pods []*corev1.Pod, nodes []*corev1.Node) (*Snapshot, error) {
 		s.byName[ni.Node().Name] = info
 	}
 	s.sorted = slices.SortedFunc(slices.Values(listed), func(a, b fwk.NodeInfo) int { return strings.Compare(a.Node().Name, b.Node().Name) })
+	s.position = make(map[string]int, len(s.sorted))
+	for i, ni := range s.sorted {
+		s.position[ni.Node().Name] = i
+	}
 	for _, p := range pods {
 		s.countPVCs(p, 1)
 	}
@@ -81,6 +91,7 @@ func (s *Snapshot) Revert() {
 	top := s.pop()
 	for now, was := range top.saved {
 		*now = *was
+		s.touched(s.position[now.Node().Name])
 	}
 	for _, p := range top.removed {
 		s.countPVCs(p, 1)
@@ -135,6 +146,8 @@ func (s *Snapshot) writable(ni fwk.NodeInfo) (*framework.NodeInfo, bool) {
 			top.saved[info] = info.SnapshotConcrete()
 		}
 	}
+	// The caller changes the node next: the indexes read it again at their next question.
+	s.touched(s.position[info.Node().Name])
 	return info, true
 }
 
@@ -230,22 +243,21 @@ type snapshotNodes Snapshot
 
 func (n *snapshotNodes) List() ([]fwk.NodeInfo, error) { return n.sorted, nil }
 
+// HavePodsWithAffinityList and HavePodsWithRequiredAntiAffinityList list, in name order, the
+// nodes that hold such pods now. The slices are shared between calls: callers must not change
+// them (InterPodAffinity only reads them).
 func (n *snapshotNodes) HavePodsWithAffinityList() ([]fwk.NodeInfo, error) {
-	return n.having(func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithAffinity()) > 0 }), nil
+	if n.affinity == nil {
+		n.affinity = newNodeList(n.sorted, hasAffinity)
+	}
+	return n.affinity.list(n.sorted), nil
 }
 
 func (n *snapshotNodes) HavePodsWithRequiredAntiAffinityList() ([]fwk.NodeInfo, error) {
-	return n.having(func(ni fwk.NodeInfo) bool { return len(ni.GetPodsWithRequiredAntiAffinity()) > 0 }), nil
-}
-
-func (n *snapshotNodes) having(keep func(fwk.NodeInfo) bool) []fwk.NodeInfo {
-	var out []fwk.NodeInfo
-	for _, ni := range n.sorted {
-		if keep(ni) {
-			out = append(out, ni)
-		}
+	if n.antiAffinity == nil {
+		n.antiAffinity = newNodeList(n.sorted, hasRequiredAntiAffinity)
 	}
-	return out
+	return n.antiAffinity.list(n.sorted), nil
 }
 
 func (n *snapshotNodes) Get(name string) (fwk.NodeInfo, error) {

@@ -74,7 +74,7 @@ func newDevicePlan(p *planning) *devicePlan {
 		}
 	}
 	for name := range p.in.InFlight {
-		ni := p.byName[name]
+		ni := p.node(name)
 		if ni == nil {
 			continue
 		}

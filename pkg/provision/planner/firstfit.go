@@ -23,10 +23,21 @@ type fitCheck struct {
 // firstFit returns the first of nodes, but for those in passOver, on which every Filter passes
 // check and each of also. Nodes the pod surely has no room on are passed over without asking
 // Filter (see Simulator.NoRoom): on a full fleet most are, and Filter would refuse each of them
-// all the same.
-func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, rejected *memo.Rejections[*openClaim], passOver map[string]bool, also ...fitCheck) fwk.NodeInfo {
+// all the same. seek, when not nil, finds the next of nodes at or after a position that NoRoom
+// does not rule out (Snapshot.NextWithRoom, for the snapshot's own list), so that the walk
+// jumps over the full nodes instead of testing each.
+func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, seek func(simulation.Requests, int) int, rejected *memo.Rejections[*openClaim], passOver map[string]bool, also ...fitCheck) fwk.NodeInfo {
 	asks := simulation.MinRequests(check.pod)
-	for _, ni := range nodes {
+	if !pl.sim.ResourcesFiltered() {
+		seek = nil // NoRoom rules nothing out, and neither may seek
+	}
+	for i := 0; i < len(nodes); i++ {
+		if seek != nil {
+			if i = seek(asks, i); i >= len(nodes) {
+				break
+			}
+		}
+		ni := nodes[i]
 		if passOver != nil && passOver[ni.Node().Name] || pl.sim.NoRoom(asks, ni) || !pl.fits(ctx, check, ni, rejected) {
 			continue
 		}

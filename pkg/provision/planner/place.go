@@ -102,15 +102,20 @@ func (p *planning) preFilter(ctx context.Context, pod *corev1.Pod) (*placing, st
 // node it is on its way to first, then first fit in name order.
 func (p *planning) existingNode(ctx context.Context, pp *placing) fwk.NodeInfo {
 	nowNodes := p.nodeInfos
+	// The snapshot indexes its own list by room; p.ready is that list when nothing is in flight.
+	seek := p.snapshot.NextWithRoom
 	if pp.laddered {
 		nowNodes = p.ready
+		if len(p.launchingNodes) > 0 {
+			seek = nil
+		}
 	}
-	if destined := p.byName[p.in.Destined[pp.pod.UID]]; destined != nil {
-		if ni := p.pl.firstFit(ctx, pp.asIs(), []fwk.NodeInfo{destined}, p.memo, pp.passOver); ni != nil {
+	if destined := p.node(p.in.Destined[pp.pod.UID]); destined != nil {
+		if ni := p.pl.firstFit(ctx, pp.asIs(), []fwk.NodeInfo{destined}, nil, p.memo, pp.passOver); ni != nil {
 			return ni
 		}
 	}
-	return p.pl.firstFit(ctx, pp.asIs(), nowNodes, p.memo, pp.passOver)
+	return p.pl.firstFit(ctx, pp.asIs(), nowNodes, seek, p.memo, pp.passOver)
 }
 
 // placeOn counts the pod on a node that exists or is in flight, whichever: the room it takes is
@@ -263,7 +268,7 @@ func (p *planning) launchingNode(ctx context.Context, pp *placing, s shaped) boo
 	}
 	// A shape reads every topology key the pod reads, and the keys of the terms its preferences
 	// became.
-	ni := p.pl.firstFit(ctx, shape, p.launchingNodes, p.memo, p.unsettled.PassOver(s.keys.Topology), also...)
+	ni := p.pl.firstFit(ctx, shape, p.launchingNodes, nil, p.memo, p.unsettled.PassOver(s.keys.Topology), also...)
 	if ni == nil {
 		return false
 	}

@@ -174,7 +174,6 @@ type planning struct {
 	// a plan is the same for the same input. ready are those not in flight, launchingNodes the
 	// others.
 	nodeInfos             []fwk.NodeInfo
-	byName                map[string]fwk.NodeInfo
 	ready, launchingNodes []fwk.NodeInfo
 	unsettled             *clusterview.OpenKeys
 	pools                 []*nodepool.State
@@ -222,13 +221,17 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	p := &planning{pl: pl, in: in, fresh: fresh, snapshot: snapshot, unsettled: clusterview.NewOpenKeys(in.Unsettled), kinds: kindIDs{}, memo: memo.New[*openClaim](),
 		plan: &Plan{InFlight: map[string][]*corev1.Pod{}, FitsExistingOn: map[types.UID]string{}}}
 	p.nodeInfos, _ = snapshot.NodeInfos().List()
-	p.byName = make(map[string]fwk.NodeInfo, len(p.nodeInfos))
-	for _, ni := range p.nodeInfos {
-		p.byName[ni.Node().Name] = ni
-		if _, ok := in.InFlight[ni.Node().Name]; ok {
-			p.launchingNodes = append(p.launchingNodes, ni)
-		} else {
-			p.ready = append(p.ready, ni)
+	// Without capacity in flight every node is ready: the snapshot's own list, read only, serves
+	// as both, so that a plan over a large fleet copies nothing per node.
+	p.ready = p.nodeInfos
+	if len(in.InFlight) > 0 {
+		p.ready = nil
+		for _, ni := range p.nodeInfos {
+			if _, ok := in.InFlight[ni.Node().Name]; ok {
+				p.launchingNodes = append(p.launchingNodes, ni)
+			} else {
+				p.ready = append(p.ready, ni)
+			}
 		}
 	}
 	p.pools = pl.ratePools(in)
@@ -254,6 +257,19 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	}
 	p.pf = prefilter.New(pl.sim, fresh, slices.Collect(maps.Values(p.specs)))
 	return p, nil
+}
+
+// node is the snapshot's node of that name, or nil. The snapshot keeps them by name: a plan
+// makes no map of its own, which on a fleet of thousands cost more than its placements.
+func (p *planning) node(name string) fwk.NodeInfo {
+	if name == "" {
+		return nil
+	}
+	ni, err := p.snapshot.NodeInfos().Get(name)
+	if err != nil {
+		return nil
+	}
+	return ni
 }
 
 // ratePools caches the pending pods' requests and returns the pools in order, each rated for how

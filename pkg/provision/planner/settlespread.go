@@ -104,6 +104,10 @@ type onItsNode struct {
 // countedInFlight returns the pods counted (not bound) on the nodes in flight.
 func countedInFlight(nodes []fwk.NodeInfo, inFlight map[string]string, counted map[types.UID]bool) []onItsNode {
 	var out []onItsNode
+	if len(inFlight) == 0 || len(counted) == 0 {
+		// Nothing to find: no walk over a fleet of thousands.
+		return nil
+	}
 	for _, ni := range nodes {
 		if _, ok := inFlight[ni.Node().Name]; !ok {
 			continue

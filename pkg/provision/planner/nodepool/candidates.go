@@ -50,6 +50,9 @@ type Candidate struct {
 type typeInfo struct {
 	It    *cloud.InstanceType
 	Alloc *framework.Resource
+	// cpu and memory are the type's allocatable cpu (cores) and memory as approximate floats,
+	// read once: RateEfficiency reads them for every offering of every plan.
+	cpu, memory float64
 }
 
 // State is a Pool during one plan.
@@ -71,6 +74,8 @@ type State struct {
 	varying []string
 	// Groups caches daemonGroups.
 	Groups []DaemonGroup
+	// domainFirsts caches DomainFirsts.
+	domainFirsts []int
 	// Free are the custom label keys whose value each claim settles (see customlabels.go).
 	Free []freeKey
 	// Efficient marks the compatible offerings a new claim tries first, and ratio is the memory
@@ -144,7 +149,8 @@ func NewState(p Pool) *State {
 		if !ok {
 			t = len(ps.Types)
 			byType[c.It] = t
-			ps.Types = append(ps.Types, &typeInfo{It: c.It, Alloc: framework.NewResource(c.Allocatable)})
+			ps.Types = append(ps.Types, &typeInfo{It: c.It, Alloc: framework.NewResource(c.Allocatable),
+				cpu: c.Allocatable.Cpu().AsApproximateFloat64(), memory: c.Allocatable.Memory().AsApproximateFloat64()})
 		}
 		c.Typ = t
 	}

@@ -29,16 +29,18 @@ func (ps *State) RateEfficiency(cpu, mem, maxCPU, maxMem float64) {
 	eff, shares := make([]float64, len(ps.Compatible)), make([]float64, len(ps.Compatible))
 	best := -1.0
 	for i, c := range ps.Compatible {
-		if c.Allocatable.Cpu().AsApproximateFloat64()*1000 < maxCPU || c.Allocatable.Memory().AsApproximateFloat64() < maxMem {
+		// An offering's allocatable is its type's (allocatableOf, per type).
+		t := ps.Types[c.Typ]
+		if t.cpu*1000 < maxCPU || t.memory < maxMem {
 			eff[i] = -1
 			continue
 		}
 		share := -1.0
 		if cpu > 0 {
-			share = c.Allocatable.Cpu().AsApproximateFloat64() * 1000 / cpu
+			share = t.cpu * 1000 / cpu
 		}
 		if mem > 0 {
-			if m := c.Allocatable.Memory().AsApproximateFloat64() / mem; share < 0 || m < share {
+			if m := t.memory / mem; share < 0 || m < share {
 				share = m
 			}
 		}
@@ -53,7 +55,7 @@ func (ps *State) RateEfficiency(cpu, mem, maxCPU, maxMem float64) {
 		eff[i] = c.Offering.PricePerHour / share
 		if best < 0 || eff[i] < best {
 			best = eff[i]
-			ps.Ratio = c.Allocatable.Memory().AsApproximateFloat64() / (c.Allocatable.Cpu().AsApproximateFloat64() * 1000)
+			ps.Ratio = t.memory / (t.cpu * 1000)
 		}
 	}
 	if best < 0 {

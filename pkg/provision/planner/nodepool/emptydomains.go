@@ -21,14 +21,9 @@ func EmptyDomains(pools []*State, reads func(key string) bool) []fwk.NodeInfo {
 	var out []fwk.NodeInfo
 	for _, ps := range pools {
 		choices := ps.domainChoices(reads)
-		seen := map[string]bool{}
 		n := 0
-		for _, c := range ps.Compatible { // cheapest first
-			key := c.Offering.Zone + "/" + c.Offering.CapacityType + "/" + c.Labels[corev1.LabelArchStable]
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
+		for _, i := range ps.DomainFirsts() {
+			c := ps.Compatible[i]
 			for _, choice := range choices {
 				n++
 				ni := framework.NewNodeInfo()
@@ -71,4 +66,23 @@ func (ps *State) domainChoices(reads func(key string) bool) []LabelChoice {
 		}
 	}
 	return out
+}
+
+// DomainFirsts are the places in Compatible (cheapest first) of the first offering of each
+// zone, capacity type and architecture: the offerings EmptyDomains makes its nodes of. They
+// depend on the catalog alone, so a prepared pool works them out once for all its plans rather
+// than reading the labels of every offering per plan.
+func (ps *State) DomainFirsts() []int {
+	if ps.domainFirsts != nil || len(ps.Compatible) == 0 {
+		return ps.domainFirsts
+	}
+	seen := map[string]bool{}
+	for i, c := range ps.Compatible {
+		key := c.Offering.Zone + "/" + c.Offering.CapacityType + "/" + c.Labels[corev1.LabelArchStable]
+		if !seen[key] {
+			seen[key] = true
+			ps.domainFirsts = append(ps.domainFirsts, i)
+		}
+	}
+	return ps.domainFirsts
 }

@@ -14,6 +14,8 @@ type poolCatalog struct {
 	types      []*typeInfo
 	bySize     []int
 	varying    []string
+	// domainFirsts: see State.DomainFirsts.
+	domainFirsts []int
 }
 
 // Prepare returns the pools with their offerings (and the label keys on which they differ)
@@ -26,7 +28,7 @@ func Prepare(pools []Pool) []Pool {
 		p.prepared = nil
 		ps := NewState(p)
 		p.prepared = &poolCatalog{reqs: ps.reqs, free: ps.Free, compatible: ps.Compatible, types: ps.Types, bySize: ps.bySize,
-			varying: ps.VaryingKeys()}
+			varying: ps.VaryingKeys(), domainFirsts: ps.DomainFirsts()}
 		out[i] = p
 	}
 	return out
@@ -35,7 +37,7 @@ func Prepare(pools []Pool) []Pool {
 // state is a fresh plan state over the catalog: the catalog's read-only parts are shared, and
 // each offering gets a candidate of its own, since a plan notes on it which daemons it runs.
 func (pc *poolCatalog) state(p Pool) *State {
-	ps := &State{Pool: p, reqs: pc.reqs, Free: pc.free, Types: pc.types, bySize: pc.bySize, varying: pc.varying}
+	ps := &State{Pool: p, reqs: pc.reqs, Free: pc.free, Types: pc.types, bySize: pc.bySize, varying: pc.varying, domainFirsts: pc.domainFirsts}
 	cands := make([]Candidate, len(pc.compatible))
 	ps.Compatible = make([]*Candidate, len(pc.compatible))
 	for i, c := range pc.compatible {
