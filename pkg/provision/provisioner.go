@@ -199,10 +199,12 @@ func (p *Provisioner) reconcile(ctx context.Context, pl *planner.Planner) error 
 	view, enqueued := p.viewOf(ctx, pl, r)
 	pending, unbound := p.pendingPods(ctx, r, view, enqueued)
 	if len(pending) == 0 {
+		metrics.ProvisionerRounds.WithLabelValues("idle").Inc()
 		p.tellUnavailable(nil, nil, unbound)
 		p.nominateSoon(ctx)
 		return nil
 	}
+	metrics.ProvisionerRounds.WithLabelValues("planned").Inc()
 	planStart := p.opts.Clock.Now()
 	plan, err := p.plan(ctx, pl, view, r.pools, pending)
 	if err != nil {
