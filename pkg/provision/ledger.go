@@ -118,6 +118,7 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 	}
 	maps.DeleteFunc(p.destined, func(uid types.UID, d destination) bool { return !unbound[uid] || now.After(d.until) })
 	forgetBound(p.enqueued, unbound)
+	forgetBound(p.needing, unbound)
 	forgetBound(p.keptBy, unbound)
 	forgetBound(p.nominations, unbound)
 	forgetBound(p.headed, unbound)
