@@ -19,15 +19,15 @@ func refused(p *corev1.Pod) {
 }
 
 // A pod the scheduler refused is planned; so are the untried pods of its burst (created with it
-// or after) while it first needed capacity within NeedWindow, but not a backlog created before
-// it, which the scheduler tries first.
+// or up to BurstSlack before) while it first needed capacity within NeedWindow, but not a backlog
+// created before that, which the scheduler tries first.
 func TestABurstPlansItsUntriedPodsButNotTheBacklogBeforeIt(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	clk := clocktesting.NewFakeClock(now)
 	p := New(Options{SchedulerName: "tailor", Clock: clk})
 	backlog := newPod("backlog", "100m", "100Mi", createdAt(now.Add(-time.Minute)))
 	first := newPod("first", "1", "1Gi", createdAt(now), refused)
-	sameSecond := newPod("same-second", "1", "1Gi", createdAt(now))
+	sameSecond := newPod("same-second", "1", "1Gi", createdAt(now.Add(-BurstSlack)))
 	later := newPod("later", "1", "1Gi", createdAt(now.Add(2*time.Second)))
 	candidates := []*corev1.Pod{backlog, first, sameSecond, later}
 	names := func(pods []*corev1.Pod) []string {

@@ -115,12 +115,18 @@ func (p *Provisioner) quiet() bool {
 	return true
 }
 
+// BurstSlack is how long before the first pod of a burst that needs capacity another pod may have
+// been created and still be of that burst: the scheduler's queue does not refuse a burst's pods
+// in the order they were created, its controllers create them over seconds on a loaded API
+// server, and creation times are kept to the second.
+const BurstSlack = 10 * time.Second
+
 // burst says whether pods the scheduler has not tried yet are planned with those known to need
 // capacity, and which: while a pod first needed capacity within NeedWindow, the pods created no
-// earlier than the first such pod (less a second: creation times are kept to the second). A
-// burst's later pods are planned before the scheduler's queue reaches them, in the batch of its
-// first ones; a backlog created before the burst is left to the scheduler, which tries each pod
-// before Tailor plans it. Call it with p.mu held.
+// earlier than BurstSlack before the first such pod. A burst's later pods are planned before the
+// scheduler's queue reaches them, in the batch of its first ones; a backlog created before the
+// burst is left to the scheduler, which tries each pod before Tailor plans it. Call it with p.mu
+// held.
 func (p *Provisioner) burst() (open bool, from time.Time) {
 	now := p.opts.Clock.Now()
 	for _, n := range p.needing {
@@ -132,5 +138,5 @@ func (p *Provisioner) burst() (open bool, from time.Time) {
 		}
 		open = true
 	}
-	return open, from.Add(-time.Second)
+	return open, from.Add(-BurstSlack)
 }
