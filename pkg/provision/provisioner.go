@@ -128,6 +128,8 @@ type Provisioner struct {
 	// to read the cluster whatever the quiet test says.
 	needing map[types.UID]need
 	forced  bool
+	// swept is when quiet last looked through the pods for refusals (sweep); reconcile's own.
+	swept time.Time
 	// reserved holds what Reserve took from a pod's plan until the pod binds or is unreserved.
 	reserved map[types.UID]reservedPlan
 	// told maps pending pods to the NodePools they were told cannot launch, with the cause, so

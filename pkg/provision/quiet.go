@@ -112,7 +112,33 @@ func (p *Provisioner) quiet() bool {
 			return false
 		}
 	}
-	return true
+	return !p.sweep()
+}
+
+// sweep looks, at most once per ResyncInterval, through the listed pods for one the scheduler
+// refused that the informer handlers did not note, and notes it; it reports whether it found
+// one. The handlers keep needing current; the sweep bounds what a missed event can cost to one
+// resync, and reads each pod's conditions without building anything.
+func (p *Provisioner) sweep() bool {
+	now := p.opts.Clock.Now()
+	if !p.swept.IsZero() && now.Sub(p.swept) < ResyncInterval {
+		return false
+	}
+	p.swept = now
+	pods, err := p.opts.Pods.List(labels.Everything())
+	if err != nil {
+		return true
+	}
+	found := false
+	for _, pod := range pods {
+		if p.IsProvisionable(pod) && refusedByScheduler(pod) {
+			p.mu.Lock()
+			p.noteNeed(pod)
+			p.mu.Unlock()
+			found = true
+		}
+	}
+	return found
 }
 
 // BurstSlack is how long before the first pod of a burst that needs capacity another pod may have

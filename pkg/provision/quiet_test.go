@@ -16,11 +16,14 @@ import (
 
 // A round reads the cluster only when something could need capacity. The quiet test follows the
 // informer's pods (a refusal makes a pod need capacity, its binding ends that and what Reserve
-// booked), a request for a full round, and the nodes and NodeClaims that are leaving or launching.
+// booked), a request for a full round, the nodes and NodeClaims that are leaving or launching, and
+// once per resync a sweep of the pods for a refusal the handlers missed.
 func TestARoundReadsTheClusterOnlyWhenAPodMayNeedCapacity(t *testing.T) {
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	claims := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	p := New(Options{SchedulerName: "tailor", Clock: clocktesting.NewFakeClock(time.Unix(0, 0)),
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	p := New(Options{SchedulerName: "tailor", Clock: clk, Pods: corelisters.NewPodLister(pods),
 		Nodes: corelisters.NewNodeLister(nodes), ClaimLister: karplisters.NewNodeClaimLister(claims)})
 	mustAdd(t, nodes, readyNode("node-a", "4", "16Gi"))
 	step := func(what string, want bool) {
@@ -54,6 +57,15 @@ func TestARoundReadsTheClusterOnlyWhenAPodMayNeedCapacity(t *testing.T) {
 	step("a pod the scheduler refused", false)
 	p.PodGone(refusedBig)
 	step("that pod deleted", true)
+
+	// A refusal the handlers missed is found by the sweep, once per resync.
+	missed := newPod("missed", "64", "1Ti", refused)
+	mustAdd(t, pods, missed)
+	step("a missed refusal before the resync", true)
+	clk.Step(ResyncInterval)
+	step("a missed refusal at the resync", false)
+	p.PodGone(missed)
+	mustDelete(t, pods, missed)
 
 	p.Trigger()
 	step("a full round asked for", false)
