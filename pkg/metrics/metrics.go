@@ -63,6 +63,13 @@ var (
 		Namespace: namespace, Subsystem: "pods", Name: "evicted_total",
 		Help: "Pods evicted or deleted while draining nodes, by outcome.",
 	}, []string{"outcome"})
+	// ProvisionerRounds counts the provisioner's rounds by what each did: "quiet" (nothing could
+	// need capacity, so the cluster was not read), "idle" (read, and found nothing to plan) or
+	// "planned". A backlog of pods that fit existing nodes should add to "quiet" alone.
+	ProvisionerRounds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Subsystem: "provisioner", Name: "rounds_total",
+		Help: "Provisioning rounds, by outcome: quiet (the cluster not read), idle (nothing to plan) or planned.",
+	}, []string{"outcome"})
 	// PlanDuration is how long one provisioning plan takes.
 	PlanDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: namespace, Subsystem: "provisioner", Name: "plan_duration_seconds",
@@ -137,7 +144,7 @@ func Register() {
 func Collectors() []prometheus.Collector {
 	return append([]prometheus.Collector{NodeClaimsCreated, NodeClaimsGivenBack, NodeClaimsLaunched, NodeClaimsRegistered,
 		NodeClaimsInitialized, NodeClaimsTerminated, LaunchToRegistered, RegisteredToInitialized,
-		TerminationDuration, PodsEvicted, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
+		TerminationDuration, PodsEvicted, ProvisionerRounds, PlanDuration, PodsPerPlan, PodsUnplaceable, PodsToldUnavailable, nodesCollector{},
 		PodsStranded, PodsStrandedTotal, PodsWoken, PodsRefusedBackoff, NodesUnused, NodesUnusedTotal, NodeClaimsUnhealthyDisrupted, NodeRepairBlocked, InterruptionNotices, clusterCollector{}},
 		append(disruptionCollectors(), karpenterCollectors()...)...)
 }

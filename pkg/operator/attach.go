@@ -94,7 +94,7 @@ func (o *Operator) attachControllers(h fwk.Handle, args *tailor.Args) error {
 		Cloud:        o.cloud,
 		Recorder:     h.EventRecorder(),
 		Clock:        o.clock,
-		Replan:       o.provisioner.Trigger,
+		Replan:       o.provisioner.Replan,
 		Backoff:      backoff,
 		// The scheduler's own informers, which its DynamicResources plugin watches too.
 		DeviceClasses:  h.SharedInformerFactory().Resource().V1().DeviceClasses().Lister(),
@@ -167,6 +167,14 @@ func (o *Operator) watchForProvisioner(h fwk.Handle) error {
 	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.podChanged(nil, obj) },
 		UpdateFunc: o.podChanged,
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				o.provisioner.PodGone(pod)
+			}
+		},
 	}); err != nil {
 		return err
 	}
@@ -217,7 +225,7 @@ func (o *Operator) watchLeavingNodes(h fwk.Handle) error {
 		UpdateFunc: func(oldObj, newObj any) {
 			if old, ok := oldObj.(*corev1.Node); ok {
 				if n, ok := newObj.(*corev1.Node); ok && scheduling.IsLeaving(n, nil) && !scheduling.IsLeaving(old, nil) {
-					o.provisioner.Trigger()
+					o.provisioner.Replan()
 				}
 			}
 		},

@@ -85,7 +85,11 @@ func (p *Provisioner) Reserve(pod *corev1.Pod, node string) bool {
 		p.refused[node][pod.Namespace+"/"+pod.Name] = pod
 		return false
 	}
-	p.reserved[pod.UID] = reservedPlan{claim: p.planned[pod.UID], destined: p.destined[pod.UID], headed: p.headed[pod.UID]}
+	if r := (reservedPlan{claim: p.planned[pod.UID], destined: p.destined[pod.UID], headed: p.headed[pod.UID]}); r != (reservedPlan{}) {
+		// Only a plan is kept: a pod that had none (the scheduler's alone) leaves nothing to give
+		// back, and nothing that would keep the provisioner's rounds from being quiet.
+		p.reserved[pod.UID] = r
+	}
 	p.handOver(pod, node)
 	delete(p.enqueued, pod.UID)
 	delete(p.planned, pod.UID)

@@ -64,7 +64,7 @@ func (p *Provisioner) handOver(pod *corev1.Pod, node string) {
 			// Both take p.mu, which the caller holds.
 			go func() {
 				p.nominateSoon(ctx)
-				p.Trigger()
+				p.Replan()
 			}()
 		}
 		return

@@ -118,6 +118,13 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 	}
 	maps.DeleteFunc(p.destined, func(uid types.UID, d destination) bool { return !unbound[uid] || now.After(d.until) })
 	forgetBound(p.enqueued, unbound)
+	for uid := range p.needing {
+		// Only a pod the listing shows bound: one refused after the listing was taken is missing
+		// from it, and no later event would say again that it needs capacity.
+		if node, listed := boundTo[uid]; listed && node != "" {
+			delete(p.needing, uid)
+		}
+	}
 	forgetBound(p.keptBy, unbound)
 	forgetBound(p.nominations, unbound)
 	forgetBound(p.headed, unbound)

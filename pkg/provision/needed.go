@@ -4,28 +4,38 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// NeedWindow is how long after a pending pod was last known to need capacity (handed over by
-// PostFilter, or refused by the scheduler) the provisioner keeps planning every pending pod as it
-// appears, tried by the scheduler or not. A burst's later pods would otherwise wait for the
-// scheduler's queue to reach them and refuse one before their capacity is planned: on the
-// 1,000-pod burst, that put the last NodeClaim up to 2.7 s after the last pod (issue 15 item 5).
-// Pods that fit the nodes there are, with no pod needing capacity for this long, stay the
-// scheduler's alone (issue 15 item 3).
+// NeedWindow is how long after a pending pod first needed capacity (handed over by PostFilter,
+// or refused by the scheduler) the pods of its burst are planned as they appear, tried by the
+// scheduler or not (see burst). A burst's later pods would otherwise wait for the scheduler's
+// queue to reach them and refuse one before their capacity is planned: on the 1,000-pod burst,
+// that put the last NodeClaim up to 2.7 s after the last pod (issue 15 item 5). Pods that fit the
+// nodes there are stay the scheduler's alone (issue 15 item 3, issue 35 item 1).
 const NeedWindow = 30 * time.Second
 
-// capacityNeeded reports whether a plan is called for: found says a pending pod is known to need
-// capacity now, and otherwise one was within NeedWindow.
-func (p *Provisioner) capacityNeeded(found bool) bool {
-	now := p.opts.Clock.Now()
+// needCapacity picks the pods a round plans among candidates, the pending pods of this scheduler
+// in the listers' order: those known to need capacity (handed over by PostFilter, or refused by
+// the scheduler), and, while a burst is open, the pods of that burst the scheduler has not tried
+// yet.
+func (p *Provisioner) needCapacity(candidates []*corev1.Pod, enqueued map[types.UID]bool) []*corev1.Pod {
+	known := func(pod *corev1.Pod) bool { return enqueued[pod.UID] || refusedByScheduler(pod) }
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if found {
-		p.neededAt = now
-		return true
+	for _, pod := range candidates {
+		if known(pod) {
+			p.noteNeed(pod)
+		}
 	}
-	return !p.neededAt.IsZero() && now.Sub(p.neededAt) < NeedWindow
+	open, from := p.burst()
+	p.mu.Unlock()
+	var out []*corev1.Pod
+	for _, pod := range candidates {
+		if known(pod) || open && !pod.CreationTimestamp.Time.Before(from) {
+			out = append(out, pod)
+		}
+	}
+	return out
 }
 
 // refusedByScheduler says whether a scheduler, this one or a leader before it, found no node for

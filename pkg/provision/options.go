@@ -23,6 +23,11 @@ import (
 // Karpenter's pod controller requeues them.
 const ResyncInterval = 10 * time.Second
 
+// NudgeGap is the least time between the close of a batch and that of the next one when only a
+// nudge (a status write, a resync, a claim's node named) opened it: a binding or refusal storm
+// otherwise asks for a round every few tens of milliseconds.
+const NudgeGap = time.Second
+
 // Options are what a Provisioner reads and writes.
 type Options struct {
 	SchedulerName string
@@ -64,7 +69,7 @@ type Options struct {
 func New(opts Options) *Provisioner {
 	return &Provisioner{
 		opts:     opts,
-		batcher:  batch.New(opts.Clock, opts.BatchIdle, opts.BatchMax),
+		batcher:  batch.New(opts.Clock, opts.BatchIdle, opts.BatchMax, NudgeGap),
 		enqueued: map[types.UID]bool{},
 		planned:  map[types.UID]string{},
 		assumed:  map[types.UID]string{},
@@ -93,5 +98,7 @@ func New(opts Options) *Provisioner {
 		woken:        map[types.UID]string{},
 		holdLapsed:   map[string]bool{},
 		keptBy:       map[types.UID]keptPod{},
+		needing:      map[types.UID]need{},
+		forced:       true, // the first round looks at pods pending from before this process
 	}
 }

@@ -11,7 +11,7 @@ func (p *Provisioner) PlanNow(ctx context.Context) error {
 	p.mu.Lock()
 	p.waiters = append(p.waiters, done)
 	p.mu.Unlock()
-	p.batcher.Nudge()
+	p.batcher.Soon()
 	select {
 	case err := <-done:
 		return err

@@ -37,6 +37,7 @@ const createWorkers = 32
 type batcher interface {
 	Trigger()
 	Nudge()
+	Soon()
 	Wait(ctx context.Context) bool
 }
 
@@ -123,8 +124,12 @@ type Provisioner struct {
 	// destined maps pods on their way to a node a plan put them on, once that node exists, to
 	// it and until when: the plugin's Score prefers it (see PlannedNode).
 	destined map[types.UID]destination
-	// neededAt is when a pending pod was last known to need capacity (capacityNeeded).
-	neededAt time.Time
+	// needing are the pending pods known to need capacity (quiet.go); forced asks the next round
+	// to read the cluster whatever the quiet test says.
+	needing map[types.UID]need
+	forced  bool
+	// swept is when quiet last looked through the pods for refusals (sweep); reconcile's own.
+	swept time.Time
 	// reserved holds what Reserve took from a pod's plan until the pod binds or is unreserved.
 	reserved map[types.UID]reservedPlan
 	// told maps pending pods to the NodePools they were told cannot launch, with the cause, so
@@ -138,16 +143,14 @@ type Provisioner struct {
 const NominationWindow = 20 * time.Second
 
 // IsProvisionable reports whether pod may need capacity: one of ours, unbound, not being deleted
-// and not held back by scheduling gates. Once any pending pod is known to need capacity (the
-// scheduler handed it over, or marked it Unschedulable), every provisionable pod is planned with
-// it, tried by the scheduler or not: the planner places a pod on an existing node first when it
-// fits there (and then leaves it to the scheduler), so asking early launches nothing the
-// scheduler would not have asked for, and a burst of pods is planned in one batch instead of in
-// as many as the scheduler's queue takes to go through it. While none is, and none was within
-// NeedWindow (needed.go), nothing is planned:
-// pods that fit the nodes there are are the scheduler's alone, and planning them beside it cost
-// the scheduler throughput benchmark a plan of all 5,000 queued pods at start, about 7% of the
-// CPU of Tailor's turn.
+// and not held back by scheduling gates. Such a pod is planned once it is known to need capacity
+// (the scheduler handed it over, or marked it Unschedulable), or when it belongs to a burst that
+// already does (needed.go): the planner places a pod on an existing node first when it fits there
+// (and then leaves it to the scheduler), so asking early launches nothing the scheduler would not
+// have asked for, and a burst is planned in one batch instead of in as many as the scheduler's
+// queue takes to go through it. Pods that fit the nodes there are are the scheduler's alone, and
+// cost Tailor nothing (quiet.go): planning them beside it cost the scheduler throughput benchmark
+// a plan of all 5,000 queued pods at start, about 7% of the CPU of Tailor's turn.
 func (p *Provisioner) IsProvisionable(pod *corev1.Pod) bool {
 	return pod.Spec.SchedulerName == p.opts.SchedulerName && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil &&
 		len(pod.Spec.SchedulingGates) == 0
@@ -170,7 +173,12 @@ func (p *Provisioner) Run(ctx context.Context, pl *planner.Planner, checker *sim
 	go controller.Every(ctx, p.opts.Clock, ResyncInterval, p.batcher.Nudge)
 	for p.batcher.Wait(ctx) {
 		waiters := p.takeWaiters()
-		err := p.reconcile(ctx, pl)
+		var err error
+		if len(waiters) > 0 || !p.quiet() {
+			err = p.reconcile(ctx, pl)
+		} else {
+			metrics.ProvisionerRounds.WithLabelValues("quiet").Inc()
+		}
 		answer(waiters, err)
 		if err != nil {
 			logger.Error(err, "Provisioning failed; retrying")
@@ -199,10 +207,12 @@ func (p *Provisioner) reconcile(ctx context.Context, pl *planner.Planner) error 
 	view, enqueued := p.viewOf(ctx, pl, r)
 	pending, unbound := p.pendingPods(ctx, r, view, enqueued)
 	if len(pending) == 0 {
+		metrics.ProvisionerRounds.WithLabelValues("idle").Inc()
 		p.tellUnavailable(nil, nil, unbound)
 		p.nominateSoon(ctx)
 		return nil
 	}
+	metrics.ProvisionerRounds.WithLabelValues("planned").Inc()
 	planStart := p.opts.Clock.Now()
 	plan, err := p.plan(ctx, pl, view, r.pools, pending)
 	if err != nil {
@@ -291,9 +301,8 @@ func (p *Provisioner) pendingPods(ctx context.Context, r *reading, view *planner
 	for _, c := range r.claims {
 		claimsByName[c.Name] = c
 	}
-	var tripped []*corev1.Pod // pods the refusal backoff just stopped (refusals.go)
-	var pending []*corev1.Pod
-	needed := false // whether any of them is known to need capacity (see IsProvisionable)
+	var tripped []*corev1.Pod    // pods the refusal backoff just stopped (refusals.go)
+	var candidates []*corev1.Pod // pending pods that may need capacity (see needCapacity)
 	for _, pod := range r.pods {
 		if view.Counted[pod.UID] || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != p.opts.SchedulerName {
 			continue
@@ -306,13 +315,10 @@ func (p *Provisioner) pendingPods(ctx context.Context, r *reading, view *planner
 			continue
 		}
 		if enqueued[pod.UID] || p.IsProvisionable(pod) {
-			pending = append(pending, pod)
-			needed = needed || enqueued[pod.UID] || refusedByScheduler(pod)
+			candidates = append(candidates, pod)
 		}
 	}
-	if !p.capacityNeeded(needed) {
-		pending = nil
-	}
+	pending := p.needCapacity(candidates, enqueued)
 	for _, pod := range view.Reschedulable {
 		if pod.Spec.SchedulerName == p.opts.SchedulerName {
 			pending = append(pending, pod)

@@ -70,6 +70,10 @@ func (p *Provisioner) watchStranded(ctx context.Context) {
 // again with its nomination cleared. It also counts the nodes this process launched that no pod
 // has landed on strandedAfter after they initialized.
 func (p *Provisioner) checkStranded(ctx context.Context) {
+	if p.nothingToWatch() {
+		p.lapsedOnly()
+		return
+	}
 	nodes, err := p.opts.Nodes.List(labels.Everything())
 	if err != nil {
 		return
@@ -102,6 +106,30 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	}
 	if len(found) > 0 {
 		p.replanStranded(ctx, found, nodes, pods, claims)
+	}
+}
+
+// nothingToWatch says whether no pod is headed anywhere and this process launched no NodeClaim
+// that is still tracked: then no pod can be stranded and no node unused or unneeded, and the
+// watch reads no pod (a backlog that fits the nodes costs it nothing).
+func (p *Provisioner) nothingToWatch() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.headed)+len(p.woken)+len(p.stranded)+len(p.launchedHere) == 0
+}
+
+// lapsedOnly is checkStranded's part that reads NodeClaims alone: holds that lapsed on claims
+// another leader launched.
+func (p *Provisioner) lapsedOnly() {
+	claims, err := p.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	lapsed := p.lapsedHolds(claims, p.opts.Clock.Now())
+	p.mu.Unlock()
+	for _, claim := range lapsed {
+		p.Released(claim)
 	}
 }
 

@@ -37,7 +37,7 @@ func TestBatcherClosesOnIdleAndMax(t *testing.T) {
 				}
 			}
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-			b := New(clk, 30*time.Millisecond, 100*time.Millisecond)
+			b := New(clk, 30*time.Millisecond, 100*time.Millisecond, 0)
 			done := make(chan bool, 1)
 			b.Trigger()
 			go func() { done <- b.Wait(context.Background()) }()
@@ -73,7 +73,7 @@ func TestBatcherClosesOnIdleAndMax(t *testing.T) {
 
 func TestANudgeOpensABatchButNeverAnother(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := New(clk, 30*time.Millisecond, time.Second)
+	b := New(clk, 30*time.Millisecond, time.Second, 0)
 	b.Nudge()
 	done := make(chan bool, 1)
 	go func() { done <- b.Wait(context.Background()) }()
@@ -106,7 +106,7 @@ func TestANudgeOpensABatchButNeverAnother(t *testing.T) {
 
 func TestBatcherStopsWithContext(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := New(clk, time.Second, time.Minute)
+	b := New(clk, time.Second, time.Minute, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if b.Wait(ctx) {
@@ -136,4 +136,58 @@ func waitForWaiters(t *testing.T, clk *clocktesting.FakeClock) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// A batch that only a nudge opened closes no sooner than the gap after the last one closed; a pod
+// arriving (Trigger) or newly needing capacity (Soon) is not held by it.
+func TestNudgesAreSpacedByTheGap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// cut is what, if anything, is signalled 100 ms into the held batch.
+		cut     func(*Batcher)
+		closeAt time.Duration // from the first batch's close
+	}{
+		{name: "a nudge alone waits for the gap", closeAt: 500 * time.Millisecond},
+		{name: "a pod that needs capacity is not held", cut: (*Batcher).Soon, closeAt: 130 * time.Millisecond},
+		{name: "an arriving pod is not held", cut: (*Batcher).Trigger, closeAt: 130 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+			b := New(clk, 30*time.Millisecond, time.Second, 500*time.Millisecond)
+			// The first batch is not held: nothing closed before it.
+			b.Nudge()
+			closeAfter(t, b, clk, 30*time.Millisecond, nil)
+			b.Nudge()
+			closeAfter(t, b, clk, tc.closeAt, tc.cut)
+		})
+	}
+}
+
+// closeAfter runs one Wait, stepping the clock by 10 ms, and fails unless the batch closes at
+// want from the start; cut, if any, is called 100 ms in.
+func closeAfter(t *testing.T, b *Batcher, clk *clocktesting.FakeClock, want time.Duration, cut func(*Batcher)) {
+	t.Helper()
+	done := make(chan bool, 1)
+	go func() { done <- b.Wait(context.Background()) }()
+	for step := time.Duration(0); step <= 2*time.Second; step += 10 * time.Millisecond {
+		waitForWaiters(t, clk)
+		if step > 0 {
+			clk.Step(10 * time.Millisecond)
+		}
+		if cut != nil && step == 100*time.Millisecond {
+			cut(b)
+			for len(b.soon)+len(b.trigger) > 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		select {
+		case <-done:
+			if step != want {
+				t.Fatalf("batch closed at %v, want %v", step, want)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("batch never closed; want %v", want)
 }

@@ -1,0 +1,168 @@
+package provision
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
+)
+
+// A backlog of pods that fit the existing nodes is the scheduler's alone, and must cost Tailor
+// nothing (issue 35 item 1). A round of the provisioner therefore starts with a test that reads
+// no pod: what the informer handlers, PostFilter and Reserve already told this process. Only when
+// something could need capacity does the round list every pod and node and view the cluster.
+
+// need is what is known of a pending pod that needs capacity: since when (first handed over by
+// PostFilter or seen refused by the scheduler), and when it was created.
+type need struct {
+	since   time.Time
+	created time.Time
+}
+
+// noteNeed records that pod needs capacity, keeping the time it first did, and reports whether
+// it was not known to before; call it with p.mu held.
+func (p *Provisioner) noteNeed(pod *corev1.Pod) bool {
+	if _, ok := p.needing[pod.UID]; ok {
+		return false
+	}
+	p.needing[pod.UID] = need{since: p.opts.Clock.Now(), created: pod.CreationTimestamp.Time}
+	return true
+}
+
+// podSeen keeps the informer's side of the quiet test current: a pending pod of this scheduler
+// that the scheduler refused needs capacity; one that bound, left or stopped being provisionable
+// no longer does, and a binding ends what Reserve booked for it (what a full round's forgetStale
+// would drop). Bindings lock once per pod, as Reserve does. It reports whether pod is newly known
+// to need capacity.
+func (p *Provisioner) podSeen(old, pod *corev1.Pod) bool {
+	switch {
+	case pod.Spec.SchedulerName != p.opts.SchedulerName:
+	case p.IsProvisionable(pod):
+		if refusedByScheduler(pod) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.noteNeed(pod)
+		}
+	case old == nil:
+	case old.Spec.NodeName == "" && pod.Spec.NodeName != "":
+		p.forgetPod(pod.UID, true)
+	case p.IsProvisionable(old):
+		p.forgetPod(pod.UID, false)
+	}
+	return false
+}
+
+// PodGone forgets a deleted pod's need for capacity and what Reserve booked for it.
+func (p *Provisioner) PodGone(pod *corev1.Pod) {
+	if pod.Spec.SchedulerName == p.opts.SchedulerName {
+		p.forgetPod(pod.UID, true)
+	}
+}
+
+func (p *Provisioner) forgetPod(uid types.UID, settled bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.needing, uid)
+	if !settled {
+		return
+	}
+	delete(p.assumed, uid)
+	delete(p.reserved, uid)
+	if _, ok := p.planned[uid]; !ok {
+		delete(p.written, uid)
+	}
+}
+
+// quiet reports whether a round can skip reading the cluster: no pod is known to need capacity
+// (so no burst is open either), nothing asked for a full look (Trigger, PlanNow, the first round),
+// no plan of this process is outstanding, and no node is leaving or launching. It reads the
+// node and NodeClaim listers (no pod), and clears the request for a full look it answers.
+func (p *Provisioner) quiet() bool {
+	if len(p.shortSince) > 0 {
+		return false
+	}
+	p.mu.Lock()
+	busy := p.forced || len(p.waiters) > 0 || len(p.needing) > 0 || len(p.enqueued) > 0 ||
+		len(p.planned)+len(p.headed)+len(p.nominations)+len(p.admitted)+len(p.created)+len(p.awaited)+len(p.awaitedNodes) > 0 ||
+		len(p.refusals)+len(p.told)+len(p.destined)+len(p.keptBy)+len(p.reserved) > 0
+	p.forced = false
+	p.mu.Unlock()
+	if busy {
+		return false
+	}
+	claims, err := p.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	for _, c := range claims {
+		if c.DeletionTimestamp != nil || !c.IsTrue(karpv1.ConditionTypeInitialized) {
+			return false // a node on its way or leaving: its pods may need planning
+		}
+	}
+	nodes, err := p.opts.Nodes.List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	for _, n := range nodes {
+		if scheduling.IsLeaving(n, nil) {
+			return false
+		}
+	}
+	return !p.sweep()
+}
+
+// sweep looks, at most once per ResyncInterval, through the listed pods for one the scheduler
+// refused that the informer handlers did not note, and notes it; it reports whether it found
+// one. The handlers keep needing current; the sweep bounds what a missed event can cost to one
+// resync, and reads each pod's conditions without building anything.
+func (p *Provisioner) sweep() bool {
+	now := p.opts.Clock.Now()
+	if !p.swept.IsZero() && now.Sub(p.swept) < ResyncInterval {
+		return false
+	}
+	p.swept = now
+	pods, err := p.opts.Pods.List(labels.Everything())
+	if err != nil {
+		return true
+	}
+	found := false
+	for _, pod := range pods {
+		if p.IsProvisionable(pod) && refusedByScheduler(pod) {
+			p.mu.Lock()
+			p.noteNeed(pod)
+			p.mu.Unlock()
+			found = true
+		}
+	}
+	return found
+}
+
+// BurstSlack is how long before the first pod of a burst that needs capacity another pod may have
+// been created and still be of that burst: the scheduler's queue does not refuse a burst's pods
+// in the order they were created, its controllers create them over seconds on a loaded API
+// server, and creation times are kept to the second.
+const BurstSlack = 10 * time.Second
+
+// burst says whether pods the scheduler has not tried yet are planned with those known to need
+// capacity, and which: while a pod first needed capacity within NeedWindow, the pods created no
+// earlier than BurstSlack before the first such pod. A burst's later pods are planned before the
+// scheduler's queue reaches them, in the batch of its first ones; a backlog created before the
+// burst is left to the scheduler, which tries each pod before Tailor plans it. Call it with p.mu
+// held.
+func (p *Provisioner) burst() (open bool, from time.Time) {
+	now := p.opts.Clock.Now()
+	for _, n := range p.needing {
+		if now.Sub(n.since) >= NeedWindow {
+			continue
+		}
+		if !open || n.created.Before(from) {
+			from = n.created
+		}
+		open = true
+	}
+	return open, from.Add(-BurstSlack)
+}

@@ -1,0 +1,95 @@
+package provision
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+)
+
+// A round reads the cluster only when something could need capacity. The quiet test follows the
+// informer's pods (a refusal makes a pod need capacity, its binding ends that and what Reserve
+// booked), a request for a full round, the nodes and NodeClaims that are leaving or launching, and
+// once per resync a sweep of the pods for a refusal the handlers missed.
+func TestARoundReadsTheClusterOnlyWhenAPodMayNeedCapacity(t *testing.T) {
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	claims := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	p := New(Options{SchedulerName: "tailor", Clock: clk, Pods: corelisters.NewPodLister(pods),
+		Nodes: corelisters.NewNodeLister(nodes), ClaimLister: karplisters.NewNodeClaimLister(claims)})
+	mustAdd(t, nodes, readyNode("node-a", "4", "16Gi"))
+	step := func(what string, want bool) {
+		t.Helper()
+		if got := p.quiet(); got != want {
+			t.Fatalf("%s: quiet() = %v, want %v", what, got, want)
+		}
+	}
+	step("the first round, which looks at pods pending from before", false)
+	step("nothing pending", true)
+
+	fits := newPod("fits", "100m", "100Mi")
+	p.PodChanged(nil, fits)
+	step("a pod the scheduler has not tried", true)
+	if !p.Reserve(fits, "node-a") {
+		t.Fatal("Reserve refused an open node")
+	}
+	bound := fits.DeepCopy()
+	bound.Spec.NodeName = "node-a"
+	p.PodChanged(fits, bound)
+	if len(p.assumed)+len(p.reserved) > 0 {
+		t.Fatalf("a bound pod is still booked: assumed %v, reserved %v", p.assumed, p.reserved)
+	}
+	step("a pod bound where Reserve put it", true)
+
+	big := newPod("big", "64", "1Ti")
+	p.PodChanged(nil, big)
+	refusedBig := big.DeepCopy()
+	refused(refusedBig)
+	p.PodChanged(big, refusedBig)
+	step("a pod the scheduler refused", false)
+	p.PodGone(refusedBig)
+	step("that pod deleted", true)
+
+	// A refusal the handlers missed is found by the sweep, once per resync.
+	missed := newPod("missed", "64", "1Ti", refused)
+	mustAdd(t, pods, missed)
+	step("a missed refusal before the resync", true)
+	clk.Step(ResyncInterval)
+	step("a missed refusal at the resync", false)
+	p.PodGone(missed)
+	mustDelete(t, pods, missed)
+
+	p.Trigger()
+	step("a full round asked for", false)
+	step("the round after it", true)
+
+	leaving := readyNode("node-b", "4", "16Gi")
+	leaving.Spec.Taints = []corev1.Taint{{Key: karpv1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}
+	mustAdd(t, nodes, leaving)
+	step("a node leaving, whose pods need room elsewhere", false)
+	mustDelete(t, nodes, leaving)
+	mustAdd(t, claims, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "launching"}})
+	step("a NodeClaim launching", false)
+}
+
+func mustAdd(t *testing.T, s cache.Indexer, obj any) {
+	t.Helper()
+	if err := s.Add(obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustDelete(t *testing.T, s cache.Indexer, obj any) {
+	t.Helper()
+	if err := s.Delete(obj); err != nil {
+		t.Fatal(err)
+	}
+}
