@@ -91,7 +91,7 @@ func NewAWSTuned(t *testing.T, clusterName, region string, tailorArgs map[string
 		t.Fatal(err)
 	}
 	opts := sandbox.Options{Dir: t.TempDir(), Clock: e.Clock, TailorArgs: tailorArgs, NewCloud: aws.NewCloud(e.Provider)}
-	e.startCluster(ctx, cancel, opts, with)
+	e.StartCluster(ctx, cancel, opts, with)
 	// The controllers stop before the API server does (cleanups run last-registered first), so
 	// their watches do not hold up its shutdown.
 	ctrlCtx, stopControllers := context.WithCancel(ctx)

@@ -94,7 +94,7 @@ func Start(t *testing.T, wrap func(fake.Joiner) fake.Joiner, hook *webhook.Optio
 			return e.Cloud
 		},
 	}
-	e.startCluster(ctx, cancel, opts, with)
+	e.StartCluster(ctx, cancel, opts, with)
 	// The clean-up tests and BenchmarkBurst fail on a stage kwok failed to play; every other test
 	// says so, an outage test's refused patches among them.
 	t.Cleanup(func() {
@@ -240,9 +240,9 @@ func (e *Env) Apply(paths ...string) {
 	}
 }
 
-// startCluster starts the sandbox with opts, as each of with changes them, and stops it (and
+// StartCluster starts the sandbox with opts, as each of with changes them, and stops it (and
 // cancels ctx) when the test ends, after checking that no pod was left stranded.
-func (e *Env) startCluster(ctx context.Context, cancel context.CancelFunc, opts sandbox.Options, with []func(*sandbox.Options)) {
+func (e *Env) StartCluster(ctx context.Context, cancel context.CancelFunc, opts sandbox.Options, with []func(*sandbox.Options)) {
 	t := e.T
 	t.Helper()
 	for _, f := range with {

@@ -58,18 +58,8 @@ func newChaosDayEnv(t *testing.T) *chaosDayEnv {
 		}
 		return p
 	}
-	cluster, err := sandbox.Start(ctx, t, sandbox.Options{Dir: t.TempDir(), Clock: e.Clock, TailorArgs: chaosDayArgs,
-		CloudPerReplica: true, NewCloud: newProvider})
-	if err != nil {
-		cancel()
-		t.Fatalf("starting the sandbox: %v", err)
-	}
-	e.Cluster = cluster
-	t.Cleanup(func() {
-		cluster.Stop()
-		cancel()
-	})
-	t.Cleanup(e.ExpectNoStranded)
+	e.StartCluster(ctx, cancel, sandbox.Options{Dir: t.TempDir(), Clock: e.Clock, TailorArgs: chaosDayArgs,
+		CloudPerReplica: true, NewCloud: newProvider}, nil)
 	return e
 }
 
