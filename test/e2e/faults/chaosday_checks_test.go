@@ -175,17 +175,25 @@ func (e *chaosDayEnv) watchAvailability(app string) *availabilityWatch {
 }
 
 func (w *availabilityWatch) read(e *chaosDayEnv, app string) {
-	d, err := e.Cluster.Kube.AppsV1().Deployments("default").Get(e.Ctx, app, metav1.GetOptions{})
+	// The replicas are read on both sides of the pod list and the smaller kept: a scale-down
+	// between the first read and the list would otherwise count the pods the ReplicaSet removed
+	// as unavailable (seed 1 scales 9 to 3 and read 6 unavailable that way).
+	before, err := e.Cluster.Kube.AppsV1().Deployments("default").Get(e.Ctx, app, metav1.GetOptions{})
 	if err != nil {
 		return
 	}
 	ready := e.ReadyPods("app=" + app)
+	after, err := e.Cluster.Kube.AppsV1().Deployments("default").Get(e.Ctx, app, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	replicas := min(*before.Spec.Replicas, *after.Spec.Replicas)
 	pdb, pdbErr := e.Cluster.Kube.PolicyV1().PodDisruptionBudgets("default").Get(e.Ctx, app, metav1.GetOptions{})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.samples++
 	if ready >= 0 {
-		if short := int(*d.Spec.Replicas) - ready; short > w.maxUnavailable {
+		if short := int(replicas) - ready; short > w.maxUnavailable {
 			w.maxUnavailable, w.worstAt = short, time.Now().Format("15:04:05.000")
 		}
 	}

@@ -128,7 +128,7 @@ func runChaosDay(t *testing.T, seed uint64) {
 		if t.Failed() {
 			// The comma inside the quotes makes CHAOSDAY_SEEDS a list of one seed; a bare number
 			// is a count of seeds to run after the regression seeds (see chaosDaySeeds).
-			t.Logf("chaos day seed %d failed; replay it with: CHAOSDAY_SEEDS='%d,' go test -count=1 -run TestChaosDay -v ./test/e2e/", seed, seed)
+			t.Logf("chaos day seed %d failed; replay it with: CHAOSDAY_SEEDS='%d,' go test -count=1 -run TestChaosDay -v ./test/e2e/faults/", seed, seed)
 		}
 	})
 	e := newChaosDayEnv(t)
