@@ -71,6 +71,7 @@ const (
 	probe5k     = "ConsolidationProbe/nodes=5000/path=fork"
 	plan        = "Plan/catalog=karpenter/pods="
 	upstream    = "Plan/catalog=upstream/pods="
+	ec2Plan     = "Plan/catalog=ec2/pods="
 	throughput  = "SchedulingThroughput/workload="
 	memoryBench = "SchedulerMemory"
 	fleet       = "FleetScale/pods="
@@ -182,6 +183,10 @@ var ratios = []ratio{
 	// is hit hardest by them.
 	{"planner pods per CPU-second, 20,000 pods over 2,000 (Karpenter's mix)",
 		figure{unit: "cpu-s/op", name: plan + "2000/mix=diverse"}, figure{unit: "cpu-s/op", name: plan + "20000/mix=diverse"}, ">=", 0.6, 10},
+	// The same curve on the catalog generated from EC2's published facts (us-west-2: 1,345 types,
+	// three times the offerings of Karpenter's): issue 35 asks for it once that catalog landed.
+	{"planner pods per CPU-second, 20,000 pods over 2,000 (Tailor's mix, the generated EC2 catalog)",
+		figure{unit: "cpu-s/op", name: ec2Plan + "2000/mix=diverse"}, figure{unit: "cpu-s/op", name: ec2Plan + "20000/mix=diverse"}, ">=", 0.6, 10},
 	{"planner pods/s, 50,000 pods over 2,000 (Karpenter's mix, TAILOR_PLAN_50K=1)",
 		figure{unit: "pods/s", name: plan + "50000/mix=diverse"}, figure{unit: "pods/s", name: plan + "2000/mix=diverse"}, "", 0, 0},
 	{"planner pods/s, 20,000 pods over 2,000 (Karpenter's exact benchmark)",

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tailor-sh/tailor/pkg/provision/bound"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 func mustSelector(t testing.TB, s string) labels.Selector {
@@ -39,7 +40,15 @@ func TestBuildFigures(t *testing.T) {
 		t.Errorf("fleet %+v, want 4 nodes, 6 pods, 2 pending, $%.4f/h", f, price)
 	}
 	var running = c.Pods[:6]
-	lower, err := bound.LowerBound(running, o.Catalog)
+	// top takes the plain relaxation of the summed requests (bound.LowerBoundOf), not LowerBound's
+	// per-size floors: those read every pod's requests again.
+	var cpu, mem float64
+	for _, p := range running {
+		r := scheduling.PodRequests(p)
+		cpu += float64(r.Cpu().MilliValue()) / 1e3
+		mem += float64(r.Memory().Value()) / (1 << 30)
+	}
+	lower, err := bound.LowerBoundOf(cpu, mem, o.Catalog)
 	if err != nil || math.Abs(f.LowerBoundPerHour-lower) > 1e-9 || math.Abs(f.PriceToBound-price/lower) > 1e-9 {
 		t.Errorf("bound %v (ratio %v), want %v (%v)", f.LowerBoundPerHour, f.PriceToBound, lower, err)
 	}

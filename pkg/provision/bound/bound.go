@@ -6,6 +6,8 @@ package bound
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,40 +17,107 @@ import (
 
 // LowerBound is the least an hour of capacity for pods can cost in the catalog types: the optimum
 // of the linear relaxation of covering the pods' summed cpu and memory requests with the
-// allocatable of the available offerings,
+// allocatable of the available offerings (LowerBoundOf), tightened by what the relaxation leaves
+// out most: that a pod runs only on a type whose allocatable holds it.
+//
+// The relaxation alone buys fractions of nodes, so a catalog with tiny, cheap types (EC2's nano
+// and micro sizes, a few cents a vCPU) lets it cover most of the cpu with nodes no pod fits on,
+// and a plan on such a catalog looks twice as dear as it is. The tightening is sound: for pods
+// at least c cores and m GiB each, the nodes that hold them are of types with at least c and m
+// allocatable, so those pods' sums covered by those types alone is also a floor under any plan.
+// LowerBound is the largest of these floors over a grid of thresholds drawn from the pods' own
+// requests (at most fitGrid values of each), the plain relaxation among them. It still ignores
+// bin packing, pods-per-node, resources other than cpu and memory, and every scheduling
+// constraint. It is 0 when the pods request neither cpu nor memory, and an error when no mix of
+// offerings covers them.
+func LowerBound(pods []*corev1.Pod, types []*cloud.InstanceType) (float64, error) {
+	reqs := make([]shape, len(pods))
+	var cpu, mem float64 // cores, GiB
+	for i, p := range pods {
+		r := scheduling.PodRequests(p)
+		reqs[i] = shape{cpu: float64(r.Cpu().MilliValue()) / 1e3, mem: float64(r.Memory().Value()) / gib}
+		cpu += reqs[i].cpu
+		mem += reqs[i].mem
+	}
+	shapes := shapesOf(types)
+	best, err := lowest(cpu, mem, shapes)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range grid(reqs, func(s shape) float64 { return s.cpu }) {
+		for _, m := range grid(reqs, func(s shape) float64 { return s.mem }) {
+			var sumCPU, sumMem float64
+			for _, r := range reqs {
+				if r.cpu >= c && r.mem >= m {
+					sumCPU, sumMem = sumCPU+r.cpu, sumMem+r.mem
+				}
+			}
+			var fit []shape
+			for _, s := range shapes {
+				if s.cpu >= c && s.mem >= m {
+					fit = append(fit, s)
+				}
+			}
+			// No type holds these pods: the plan did not place them either (callers pass the
+			// placed pods), so the threshold says nothing.
+			if floor, err := lowest(sumCPU, sumMem, fit); err == nil {
+				best = math.Max(best, floor)
+			}
+		}
+	}
+	return best, nil
+}
+
+// fitGrid is how many values of each resource LowerBound tries as thresholds: the floors it
+// takes are sound at any threshold, so fewer only loosen the bound, and keep it quick for pods
+// of many sizes.
+const fitGrid = 8
+
+// grid returns up to fitGrid of the distinct values of one resource of reqs, the smallest among
+// them, evenly spread over the sorted values.
+func grid(reqs []shape, of func(shape) float64) []float64 {
+	seen := map[float64]bool{}
+	var values []float64
+	for _, r := range reqs {
+		if v := of(r); !seen[v] {
+			seen[v] = true
+			values = append(values, v)
+		}
+	}
+	sort.Float64s(values)
+	if len(values) <= fitGrid {
+		return values
+	}
+	out := make([]float64, fitGrid)
+	for i := range out {
+		out[i] = values[i*(len(values)-1)/(fitGrid-1)]
+	}
+	return out
+}
+
+// LowerBoundOf is the linear relaxation of covering cpu cores and mem GiB with the allocatable
+// of the available offerings of types,
 //
 //	minimise Σ price_o·x_o  subject to  Σ cpu_o·x_o ≥ CPU,  Σ mem_o·x_o ≥ MEM,  x ≥ 0.
 //
-// Any set of nodes that holds the pods is a feasible x (one per node, at the node's price), so no
-// plan costs less: the ratio of a plan's price to this bound says how far from optimal it can be.
-// The bound is loose where the relaxation is: it buys fractions of nodes, ignores how pods are cut
-// into nodes (bin packing), pods-per-node, resources other than cpu and memory, and every
-// scheduling constraint. It is 0 when the pods request neither cpu nor memory, and an error when no
-// mix of offerings covers them.
+// Any set of nodes that holds pods of those sums is a feasible x (one per node, at the node's
+// price), so no plan costs less. It is for callers that have summed the requests already and
+// want it quick (tailor top sums them per node anyway, and on a large cluster reading every
+// pod's requests twice is most of a frame); LowerBound is the same, tightened by which types each
+// pod fits.
 //
 // With two covering constraints an optimal basic solution uses at most two offerings, each with
 // its constraint tight or one offering alone with the other constraint slack, so the optimum is
 // the cheapest of: every offering alone, scaled until it covers both sums; and every pair whose
 // scaling covers both sums exactly with non-negative amounts. Only the cheapest available offering
-// of each instance type can be in an optimum (the others have the same allocatable), so the
-// enumeration is quadratic in the number of instance types.
-func LowerBound(pods []*corev1.Pod, types []*cloud.InstanceType) (float64, error) {
-	var cpu, mem float64 // cores, GiB
-	for _, p := range pods {
-		r := scheduling.PodRequests(p)
-		cpu += float64(r.Cpu().MilliValue()) / 1e3
-		mem += float64(r.Memory().Value()) / gib
-	}
-	return LowerBoundOf(cpu, mem, types)
+// of each instance type can be in an optimum (the others have the same allocatable), and only a
+// type no other beats per dollar in both cpu and memory (see frontier).
+func LowerBoundOf(cpu, mem float64, types []*cloud.InstanceType) (float64, error) {
+	return lowest(cpu, mem, shapesOf(types))
 }
 
-// LowerBoundOf is LowerBound of pods whose requests sum to cpu cores and mem GiB, for callers
-// that have summed them already (`tailor top` sums them per node anyway, and on a large cluster
-// reading every pod's requests twice is most of a frame).
-func LowerBoundOf(cpu, mem float64, types []*cloud.InstanceType) (float64, error) {
-	if cpu <= 0 && mem <= 0 {
-		return 0, nil
-	}
+// shapesOf is each type with an available offering as the bound sees it.
+func shapesOf(types []*cloud.InstanceType) []shape {
 	shapes := make([]shape, 0, len(types))
 	for _, it := range types {
 		o, ok := it.CheapestOffering(nil)
@@ -61,12 +130,21 @@ func LowerBoundOf(cpu, mem float64, types []*cloud.InstanceType) (float64, error
 			shapes = append(shapes, s)
 		}
 	}
+	return shapes
+}
+
+// lowest is LowerBoundOf over shapes.
+func lowest(cpu, mem float64, shapes []shape) (float64, error) {
+	if cpu <= 0 && mem <= 0 {
+		return 0, nil
+	}
+	front := frontier(shapes)
 	best := math.Inf(1)
-	for _, s := range shapes {
+	for _, s := range front {
 		best = math.Min(best, s.alone(cpu, mem))
 	}
-	for i, a := range shapes {
-		for _, b := range shapes[i+1:] {
+	for i, a := range front {
+		for _, b := range front[i+1:] {
 			best = math.Min(best, mixed(a, b, cpu, mem))
 		}
 	}
@@ -74,6 +152,37 @@ func LowerBoundOf(cpu, mem float64, types []*cloud.InstanceType) (float64, error
 		return 0, fmt.Errorf("no mix of the %d available instance types covers cpu %g and memory %gGi", len(shapes), cpu, mem)
 	}
 	return best, nil
+}
+
+// frontier drops the shapes that another gives at least as much cpu and memory per dollar as
+// (a free shape is kept as it is: nothing beats it). Any amount of a dropped shape can be
+// replaced by the other at no more cost, so the relaxation's optimum is unchanged, and the pairs
+// left to try are a few dozen on EC2's catalog instead of nearly a million.
+func frontier(shapes []shape) []shape {
+	perDollar := func(s shape) (float64, float64) {
+		if s.price <= 0 {
+			return math.Inf(1), math.Inf(1)
+		}
+		return s.cpu / s.price, s.mem / s.price
+	}
+	sorted := slices.Clone(shapes)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		ci, mi := perDollar(sorted[i])
+		cj, mj := perDollar(sorted[j])
+		if ci != cj {
+			return ci > cj
+		}
+		return mi > mj
+	})
+	var out []shape
+	bestMem := math.Inf(-1)
+	for _, s := range sorted {
+		if _, m := perDollar(s); m > bestMem || math.IsInf(m, 1) {
+			out = append(out, s)
+			bestMem = math.Max(bestMem, m)
+		}
+	}
+	return out
 }
 
 const gib = 1 << 30

@@ -111,6 +111,20 @@ func TestLowerBound(t *testing.T) {
 		// y = 4/4 = 1 mem-heavy (1 cpu), x = 3/4 cpu-only: $1.075.
 		want: 1.075,
 	}, {
+		// The relaxation alone covers the cpu with the tiny type ($0.431); no pod fits on it, so
+		// the pods' 4 cores and 8Gi need one large node.
+		name:  "a type no pod fits on does not lower the bound",
+		pods:  pods(4, "1", "2Gi"),
+		types: []*cloud.InstanceType{boundType("tiny", "1", "512Mi", 0.001), boundType("large", "4", "16Gi", 1)},
+		want:  1,
+	}, {
+		// The small pods may use the tiny type; the 2Gi pods may not: they alone need 2 cores and
+		// 4Gi of the large type, half a node.
+		name:  "each pod size is held to the types it fits",
+		pods:  append(pods(2, "1", "2Gi"), newPod("small", "500m", "256Mi")),
+		types: []*cloud.InstanceType{boundType("tiny", "1", "512Mi", 0.001), boundType("large", "4", "16Gi", 1)},
+		want:  0.5,
+	}, {
 		name:  "nothing available",
 		pods:  pods(1, "1", "1Gi"),
 		types: []*cloud.InstanceType{unavailable(boundType("a", "4", "8Gi"), 0.1)},
@@ -139,7 +153,7 @@ func TestLowerBound(t *testing.T) {
 	}
 }
 
-// The primal enumeration in LowerBound agrees with the dual LP solved independently: maximise
+// The primal enumeration in LowerBoundOf agrees with the dual LP solved independently: maximise
 // a·CPU + b·MEM subject to a·cpu_o + b·mem_o ≤ price_o and a, b ≥ 0, whose optimum lies on a
 // vertex of that polygon (the origin, an axis intercept, or where two offerings' lines cross).
 func TestLowerBoundMatchesDual(t *testing.T) {
@@ -152,7 +166,8 @@ func TestLowerBoundMatchesDual(t *testing.T) {
 			types = append(types, boundType(fmt.Sprintf("t%d", i), fmt.Sprint(cpu), fmt.Sprintf("%dGi", mem), 0.01+rng.Float64()))
 		}
 		ps := pods(1+rng.IntN(50), fmt.Sprintf("%dm", 1+rng.IntN(4000)), fmt.Sprintf("%dMi", 1+rng.IntN(16384)))
-		got, err := LowerBound(ps, types)
+		cpu, mem := sums(ps)
+		got, err := LowerBoundOf(cpu, mem, types)
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
@@ -177,12 +192,16 @@ func TestLowerBoundFakeCatalog(t *testing.T) {
 	}
 }
 
-func dualOptimum(ps []*corev1.Pod, types []*cloud.InstanceType) float64 {
-	var cpu, mem float64
+func sums(ps []*corev1.Pod) (cpu, mem float64) {
 	for _, p := range ps {
 		cpu += float64(p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()) / 1e3
 		mem += float64(p.Spec.Containers[0].Resources.Requests.Memory().Value()) / gib
 	}
+	return cpu, mem
+}
+
+func dualOptimum(ps []*corev1.Pod, types []*cloud.InstanceType) float64 {
+	cpu, mem := sums(ps)
 	type line struct{ c, m, p float64 } // c·a + m·b ≤ p
 	var lines []line
 	for _, it := range types {
@@ -257,4 +276,67 @@ func cheapestHolding(ps []*corev1.Pod) float64 {
 		}
 	}
 	return cheapest
+}
+
+// The bound stays a floor: on random catalogs and pods of random sizes it is never above a plan
+// that exists, each pod size packed first-fit on the cheapest type that holds it. The plain
+// relaxation is below it or equal.
+func TestLowerBoundBelowAPlan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 300 {
+		var types []*cloud.InstanceType
+		for i := range 1 + rng.IntN(8) {
+			types = append(types, boundType(fmt.Sprintf("t%d", i), fmt.Sprint(1+rng.IntN(32)), fmt.Sprintf("%dGi", 1+rng.IntN(128)), 0.001+rng.Float64()))
+		}
+		var ps []*corev1.Pod
+		for range 1 + rng.IntN(4) {
+			ps = append(ps, pods(1+rng.IntN(20), fmt.Sprintf("%dm", 100+rng.IntN(4000)), fmt.Sprintf("%dMi", 64+rng.IntN(8192)))...)
+		}
+		plan, ok := firstFitPlan(ps, types)
+		if !ok {
+			continue
+		}
+		got, err := LowerBound(ps, types)
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		cpu, mem := sums(ps)
+		plain, err := LowerBoundOf(cpu, mem, types)
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		if got > plan*(1+1e-9) || got < plain*(1-1e-9) {
+			t.Fatalf("trial %d: LowerBound = %.6g, want between the relaxation %.6g and a plan's price %.6g", trial, got, plain, plan)
+		}
+	}
+}
+
+// firstFitPlan prices a plan for ps: the pods of each size, in turn, first-fit onto nodes of the
+// cheapest type that holds one of them (a node holds pods of one size only). ok is false when
+// some pod fits no type.
+func firstFitPlan(ps []*corev1.Pod, types []*cloud.InstanceType) (price float64, ok bool) {
+	bySize := map[[2]int64][]*corev1.Pod{}
+	for _, p := range ps {
+		r := scheduling.PodRequests(p)
+		k := [2]int64{r.Cpu().MilliValue(), r.Memory().Value()}
+		bySize[k] = append(bySize[k], p)
+	}
+	for k, group := range bySize {
+		best := math.Inf(1)
+		for _, it := range types {
+			o, found := it.CheapestOffering(nil)
+			alloc := it.Allocatable()
+			if !found || alloc.Cpu().MilliValue() < k[0] || alloc.Memory().Value() < k[1] {
+				continue
+			}
+			perNode := min(alloc.Cpu().MilliValue()/max(k[0], 1), alloc.Memory().Value()/max(k[1], 1))
+			nodes := (int64(len(group)) + perNode - 1) / perNode
+			best = math.Min(best, float64(nodes)*o.PricePerHour)
+		}
+		if math.IsInf(best, 1) {
+			return 0, false
+		}
+		price += best
+	}
+	return price, true
 }

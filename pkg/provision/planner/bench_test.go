@@ -175,6 +175,7 @@ func BenchmarkPlan(b *testing.B) {
 		{"upstream", upstreamCatalog, []int{2000, 5000}, []string{"upstream-literal"}},
 		{"fake", fake.Catalog, []int{100, 500, 2000, 5000}, []string{"diverse", "generic"}}, // 407 types, 2,442 offerings
 		{"ec2", ec2Catalog, []int{100, 500, 2000}, []string{"diverse", "generic"}},          // us-west-2 of the EC2 snapshot: 1,345 types, 8,070 offerings
+		{"ec2", ec2Catalog, fleet[3:], []string{"diverse"}},                                 // the fleet curve on the generated catalog, from 5,000 pods
 	}
 	for _, cat := range catalogs {
 		for _, n := range cat.sizes {
