@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -32,7 +35,8 @@ var (
 
 // BenchmarkSchedulingThroughput schedules 5,000 pods that all fit 500 existing nodes with the
 // vanilla kube-scheduler and with tailor-scheduler, one after the other on the same in-process
-// control plane, and reports each one's pods/s and their ratio (target ≥ 0.98, issue 35).
+// control plane, and reports each one's pods/s and their ratio (target ≥ 0.98, issue 35). With
+// TAILOR_CPUPROFILE=DIR it writes a CPU profile of each turn there (see startTurnProfile).
 func BenchmarkSchedulingThroughput(b *testing.B) {
 	for _, w := range []workload{schedulingBasic, topologySpreadAntiAffinity} {
 		b.Run("workload="+w.name, func(b *testing.B) { benchmarkThroughput(b, w) })
@@ -100,9 +104,15 @@ func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w
 		return 0, err
 	}
 	roundsBefore := provisionerRounds()
+	stopProfile, err := startTurnProfile(w.name, phase)
+	if err != nil {
+		return 0, err
+	}
 	stop, started := s.startInProcess(ctx, b, c)
 	defer stop()
-	if err := bs.wait(ctx, 10*time.Minute); err != nil {
+	err = bs.wait(ctx, 10*time.Minute)
+	stopProfile()
+	if err != nil {
 		return 0, err
 	}
 	rate, counted, took := bs.rateFrom(started)
@@ -168,4 +178,33 @@ func printRefusals(ctx context.Context, c *cluster, phase string) {
 			fmt.Printf("schedperf: %s: %d %s: %s\n", phase, byNote[note], reason, note)
 		}
 	}
+}
+
+// startTurnProfile profiles the process's CPU from a scheduler's start to its last binding when
+// TAILOR_CPUPROFILE names a directory, as DIR/WORKLOAD-PHASE.cpu.pprof, and returns what stops
+// it. The schedulers, the API server and etcd share this process, so a turn's profile is read by
+// package: what Tailor adds is the samples under github.com/tailor-sh/tailor beside the
+// scheduler's, which a loaded machine slows down together (`go tool pprof -top -focus=tailor-sh`).
+func startTurnProfile(workload, phase string) (stop func(), err error) {
+	dir := os.Getenv("TAILOR_CPUPROFILE")
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("TAILOR_CPUPROFILE=%s: %w", dir, err)
+	}
+	path := filepath.Join(dir, workload+"-"+phase+".cpu.pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("TAILOR_CPUPROFILE=%s: %w", dir, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("TAILOR_CPUPROFILE=%s: %w", dir, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		fmt.Printf("schedperf: wrote %s\n", path)
+	}, nil
 }
