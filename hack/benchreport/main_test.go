@@ -21,8 +21,8 @@ BenchmarkDisruptionPass/nodes=1000/finds-nothing/path=fork-2     1  4300000000 n
 BenchmarkDisruptionPass/nodes=1000/finds-nothing/path=fork-2     1  4300000000 ns/op   4.3 s/pass  9.6 ms/probe
 BenchmarkDisruptionPass/nodes=5000/finds-nothing-distinct/path=fork-2  1  6000000000 ns/op  6.0 s/pass  5.2 cpu-s/pass
 BenchmarkConsolidationProbe/nodes=5000/path=fork-2  200  1 ns/op  1.2 ms/probe
-BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  2.0 tailor/vanilla
-BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  0.5 tailor/vanilla
+BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  2.0 tailor/vanilla  0.9 vanilla-cpu/tailor-cpu
+BenchmarkSchedulingThroughput/workload=SchedulingBasic-2  1  1 ns/op  0.5 tailor/vanilla  1.1 vanilla-cpu/tailor-cpu
 BenchmarkBurst-2  1  1 ns/op  0.2 max-s-to-last-nodeclaim
 BenchmarkBurst-2  1  1 ns/op  1.5 max-s-to-last-nodeclaim
 BenchmarkFleetScale/pods=400-2  1  1 ns/op  50.0 s-to-all-running  0 pending-end  760 peak-rss-MB  12 s-created-to-bound-p90  320 s-to-consolidated
@@ -48,6 +48,7 @@ BenchmarkPlan/catalog=ec2/pods=20000/mix=diverse-2  1  1 ns/op  2200 pods/s  20.
 		"s/pass (median of 3) | 4.3 | ≤ 5 | met |",
 		"ms/probe (median of 3) | 8.6 | ≤ 10 | met |",
 		"tailor/vanilla (geometric mean of 2) | 1 | ≥ 0.98 | met |",
+		"vanilla-cpu/tailor-cpu (geometric mean of 2) | 0.995 | — | — |",
 		"max-s-to-last-nodeclaim (max of 2) | 1.5 | < 1 | **missed** |",
 		"s/pass (medians) | 14.65 |",
 		"`Plan/catalog=karpenter/pods=5000/mix=diverse` pods/s | not run | ≥ 3000 |",

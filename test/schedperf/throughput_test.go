@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,15 +64,16 @@ func benchmarkThroughput(b *testing.B, w workload) {
 	if run%2 == 1 {
 		order = []scheduler{tailor, vanilla}
 	}
-	sum := map[string]float64{}
+	sum, cpu := map[string]float64{}, map[string]float64{}
 	iterations := 0
 	for b.Loop() {
 		for _, s := range order {
-			rate, err := schedulePhase(ctx, b, c, s, w, fmt.Sprintf("%s-%d", s.name, iterations))
+			turn, err := schedulePhase(ctx, b, c, s, w, fmt.Sprintf("%s-%d", s.name, iterations))
 			if err != nil {
 				b.Fatalf("%s, %s: %v", w.name, s.name, err)
 			}
-			sum[s.name] += rate
+			sum[s.name] += turn.rate
+			cpu[s.name] += turn.cpu.Seconds()
 		}
 		iterations++
 	}
@@ -78,16 +81,29 @@ func benchmarkThroughput(b *testing.B, w workload) {
 	b.ReportMetric(v, "vanilla-pods/s")
 	b.ReportMetric(t, "tailor-pods/s")
 	b.ReportMetric(t/v, "tailor/vanilla")
+	// The same comparison in CPU: the process's CPU-seconds from a scheduler's start to its last
+	// binding (the API server and etcd serve both the same way). A loaded machine stretches a
+	// turn's wall time by whatever its neighbours do, and its CPU far less.
+	b.ReportMetric(cpu[tailor.name]/float64(iterations), "tailor-cpu-s")
+	b.ReportMetric(cpu[vanilla.name]/float64(iterations), "vanilla-cpu-s")
+	b.ReportMetric(cpu[vanilla.name]/cpu[tailor.name], "vanilla-cpu/tailor-cpu")
 	fmt.Printf("schedperf: %s: %s went first\n", w.name, order[0].name)
+}
+
+// turn is what schedulePhase measured: pods bound per second, and the process's CPU time.
+type turn struct {
+	rate float64
+	cpu  time.Duration
 }
 
 // schedulePhase creates the workload's pods for s while no scheduler runs, then starts s and
 // returns the pods it bound per second once it had started (Tailor: once its provisioner and
-// controllers run beside the scheduler) until the last binding. Starting on a full queue keeps
+// controllers run beside the scheduler) until the last binding, and the process's CPU time from
+// its start to the last binding. Starting on a full queue keeps
 // pod creation, which the API server does no faster than a scheduler binds, out of the figure.
 // The scheduler is stopped and every pod deleted before it returns, so the next phase meets the
 // same empty nodes.
-func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w workload, phase string) (float64, error) {
+func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w workload, phase string) (turn, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer func() {
@@ -98,26 +114,28 @@ func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w
 	pods := w.pods(s.schedulerName, phase, throughputPods)
 	bs, err := watchBindings(ctx, c.kube, "phase="+phase, len(pods))
 	if err != nil {
-		return 0, err
+		return turn{}, err
 	}
 	if err := c.createPods(ctx, pods); err != nil {
-		return 0, err
+		return turn{}, err
 	}
 	roundsBefore := provisionerRounds()
 	stopProfile, err := startTurnProfile(w.name, phase)
 	if err != nil {
-		return 0, err
+		return turn{}, err
 	}
+	cpuBefore := processCPU(b)
 	stop, started := s.startInProcess(ctx, b, c)
 	defer stop()
 	err = bs.wait(ctx, 10*time.Minute)
+	cpu := processCPU(b) - cpuBefore
 	stopProfile()
 	if err != nil {
-		return 0, err
+		return turn{}, err
 	}
 	rate, counted, took := bs.rateFrom(started)
 	// Printed, not logged: the API server's own logs would bury it.
-	fmt.Printf("schedperf: %s, %s: %d pods bound in %s after it started, %.1f pods/s\n", w.name, s.name, counted, took.Round(time.Millisecond), rate)
+	fmt.Printf("schedperf: %s, %s: %d pods bound in %s after it started, %.1f pods/s, %.1f CPU-s\n", w.name, s.name, counted, took.Round(time.Millisecond), rate, cpu.Seconds())
 	if s.tailor {
 		fmt.Printf("schedperf: %s, %s: provisioner rounds until the last binding: %s\n", w.name, s.name, provisionerRounds().since(roundsBefore))
 	}
@@ -126,15 +144,15 @@ func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w
 	// scheduler, and the phase would measure a launch, not scheduling.
 	claims, err := c.tailor.KarpenterV1().NodeClaims().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return 0, err
+		return turn{}, err
 	}
 	if len(claims.Items) > 0 {
-		return 0, fmt.Errorf("Tailor created %d NodeClaims for pods that fit the existing nodes", len(claims.Items))
+		return turn{}, fmt.Errorf("Tailor created %d NodeClaims for pods that fit the existing nodes", len(claims.Items))
 	}
 	if counted < len(pods)/2 {
-		return 0, fmt.Errorf("only %d of %d pods were bound after %s started: too few to measure", counted, len(pods), s.name)
+		return turn{}, fmt.Errorf("only %d of %d pods were bound after %s started: too few to measure", counted, len(pods), s.name)
 	}
-	return rate, nil
+	return turn{rate: rate, cpu: cpu}, nil
 }
 
 // rounds are the provisioner's rounds so far by outcome (metrics.ProvisionerRounds): Tailor runs
@@ -180,8 +198,11 @@ func printRefusals(ctx context.Context, c *cluster, phase string) {
 	}
 }
 
+// profiledTurns numbers the turns' profiles, so -count runs do not overwrite each other's.
+var profiledTurns atomic.Int32
+
 // startTurnProfile profiles the process's CPU from a scheduler's start to its last binding when
-// TAILOR_CPUPROFILE names a directory, as DIR/WORKLOAD-PHASE.cpu.pprof, and returns what stops
+// TAILOR_CPUPROFILE names a directory, as DIR/WORKLOAD-N-PHASE.cpu.pprof, and returns what stops
 // it. The schedulers, the API server and etcd share this process, so a turn's profile is read by
 // package: what Tailor adds is the samples under github.com/tailor-sh/tailor beside the
 // scheduler's, which a loaded machine slows down together (`go tool pprof -top -focus=tailor-sh`).
@@ -193,7 +214,7 @@ func startTurnProfile(workload, phase string) (stop func(), err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("TAILOR_CPUPROFILE=%s: %w", dir, err)
 	}
-	path := filepath.Join(dir, workload+"-"+phase+".cpu.pprof")
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d-%s.cpu.pprof", workload, profiledTurns.Add(1), phase))
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("TAILOR_CPUPROFILE=%s: %w", dir, err)
@@ -207,4 +228,13 @@ func startTurnProfile(workload, phase string) (stop func(), err error) {
 		_ = f.Close()
 		fmt.Printf("schedperf: wrote %s\n", path)
 	}, nil
+}
+
+// processCPU is this process's user and system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("reading the process's CPU time: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
