@@ -31,7 +31,11 @@ type Pool struct {
 }
 
 // Candidate is one thing the planner can launch: an instance type in one zone with one capacity
-// type, from one NodePool, with the labels its node would register with.
+// type, from one NodePool, with the labels its node would register with. A candidate is read-only
+// once its pool's state is built: a prepared pool's candidates are shared by every plan made with
+// it, so Pool is the state they were worked out in, whose catalog (NodePool, Types, Free) is the
+// plan's but whose plan-time fields (OpenCapacity, Efficient, ...) are not; a plan reads those on
+// its own State.
 type Candidate struct {
 	Pool        *State
 	It          *cloud.InstanceType
@@ -40,9 +44,6 @@ type Candidate struct {
 	Allocatable corev1.ResourceList
 	// Typ indexes the pool's types; index is the candidate's place in the pool's compatible list.
 	Typ, Index int
-	// Daemons are the DaemonSet pods that would run on a node of this offering; see daemons.Set.On.
-	Daemons      []*corev1.Pod
-	DaemonsKnown bool
 }
 
 // typeInfo is an instance type the pool may launch, with its allocatable in the form
