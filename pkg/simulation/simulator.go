@@ -366,11 +366,41 @@ func (s *Simulator) RemovePod(ctx context.Context, state fwk.CycleState, podToSc
 
 type swappableLister struct {
 	current atomic.Pointer[view]
+	// tail lists a Snapshot's nodes and then planned ones, for views of that Snapshot to share.
+	tail tail
+}
+
+// tail is the longest list of a Snapshot's nodes followed by planned ones handed out so far, with
+// room to grow. A planner shows one more claim at a time: a view whose planned nodes extend the
+// tail's appends them in place and shares the list, where copying every node of the Snapshot per
+// claim was most of what a plan allocated on a large fleet. Every list handed out is a prefix of
+// some tail, and only positions past the tail's length are ever written, so no list handed out
+// changes. A view that does not extend the tail starts a new one.
+type tail struct {
+	mu       sync.Mutex
+	snapshot *Snapshot
+	nodes    []fwk.NodeInfo
+}
+
+// extend returns s's nodes (base, which never changes for s) followed by planned.
+func (t *tail) extend(s *Snapshot, base, planned []fwk.NodeInfo) []fwk.NodeInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, shown := len(base)+len(planned), len(t.nodes)-len(base)
+	if t.snapshot == s && shown >= 0 && shown <= len(planned) && n <= cap(t.nodes) && slices.Equal(t.nodes[len(base):], planned[:shown]) {
+		t.nodes = append(t.nodes, planned[shown:]...)
+		return t.nodes
+	}
+	// Room for as many claims again as are shown, and a few more, before the next copy.
+	t.snapshot, t.nodes = s, append(append(make([]fwk.NodeInfo, 0, n+len(planned)+16), base...), planned...)
+	return t.nodes
 }
 
 type view struct {
 	snapshot fwk.SharedLister
 	planned  []fwk.NodeInfo
+	// tail, when set, extends the lists of views of an own Snapshot (see tail).
+	tail *tail
 	// all lists the snapshot's nodes and then the planned ones, built on first use: a PreFilter
 	// pass asks for it more than once. same, when set, is an earlier view of the same nodes,
 	// whose list this one answers with.
@@ -390,6 +420,10 @@ func (v *view) list() ([]fwk.NodeInfo, error) {
 			v.all, v.err = base, err
 			return
 		}
+		if own, ok := v.snapshot.(*Snapshot); ok && v.tail != nil {
+			v.all = v.tail.extend(own, base, v.planned)
+			return
+		}
 		v.all = append(append(make([]fwk.NodeInfo, 0, len(base)+len(v.planned)), base...), v.planned...)
 	})
 	return v.all, v.err
@@ -400,7 +434,7 @@ func (v *view) list() ([]fwk.NodeInfo, error) {
 // (whose list never changes; its nodes change in place) and the same planned nodes as the
 // current view's shares the current view's list instead.
 func (l *swappableLister) Set(s fwk.SharedLister, planned []fwk.NodeInfo) {
-	v := &view{snapshot: s, planned: planned}
+	v := &view{snapshot: s, planned: planned, tail: &l.tail}
 	if cur := l.current.Load(); cur != nil && len(planned) > 0 && cur.snapshot == s && slices.Equal(cur.planned, planned) {
 		if _, own := s.(*Snapshot); own {
 			v.same = cur
