@@ -75,8 +75,9 @@ type State struct {
 	varying []string
 	// Groups caches daemonGroups.
 	Groups []DaemonGroup
-	// domainFirsts caches DomainFirsts.
-	domainFirsts []int
+	// domainFirsts caches DomainFirsts, every Every, byTypeName ByTypeName.
+	domainFirsts, every []int
+	byTypeName          map[string][]int
 	// Free are the custom label keys whose value each claim settles (see customlabels.go).
 	Free []freeKey
 	// Efficient marks the compatible offerings a new claim tries first, and ratio is the memory
@@ -167,6 +168,19 @@ func NewState(p Pool) *State {
 		return x.Memory > y.Memory
 	})
 	return ps
+}
+
+// Every returns the places of all the compatible offerings, in order: a list shared read-only by
+// the plans of a prepared pool, which neither write into it nor append to it in place (its
+// capacity is its length).
+func (ps *State) Every() []int {
+	if ps.every == nil {
+		ps.every = make([]int, len(ps.Compatible))
+		for i := range ps.every {
+			ps.every[i] = i
+		}
+	}
+	return ps.every
 }
 
 // ClassesFor returns the class of every compatible offering for pods that read keys: offerings in

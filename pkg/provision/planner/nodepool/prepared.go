@@ -14,8 +14,9 @@ type poolCatalog struct {
 	types      []*typeInfo
 	bySize     []int
 	varying    []string
-	// domainFirsts: see State.DomainFirsts.
-	domainFirsts []int
+	// domainFirsts: see State.DomainFirsts; every: State.Every.
+	domainFirsts, every []int
+	byTypeName          map[string][]int
 }
 
 // Prepare returns the pools with their offerings (and the label keys on which they differ)
@@ -28,7 +29,7 @@ func Prepare(pools []Pool) []Pool {
 		p.prepared = nil
 		ps := NewState(p)
 		p.prepared = &poolCatalog{reqs: ps.reqs, free: ps.Free, compatible: ps.Compatible, types: ps.Types, bySize: ps.bySize,
-			varying: ps.VaryingKeys(), domainFirsts: ps.DomainFirsts()}
+			varying: ps.VaryingKeys(), domainFirsts: ps.DomainFirsts(), every: ps.Every(), byTypeName: ps.ByTypeName()}
 		out[i] = p
 	}
 	return out
@@ -40,5 +41,5 @@ func Prepare(pools []Pool) []Pool {
 // runs) it keeps in its own daemons.Set.
 func (pc *poolCatalog) state(p Pool) *State {
 	return &State{Pool: p, reqs: pc.reqs, Free: pc.free, Compatible: pc.compatible, Types: pc.types, bySize: pc.bySize,
-		varying: pc.varying, domainFirsts: pc.domainFirsts}
+		varying: pc.varying, domainFirsts: pc.domainFirsts, every: pc.every, byTypeName: pc.byTypeName}
 }
