@@ -122,6 +122,14 @@ func (s *Snapshot) Commit() {
 	below.groupsMoved = below.groupsMoved || top.groupsMoved
 }
 
+// innermost is the innermost open fork, nil when none is open.
+func (s *Snapshot) innermost() *layer {
+	if len(s.layers) == 0 {
+		return nil
+	}
+	return s.layers[len(s.layers)-1]
+}
+
 func (s *Snapshot) pop() *layer {
 	if len(s.layers) == 0 {
 		panic("simulation.Snapshot: Revert or Commit without Fork")
