@@ -137,7 +137,7 @@ func (pl *Planner) add(ctx context.Context, oc *openClaim, pod *corev1.Pod, info
 func (pl *Planner) plannedOfferings(ctx context.Context, oc *openClaim) []int {
 	compatible := oc.pool.Compatible
 	var kept []int
-	types := map[string]bool{}
+	types := make(map[string]bool, nodeclaim.MaxInstanceTypes)
 	for _, i := range pl.holding(ctx, oc, nodeclaim.MaxInstanceTypes) {
 		name := compatible[i].It.Name
 		if !types[name] && len(types) == nodeclaim.MaxInstanceTypes {

@@ -95,7 +95,7 @@ func Expressible(ps *State, offerings []int) []int {
 		return offerings
 	}
 	byName := ps.ByTypeName()
-	kept := make(map[int]bool, len(offerings))
+	kept := make([]bool, len(ps.Compatible))
 	var names, zones, capacity []string
 	for _, i := range offerings {
 		c := ps.Compatible[i]
