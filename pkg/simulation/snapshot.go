@@ -171,6 +171,18 @@ func (s *Snapshot) AddPod(ni fwk.NodeInfo, pod *corev1.Pod) {
 	}
 }
 
+// AddPodInfo is AddPod with the pod's PodInfo, which the node keeps: a caller that has one
+// already (a planner, which made it for PreFilter) spares the node parsing the pod again.
+func (s *Snapshot) AddPodInfo(ni fwk.NodeInfo, pod fwk.PodInfo) {
+	if info, ok := s.writable(ni); ok {
+		info.AddPodInfo(pod)
+		return
+	}
+	if info, ok := ni.(*framework.NodeInfo); ok {
+		info.AddPodInfo(pod)
+	}
+}
+
 // Replace makes the snapshot's node of that name node, with no pods: what a simulation of
 // removing the node shows in its place. It must be called inside a fork.
 func (s *Snapshot) Replace(node *corev1.Node) error {
