@@ -36,7 +36,9 @@ func TestKeysTellPodsApart(t *testing.T) {
 	if SpecKey(base) != SpecKey(same) || CountingKey(base) != CountingKey(same) {
 		t.Fatal("pods that differ in their names alone have different keys")
 	}
-	bigger := pod("c", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2") })
+	bigger := pod("c", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+	})
 	if SpecKey(base) == SpecKey(bigger) {
 		t.Error("pods that request different cpu share a spec key")
 	}
