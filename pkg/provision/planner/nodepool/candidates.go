@@ -186,13 +186,27 @@ func (ps *State) Every() []int {
 // ClassesFor returns the class of every compatible offering for pods that read keys: offerings in
 // one class agree on every key, so the placement plugins cannot tell them apart.
 func (ps *State) ClassesFor(keys podkeys.Keys) []int32 {
+	if ps.prepared != nil {
+		return ps.prepared.classesFor(ps, keys)
+	}
 	sig := keys.Signature()
 	if cl, ok := ps.classes[sig]; ok {
 		return cl
 	}
-	out := make([]int32, len(ps.Compatible))
+	cl := classesOf(ps.Compatible, keys)
+	if ps.classes == nil {
+		ps.classes = map[string][]int32{}
+	}
+	ps.classes[sig] = cl
+	return cl
+}
+
+// classesOf numbers the offerings by what their labels say for keys, in order of first
+// appearance.
+func classesOf(compatible []*Candidate, keys podkeys.Keys) []int32 {
+	out := make([]int32, len(compatible))
 	ids := map[string]int32{}
-	for i, c := range ps.Compatible {
+	for i, c := range compatible {
 		if keys.All {
 			out[i] = int32(i)
 			continue
@@ -205,10 +219,6 @@ func (ps *State) ClassesFor(keys podkeys.Keys) []int32 {
 		}
 		out[i] = id
 	}
-	if ps.classes == nil {
-		ps.classes = map[string][]int32{}
-	}
-	ps.classes[sig] = out
 	return out
 }
 
