@@ -31,6 +31,10 @@ type room struct {
 	leaving amount
 	// offerings are every available offering of the pools, cheapest first.
 	offerings []pricedRoom
+	// asks are the requests of each candidate's pods, summed on its first question: a pass asks
+	// about a candidate again and again (multi-node consolidation's search, then single-node),
+	// and its pods do not change within the pass.
+	asks map[*Candidate]amount
 }
 
 // amount is cpu in millicores, memory in bytes and a count of pods.
@@ -57,7 +61,7 @@ type pricedRoom struct {
 
 // newRoom reads what the snapshot's nodes have left, leaving out nodes in flight (see room).
 func newRoom(snapshot *simulation.Snapshot, view *planner.View, pools []planner.Pool) *room {
-	r := &room{spare: map[string]amount{}}
+	r := &room{spare: map[string]amount{}, asks: map[*Candidate]amount{}}
 	nodes, _ := snapshot.NodeInfos().List()
 	for _, ni := range nodes {
 		if _, inFlight := view.InFlight[ni.Node().Name]; inFlight {
@@ -93,9 +97,7 @@ func (r *room) hopeless(cands []*Candidate, price float64, spot bool) bool {
 	need := r.leaving
 	for _, c := range cands {
 		left = left.minus(r.spare[c.Node.Name])
-		for _, p := range c.Pods {
-			need = need.plus(requestsOf(p))
-		}
+		need = need.plus(r.asksOf(c))
 	}
 	short := need.minus(left)
 	short = amount{max(0, short.milliCPU), max(0, short.memory), max(0, short.pods)}
@@ -114,6 +116,19 @@ func (r *room) hopeless(cands []*Candidate, price float64, spot bool) bool {
 		}
 	}
 	return true
+}
+
+// asksOf is the sum of the candidate's pods' requests.
+func (r *room) asksOf(c *Candidate) amount {
+	if a, ok := r.asks[c]; ok {
+		return a
+	}
+	var a amount
+	for _, p := range c.Pods {
+		a = a.plus(requestsOf(p))
+	}
+	r.asks[c] = a
+	return a
 }
 
 // spareOf is what NodeResourcesFit sees left on a node, none of it negative.

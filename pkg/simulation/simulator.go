@@ -266,6 +266,9 @@ func (s *Simulator) Parallelizer() fwk.Parallelizer { return s.fw.Parallelizer()
 // planner's new NodeClaims). Plugins that look across nodes in PreFilter (inter-pod affinity,
 // topology spread, ReadWriteOncePod) count their pods as they count the snapshot's; they are
 // not in the snapshot because nothing may be placed on them except through the caller.
+//
+// With a Snapshot, what plugins are shown in a fork of it is theirs to read until the fork
+// closes: the lists of nodes shown there are reused afterwards (see tail).
 func (s *Simulator) Use(snapshot fwk.SharedLister, planned ...fwk.NodeInfo) {
 	s.snapshot.Set(snapshot, planned)
 }
@@ -366,11 +369,51 @@ func (s *Simulator) RemovePod(ctx context.Context, state fwk.CycleState, podToSc
 
 type swappableLister struct {
 	current atomic.Pointer[view]
+	// tail lists a Snapshot's nodes and then planned ones, for views of that Snapshot to share.
+	tail tail
+}
+
+// tail is the longest list of a Snapshot's nodes followed by planned ones handed out so far, with
+// room to grow. A planner shows one more claim at a time: a view whose planned nodes extend the
+// tail's appends them in place and shares the list, where copying every node of the Snapshot per
+// plan was the largest thing a plan allocated on a large fleet. Every list handed out is a prefix
+// of the tail, and only positions past the tail's length are written, so no list handed out
+// changes while it may be read. A view that does not extend the tail starts a new one.
+//
+// Lists are read only while the Snapshot's fork that was innermost when they were handed out is
+// open (a plan forks the Snapshot, shows its views inside, and reverts it before it returns):
+// once that fork is closed, the tail starts again after the Snapshot's nodes, in the same memory.
+type tail struct {
+	mu       sync.Mutex
+	snapshot *Snapshot
+	// fork is the Snapshot's innermost open fork when the tail started, nil when none was open.
+	fork  *layer
+	nodes []fwk.NodeInfo
+}
+
+// extend returns s's nodes (base, which never changes for s) followed by planned.
+func (t *tail) extend(s *Snapshot, base, planned []fwk.NodeInfo) []fwk.NodeInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.snapshot == s && t.fork != nil && !slices.Contains(s.layers, t.fork) {
+		t.nodes, t.fork = t.nodes[:len(base)], s.innermost()
+	}
+	n, shown := len(base)+len(planned), len(t.nodes)-len(base)
+	if t.snapshot == s && shown >= 0 && shown <= len(planned) && n <= cap(t.nodes) && slices.Equal(t.nodes[len(base):], planned[:shown]) {
+		t.nodes = append(t.nodes, planned[shown:]...)
+		return t.nodes
+	}
+	// Room for as many claims again as are shown, and a few more, before the next copy.
+	t.snapshot, t.fork = s, s.innermost()
+	t.nodes = append(append(make([]fwk.NodeInfo, 0, n+len(planned)+16), base...), planned...)
+	return t.nodes
 }
 
 type view struct {
 	snapshot fwk.SharedLister
 	planned  []fwk.NodeInfo
+	// tail, when set, extends the lists of views of an own Snapshot (see tail).
+	tail *tail
 	// all lists the snapshot's nodes and then the planned ones, built on first use: a PreFilter
 	// pass asks for it more than once. same, when set, is an earlier view of the same nodes,
 	// whose list this one answers with.
@@ -390,6 +433,10 @@ func (v *view) list() ([]fwk.NodeInfo, error) {
 			v.all, v.err = base, err
 			return
 		}
+		if own, ok := v.snapshot.(*Snapshot); ok && v.tail != nil {
+			v.all = v.tail.extend(own, base, v.planned)
+			return
+		}
 		v.all = append(append(make([]fwk.NodeInfo, 0, len(base)+len(v.planned)), base...), v.planned...)
 	})
 	return v.all, v.err
@@ -400,7 +447,7 @@ func (v *view) list() ([]fwk.NodeInfo, error) {
 // (whose list never changes; its nodes change in place) and the same planned nodes as the
 // current view's shares the current view's list instead.
 func (l *swappableLister) Set(s fwk.SharedLister, planned []fwk.NodeInfo) {
-	v := &view{snapshot: s, planned: planned}
+	v := &view{snapshot: s, planned: planned, tail: &l.tail}
 	if cur := l.current.Load(); cur != nil && len(planned) > 0 && cur.snapshot == s && slices.Equal(cur.planned, planned) {
 		if _, own := s.(*Snapshot); own {
 			v.same = cur

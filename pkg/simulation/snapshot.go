@@ -122,6 +122,14 @@ func (s *Snapshot) Commit() {
 	below.groupsMoved = below.groupsMoved || top.groupsMoved
 }
 
+// innermost is the innermost open fork, nil when none is open.
+func (s *Snapshot) innermost() *layer {
+	if len(s.layers) == 0 {
+		return nil
+	}
+	return s.layers[len(s.layers)-1]
+}
+
 func (s *Snapshot) pop() *layer {
 	if len(s.layers) == 0 {
 		panic("simulation.Snapshot: Revert or Commit without Fork")
@@ -160,6 +168,18 @@ func (s *Snapshot) AddPod(ni fwk.NodeInfo, pod *corev1.Pod) {
 	}
 	if info, ok := ni.(*framework.NodeInfo); ok {
 		info.AddPod(pod)
+	}
+}
+
+// AddPodInfo is AddPod with the pod's PodInfo, which the node keeps: a caller that has one
+// already (a planner, which made it for PreFilter) spares the node parsing the pod again.
+func (s *Snapshot) AddPodInfo(ni fwk.NodeInfo, pod fwk.PodInfo) {
+	if info, ok := s.writable(ni); ok {
+		info.AddPodInfo(pod)
+		return
+	}
+	if info, ok := ni.(*framework.NodeInfo); ok {
+		info.AddPodInfo(pod)
 	}
 }
 

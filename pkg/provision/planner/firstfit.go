@@ -27,7 +27,7 @@ type fitCheck struct {
 // does not rule out (Snapshot.NextWithRoom, for the snapshot's own list), so that the walk
 // jumps over the full nodes instead of testing each.
 func (pl *Planner) firstFit(ctx context.Context, check fitCheck, nodes []fwk.NodeInfo, seek func(simulation.Requests, int) int, rejected *memo.Rejections[*openClaim], passOver map[string]bool, also ...fitCheck) fwk.NodeInfo {
-	asks := simulation.MinRequests(check.pod)
+	asks := pl.leastOf(check.pod)
 	if !pl.sim.ResourcesFiltered() {
 		seek = nil // NoRoom rules nothing out, and neither may seek
 	}

@@ -288,25 +288,25 @@ func (pl *Planner) holding(ctx context.Context, oc *openClaim, maxTypes int) []i
 	view := *oc.info
 	view.Pods = view.Pods[:len(view.Pods)-1]
 	view.Requested = oc.before
-	fits := map[int]bool{}
+	// fits is each type's answer: 1 holds, -1 does not, 0 not asked.
+	fits := make([]int8, len(oc.pool.Types))
 	held := 0
 	last := pl.requestsOf(oc.lastPod)
 	var out []int
 	for _, i := range oc.alive {
 		t := oc.pool.Compatible[i].Typ
-		ok, asked := fits[t]
-		if !asked {
+		if fits[t] == 0 {
 			if maxTypes > 0 && held == maxTypes {
 				continue
 			}
 			view.Allocatable = oc.pool.Types[t].Alloc
-			ok = pl.sim.FilterCapacity(ctx, oc.lastState, oc.lastPod, &view).IsSuccess() && pl.coverFits(ctx, oc, t, last)
-			fits[t] = ok
-			if ok {
+			fits[t] = -1
+			if pl.sim.FilterCapacity(ctx, oc.lastState, oc.lastPod, &view).IsSuccess() && pl.coverFits(ctx, oc, t, last) {
+				fits[t] = 1
 				held++
 			}
 		}
-		if ok {
+		if fits[t] > 0 {
 			out = append(out, i)
 		}
 	}

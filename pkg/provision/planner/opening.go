@@ -17,9 +17,14 @@ import (
 )
 
 // daemonGroups returns the pool's offerings grouped by the daemons they run, the group with the
-// cheapest offering first. Computed once per plan.
+// cheapest offering first. Computed once per plan; without DaemonSets, one group of every
+// offering, the pool's own list (nodepool.State.Every).
 func (pl *Planner) daemonGroups(ctx context.Context, ps *nodepool.State) []nodepool.DaemonGroup {
 	if ps.Groups != nil {
+		return ps.Groups
+	}
+	if pl.daemons.Len() == 0 {
+		ps.Groups = []nodepool.DaemonGroup{{Offerings: ps.Every()}}
 		return ps.Groups
 	}
 	index := map[string]int{}
@@ -132,7 +137,7 @@ func (pl *Planner) add(ctx context.Context, oc *openClaim, pod *corev1.Pod, info
 func (pl *Planner) plannedOfferings(ctx context.Context, oc *openClaim) []int {
 	compatible := oc.pool.Compatible
 	var kept []int
-	types := map[string]bool{}
+	types := make(map[string]bool, nodeclaim.MaxInstanceTypes)
 	for _, i := range pl.holding(ctx, oc, nodeclaim.MaxInstanceTypes) {
 		name := compatible[i].It.Name
 		if !types[name] && len(types) == nodeclaim.MaxInstanceTypes {
@@ -152,6 +157,9 @@ func (pl *Planner) plannedOfferings(ctx context.Context, oc *openClaim) []int {
 func (oc *openClaim) claimOf(offerings []int) *nodeclaim.Planned {
 	compatible := oc.pool.Compatible
 	pc := &nodeclaim.Planned{NodePool: oc.pool.NodePool, Pods: oc.pods, Daemons: oc.daemons, MinValuesShort: oc.pool.MinValuesShort(offerings), Labels: oc.customLabels()}
+	if len(offerings) > 0 {
+		pc.Options = make([]nodeclaim.Option, 0, len(offerings))
+	}
 	for _, i := range offerings {
 		pc.Options = append(pc.Options, nodeclaim.Option{InstanceType: compatible[i].It, Offering: compatible[i].Offering})
 	}

@@ -122,7 +122,7 @@ func (p *planning) existingNode(ctx context.Context, pp *placing) fwk.NodeInfo {
 // gone for the pods after it, so no two pods are planned into the last free slot of one node.
 func (p *planning) placeOn(ctx context.Context, pp *placing, ni fwk.NodeInfo) {
 	p.reserveOn(ctx, pp.pod, ni)
-	p.snapshot.AddPod(ni, pp.pod)
+	p.snapshot.AddPodInfo(ni, pp.info)
 	p.pf.Add(pp.info, ni)
 	if claim, ok := p.in.InFlight[ni.Node().Name]; ok {
 		p.plan.InFlight[claim] = append(p.plan.InFlight[claim], pp.pod)

@@ -95,8 +95,10 @@ type Planner struct {
 	sim *simulation.Simulator
 	// daemons are the current plan's DaemonSet pods; a Planner runs one plan at a time.
 	daemons *daemons.Set
-	// requests are the current plan's pending pods' requests, computed once.
+	// requests are the current plan's pending pods' requests, computed once; least the least
+	// NodeResourcesFit may count of each pod first fit weighs (simulation.MinRequests).
 	requests map[*corev1.Pod]corev1.ResourceList
+	least    map[*corev1.Pod]simulation.Requests
 	// backed are the extended resources the current plan's pending pods ask for that DRA devices
 	// back (nodepool.DeviceBacked).
 	backed map[corev1.ResourceName]bool
@@ -119,6 +121,18 @@ func (pl *Planner) requestsOf(pod *corev1.Pod) corev1.ResourceList {
 		return r
 	}
 	return scheduling.PodRequests(pod)
+}
+
+// leastOf returns simulation.MinRequests of the pod, kept for the current plan.
+func (pl *Planner) leastOf(pod *corev1.Pod) simulation.Requests {
+	r, ok := pl.least[pod]
+	if !ok {
+		r = simulation.MinRequests(pod)
+		if pl.least != nil {
+			pl.least[pod] = r
+		}
+	}
+	return r
 }
 
 // ResourcesFiltered reports whether the planner's Filter runs NodeResourcesFit, so that a pod
@@ -152,7 +166,7 @@ func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
 	// The plan counts its pods on the snapshot's nodes as it goes; the fork it made leaves the
 	// caller's snapshot as it was.
 	defer p.snapshot.Revert()
-	for _, pod := range packing.DestinedFirst(packing.FirstOf(packing.Order(in.Pending, p.ratio), in.First), in.Destined) {
+	for _, pod := range packing.DestinedFirst(packing.FirstOf(packing.Order(in.Pending, p.ratio, pl.requestsOf), in.First), in.Destined) {
 		p.place(ctx, pod)
 	}
 	pl.reused, pl.derived = p.pf.Reused, p.pf.Derived
@@ -277,6 +291,7 @@ func (p *planning) node(name string) fwk.NodeInfo {
 func (pl *Planner) ratePools(in Input) []*nodepool.State {
 	var cpu, mem, maxCPU, maxMem float64
 	pl.requests = make(map[*corev1.Pod]corev1.ResourceList, len(in.Pending))
+	pl.least = make(map[*corev1.Pod]simulation.Requests, len(in.Pending))
 	for _, p := range in.Pending {
 		r := scheduling.PodRequests(p)
 		pl.requests[p] = r

@@ -50,6 +50,9 @@ type Set struct {
 	sim    *simulation.Simulator
 	pods   []*corev1.Pod
 	states []fwk.CycleState
+	// on keeps On's answer per candidate for this plan. It lives here, not on the candidate: a
+	// prepared pool's candidates are shared read-only by every plan of a pass.
+	on map[*nodepool.Candidate][]*corev1.Pod
 }
 
 // Prepare runs PreFilter for each DaemonSet pod against the simulator's snapshot; a pod whose
@@ -79,21 +82,29 @@ func (s *Set) Len() int {
 // (taints, labels, ports, ...; not room) pass on its template node. Room is left out as the
 // DaemonSet controller leaves it out: it creates the pod on every node it may run on, and a node
 // too small for its daemons and the pending pods is not one to launch. Computed once per
-// candidate and plan: the answer is kept on the candidate.
+// candidate and plan: the answer is kept in the Set. A Set with no pods answers none without
+// looking at the candidate.
 func (s *Set) On(ctx context.Context, c *nodepool.Candidate) []*corev1.Pod {
-	if c.DaemonsKnown {
-		return c.Daemons
+	if s.Len() == 0 {
+		return nil
 	}
-	c.DaemonsKnown = true
+	if ds, ok := s.on[c]; ok {
+		return ds
+	}
+	var ds []*corev1.Pod
 	ni := framework.NewNodeInfo()
 	ni.SetNode(c.TemplateNode("daemonset-probe"))
 	for i, p := range s.pods {
 		if s.sim.FilterPlacement(ctx, s.states[i], p, ni).IsSuccess() || s.runsOnSome(ctx, c, ni, s.states[i], p) {
 			ni.AddPod(p)
-			c.Daemons = append(c.Daemons, p)
+			ds = append(ds, p)
 		}
 	}
-	return c.Daemons
+	if s.on == nil {
+		s.on = map[*nodepool.Candidate][]*corev1.Pod{}
+	}
+	s.on[c] = ds
+	return ds
 }
 
 // runsOnSome reports whether the DaemonSet pod would run on the probe ni labelled with some value

@@ -31,7 +31,11 @@ type Pool struct {
 }
 
 // Candidate is one thing the planner can launch: an instance type in one zone with one capacity
-// type, from one NodePool, with the labels its node would register with.
+// type, from one NodePool, with the labels its node would register with. A candidate is read-only
+// once its pool's state is built: a prepared pool's candidates are shared by every plan made with
+// it, so Pool is the state they were worked out in, whose catalog (NodePool, Types, Free) is the
+// plan's but whose plan-time fields (OpenCapacity, Efficient, ...) are not; a plan reads those on
+// its own State.
 type Candidate struct {
 	Pool        *State
 	It          *cloud.InstanceType
@@ -40,9 +44,6 @@ type Candidate struct {
 	Allocatable corev1.ResourceList
 	// Typ indexes the pool's types; index is the candidate's place in the pool's compatible list.
 	Typ, Index int
-	// Daemons are the DaemonSet pods that would run on a node of this offering; see daemons.Set.On.
-	Daemons      []*corev1.Pod
-	DaemonsKnown bool
 }
 
 // typeInfo is an instance type the pool may launch, with its allocatable in the form
@@ -74,8 +75,9 @@ type State struct {
 	varying []string
 	// Groups caches daemonGroups.
 	Groups []DaemonGroup
-	// domainFirsts caches DomainFirsts.
-	domainFirsts []int
+	// domainFirsts caches DomainFirsts, every Every, byTypeName ByTypeName.
+	domainFirsts, every []int
+	byTypeName          map[string][]int
 	// Free are the custom label keys whose value each claim settles (see customlabels.go).
 	Free []freeKey
 	// Efficient marks the compatible offerings a new claim tries first, and ratio is the memory
@@ -168,16 +170,43 @@ func NewState(p Pool) *State {
 	return ps
 }
 
+// Every returns the places of all the compatible offerings, in order: a list shared read-only by
+// the plans of a prepared pool, which neither write into it nor append to it in place (its
+// capacity is its length).
+func (ps *State) Every() []int {
+	if ps.every == nil {
+		ps.every = make([]int, len(ps.Compatible))
+		for i := range ps.every {
+			ps.every[i] = i
+		}
+	}
+	return ps.every
+}
+
 // ClassesFor returns the class of every compatible offering for pods that read keys: offerings in
 // one class agree on every key, so the placement plugins cannot tell them apart.
 func (ps *State) ClassesFor(keys podkeys.Keys) []int32 {
+	if ps.prepared != nil {
+		return ps.prepared.classesFor(ps, keys)
+	}
 	sig := keys.Signature()
 	if cl, ok := ps.classes[sig]; ok {
 		return cl
 	}
-	out := make([]int32, len(ps.Compatible))
+	cl := classesOf(ps.Compatible, keys)
+	if ps.classes == nil {
+		ps.classes = map[string][]int32{}
+	}
+	ps.classes[sig] = cl
+	return cl
+}
+
+// classesOf numbers the offerings by what their labels say for keys, in order of first
+// appearance.
+func classesOf(compatible []*Candidate, keys podkeys.Keys) []int32 {
+	out := make([]int32, len(compatible))
 	ids := map[string]int32{}
-	for i, c := range ps.Compatible {
+	for i, c := range compatible {
 		if keys.All {
 			out[i] = int32(i)
 			continue
@@ -190,10 +219,6 @@ func (ps *State) ClassesFor(keys podkeys.Keys) []int32 {
 		}
 		out[i] = id
 	}
-	if ps.classes == nil {
-		ps.classes = map[string][]int32{}
-	}
-	ps.classes[sig] = out
 	return out
 }
 

@@ -1,6 +1,8 @@
 package nodepool
 
 import (
+	"slices"
+
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +48,10 @@ type DaemonGroup struct {
 // new claim to launch as, all of them together, and a resource whose limit refused one.
 func (ps *State) WithinLimitsByGroup(groups []DaemonGroup) (allowed [][]int, within []int, limited corev1.ResourceName) {
 	allowed = make([][]int, len(groups))
+	if len(ps.NodePool.Spec.Limits) == 0 && len(groups) == 1 {
+		// Read only by the caller: the group's own list serves as both.
+		return [][]int{groups[0].Offerings}, groups[0].Offerings, ""
+	}
 	for g, group := range groups {
 		if len(ps.NodePool.Spec.Limits) == 0 {
 			allowed[g] = group.Offerings
@@ -81,18 +87,29 @@ func (ps *State) MaxCapacity(offerings []int) corev1.ResourceList {
 // Expressible narrows offerings to what a NodeClaim can say. Its requirements list instance
 // types, zones and capacity types separately, so the cloud may launch any combination of them;
 // when that product holds an offering of the pool that a Filter turned away (a type in a zone
-// the pods may not use), only the cheapest offering's zone and capacity type are kept.
+// the pods may not use), only the cheapest offering's zone and capacity type are kept. The
+// product is read through the offerings of the named types alone (ByTypeName), so the question
+// costs what the claim's types offer, not what the pool's catalog does.
 func Expressible(ps *State, offerings []int) []int {
-	types, zones, capacity, kept := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[int]bool{}
+	if len(offerings) == 0 {
+		return offerings
+	}
+	byName := ps.ByTypeName()
+	kept := make([]bool, len(ps.Compatible))
+	var names, zones, capacity []string
 	for _, i := range offerings {
 		c := ps.Compatible[i]
-		types[c.It.Name], zones[c.Offering.Zone], capacity[c.Offering.CapacityType], kept[i] = true, true, true, true
+		kept[i] = true
+		names, zones, capacity = appendNew(names, c.It.Name), appendNew(zones, c.Offering.Zone), appendNew(capacity, c.Offering.CapacityType)
 	}
 	exact := true
-	for _, c := range ps.Compatible {
-		if types[c.It.Name] && zones[c.Offering.Zone] && capacity[c.Offering.CapacityType] && !kept[c.Index] {
-			exact = false
-			break
+	for _, name := range names {
+		for _, j := range byName[name] {
+			o := ps.Compatible[j].Offering
+			if !kept[j] && slices.Contains(zones, o.Zone) && slices.Contains(capacity, o.CapacityType) {
+				exact = false
+				break
+			}
 		}
 	}
 	if exact {
@@ -107,4 +124,24 @@ func Expressible(ps *State, offerings []int) []int {
 		}
 	}
 	return out
+}
+
+// appendNew appends v to set unless it is there already.
+func appendNew(set []string, v string) []string {
+	if slices.Contains(set, v) {
+		return set
+	}
+	return append(set, v)
+}
+
+// ByTypeName returns the places in Compatible of each instance type's offerings, by the type's
+// name, cheapest first. It depends on the catalog alone: a prepared pool works it out once.
+func (ps *State) ByTypeName() map[string][]int {
+	if ps.byTypeName == nil {
+		ps.byTypeName = make(map[string][]int, len(ps.Types))
+		for i, c := range ps.Compatible {
+			ps.byTypeName[c.It.Name] = append(ps.byTypeName[c.It.Name], i)
+		}
+	}
+	return ps.byTypeName
 }

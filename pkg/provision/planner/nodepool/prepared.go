@@ -1,6 +1,12 @@
 package nodepool
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
+)
 
 // poolCatalog is the part of a pool's plan state that depends on the NodePool and its instance
 // types alone: the offerings its requirements allow, with the labels their nodes would carry,
@@ -14,8 +20,13 @@ type poolCatalog struct {
 	types      []*typeInfo
 	bySize     []int
 	varying    []string
-	// domainFirsts: see State.DomainFirsts.
-	domainFirsts []int
+	// domainFirsts: see State.DomainFirsts; every: State.Every.
+	domainFirsts, every []int
+	byTypeName          map[string][]int
+	// classes caches State.ClassesFor for every plan of the pass: the classes depend on the
+	// offerings and the keys alone. Plans read the slices it holds and never write them.
+	mu      sync.Mutex
+	classes map[string][]int32
 }
 
 // Prepare returns the pools with their offerings (and the label keys on which they differ)
@@ -28,21 +39,33 @@ func Prepare(pools []Pool) []Pool {
 		p.prepared = nil
 		ps := NewState(p)
 		p.prepared = &poolCatalog{reqs: ps.reqs, free: ps.Free, compatible: ps.Compatible, types: ps.Types, bySize: ps.bySize,
-			varying: ps.VaryingKeys(), domainFirsts: ps.DomainFirsts()}
+			varying: ps.VaryingKeys(), domainFirsts: ps.DomainFirsts(), every: ps.Every(), byTypeName: ps.ByTypeName()}
 		out[i] = p
 	}
 	return out
 }
 
-// state is a fresh plan state over the catalog: the catalog's read-only parts are shared, and
-// each offering gets a candidate of its own, since a plan notes on it which daemons it runs.
+// state is a fresh plan state over the catalog. The catalog's parts, the candidates included, are
+// shared read-only: a plan costs nothing per offering to set up (copying the candidates was a
+// fifth of what a disruption pass allocated), and what it notes per offering (the daemons each
+// runs) it keeps in its own daemons.Set.
 func (pc *poolCatalog) state(p Pool) *State {
-	ps := &State{Pool: p, reqs: pc.reqs, Free: pc.free, Types: pc.types, bySize: pc.bySize, varying: pc.varying, domainFirsts: pc.domainFirsts}
-	cands := make([]Candidate, len(pc.compatible))
-	ps.Compatible = make([]*Candidate, len(pc.compatible))
-	for i, c := range pc.compatible {
-		cands[i] = Candidate{Pool: ps, It: c.It, Offering: c.Offering, Labels: c.Labels, Allocatable: c.Allocatable, Typ: c.Typ, Index: c.Index}
-		ps.Compatible[i] = &cands[i]
+	return &State{Pool: p, reqs: pc.reqs, Free: pc.free, Compatible: pc.compatible, Types: pc.types, bySize: pc.bySize,
+		varying: pc.varying, domainFirsts: pc.domainFirsts, every: pc.every, byTypeName: pc.byTypeName}
+}
+
+// classesFor is ps.ClassesFor, worked out once for all the plans with the catalog.
+func (pc *poolCatalog) classesFor(ps *State, keys podkeys.Keys) []int32 {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	sig := keys.Signature()
+	if cl, ok := pc.classes[sig]; ok {
+		return cl
 	}
-	return ps
+	cl := classesOf(ps.Compatible, keys)
+	if pc.classes == nil {
+		pc.classes = map[string][]int32{}
+	}
+	pc.classes[sig] = cl
+	return cl
 }

@@ -5,8 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // Order orders pods for first-fit packing: biggest first, and balanced, so that every
@@ -16,8 +14,9 @@ import (
 // comes from the queue that the order so far has asked less of. Sorting by size alone would fill
 // the first nodes up to one resource and far from the other, and leave the pods heavy in the
 // other for nodes of their own. Ties go by age and UID, so plans are deterministic. Pods that may
-// exclude each other keep Karpenter's order among themselves (exclusiveLargestFirst).
-func Order(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
+// exclude each other keep Karpenter's order among themselves (exclusiveLargestFirst). requests
+// gives a pod's requests (the plan's, worked out once per pod).
+func Order(pods []*corev1.Pod, ratio float64, requests func(*corev1.Pod) corev1.ResourceList) []*corev1.Pod {
 	type keyed struct {
 		pod      *corev1.Pod
 		cpu, mem float64
@@ -25,7 +24,7 @@ func Order(pods []*corev1.Pod, ratio float64) []*corev1.Pod {
 	ks := make([]keyed, len(pods))
 	var cpus, mems float64
 	for i, p := range pods {
-		r := scheduling.PodRequests(p)
+		r := requests(p)
 		ks[i] = keyed{pod: p, cpu: float64(r.Cpu().MilliValue()), mem: float64(r.Memory().Value())}
 		cpus += ks[i].cpu
 		mems += ks[i].mem

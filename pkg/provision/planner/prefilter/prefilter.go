@@ -10,7 +10,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
-	"github.com/tailor-sh/tailor/pkg/scheduling"
 	"github.com/tailor-sh/tailor/pkg/simulation"
 )
 
@@ -268,7 +267,21 @@ func Keepable(pod *corev1.Pod) bool {
 			return false
 		}
 	}
-	for name := range scheduling.PodRequests(pod) {
+	// The names PodRequests would sum, read without summing them: a plan asks this of every
+	// pod it places.
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if !allNative(cs[i].Resources.Requests) {
+				return false
+			}
+		}
+	}
+	return allNative(pod.Spec.Overhead) && (pod.Spec.Resources == nil || allNative(pod.Spec.Resources.Requests))
+}
+
+// allNative reports whether every resource named in list is a native one.
+func allNative(list corev1.ResourceList) bool {
+	for name := range list {
 		if !v1helper.IsNativeResource(name) {
 			return false
 		}
