@@ -145,6 +145,11 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	createdToBound := lat.lastBound.Sub(lat.lastCreated)
 	say("the last pod created %.0f s after the scale-up, the last bound %.0f s after that; creation to binding p50 %.0f s, p90 %.0f s (to the second)",
 		lat.lastCreated.Sub(began.Truncate(time.Second)).Seconds(), createdToBound.Seconds(), lat.p50.Seconds(), lat.p90.Seconds())
+	steps, err := measureSteps(ctx, cluster)
+	if err != nil {
+		fatalf(b, "breaking the pods' waits down: %v", err)
+	}
+	steps.report(b)
 
 	// The budget is watched from here: during the scale-up the new pods are not healthy yet, and
 	// the status says so without anything having been disrupted.
