@@ -156,6 +156,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	b.ReportMetric(lat.p50.Seconds(), "s-created-to-bound-p50")
 	b.ReportMetric(lat.p90.Seconds(), "s-created-to-bound-p90")
 	say("tailor-scheduler's API requests in the scale-up: %s", proxy.latencies(8))
+	say("etcd's disk in the scale-up: %s", etcdDisk())
 	if os.Getenv("TAILOR_SCALE_UP_ONLY") != "" {
 		return // the scale-up's figures alone, minutes sooner: for a change to how pods bind
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,13 +26,17 @@ type podSteps struct {
 	planned time.Duration
 	// launched: the claim's creation to Launched (Tailor's lifecycle and the sandbox's cloud).
 	launched time.Duration
-	// joined: Launched to the Node's creation (the fake cloud's boot and its kubelet's join).
+	// joined: Launched to the Node's creation (the fake cloud's boot and its kubelet's join); none
+	// when the node came first, as it does when the cloud boots nothing: the fake kubelet joins
+	// as soon as the launch returns, before Tailor writes Launched.
 	joined time.Duration
-	// registered: the Node's creation to the claim's Registered (Tailor's lifecycle).
+	// registered: the later of Launched and the Node's creation to the claim's Registered
+	// (Tailor's lifecycle, which needs both).
 	registered time.Duration
 	// ready: the Node's creation to its Ready condition (kwok playing the kubelet).
 	ready time.Duration
-	// initialized: the later of Registered and Ready to the claim's Initialized (Tailor).
+	// initialized: the later of Registered and Ready to the claim's Initialized (Tailor); none
+	// when both came in one pass, which stamps Initialized just before Registered.
 	initialized time.Duration
 	// bound: the later of the pod's creation and Initialized to its binding (the scheduler).
 	bound time.Duration
@@ -47,7 +52,7 @@ var fleetSteps = []fleetStep{
 	{"planned", "pod created -> its NodeClaim created", func(s podSteps) time.Duration { return s.planned }},
 	{"launched", "NodeClaim created -> Launched", func(s podSteps) time.Duration { return s.launched }},
 	{"joined", "Launched -> Node created", func(s podSteps) time.Duration { return s.joined }},
-	{"registered", "Node created -> Registered", func(s podSteps) time.Duration { return s.registered }},
+	{"registered", "Launched and Node created -> Registered", func(s podSteps) time.Duration { return s.registered }},
 	{"ready", "Node created -> Node Ready", func(s podSteps) time.Duration { return s.ready }},
 	{"initialized", "Registered and Ready -> Initialized", func(s podSteps) time.Duration { return s.initialized }},
 	{"bound", "Initialized -> pod bound", func(s podSteps) time.Duration { return s.bound }},
@@ -131,10 +136,10 @@ func stepsOf(p *corev1.Pod, node *corev1.Node, claim *karpv1.NodeClaim) (podStep
 	return podSteps{
 		planned:     claimed.Sub(created),
 		launched:    launched.Sub(claimed),
-		joined:      joined.Sub(launched),
-		registered:  registered.Sub(joined),
+		joined:      max(0, joined.Sub(launched)),
+		registered:  registered.Sub(later(launched, joined)),
 		ready:       ready.Sub(joined),
-		initialized: initialized.Sub(later(registered, ready)),
+		initialized: max(0, initialized.Sub(later(registered, ready))),
 		bound:       bound.Sub(later(created, initialized)),
 	}, true
 }
@@ -197,4 +202,30 @@ func TestStepsOfFollowTheClaim(t *testing.T) {
 	if _, ok := stepsOf(pod(0, 9), node, nil); ok {
 		t.Error("a pod without a claim was broken down")
 	}
+}
+
+// etcdDisk says how many times etcd, in this process, synced its log and committed its backend
+// to disk and how long each took on average, from its own metrics: on a machine whose disk other
+// work shares, every write the API server answers waits on them.
+func etcdDisk() string {
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, f := range families {
+		switch f.GetName() {
+		case "etcd_disk_wal_fsync_duration_seconds", "etcd_disk_backend_commit_duration_seconds":
+		default:
+			continue
+		}
+		var n uint64
+		var sum float64
+		for _, m := range f.GetMetric() {
+			n += m.GetHistogram().GetSampleCount()
+			sum += m.GetHistogram().GetSampleSum()
+		}
+		out = append(out, fmt.Sprintf("%s %d, mean %.1f ms", strings.TrimPrefix(f.GetName(), "etcd_disk_"), n, 1000*sum/float64(max(n, 1))))
+	}
+	return strings.Join(out, "; ")
 }
