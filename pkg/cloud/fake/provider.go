@@ -137,12 +137,13 @@ func (p *Provider) InstanceTypes(ctx context.Context, _ *karpv1.NodePool) ([]*cl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return p.currentCatalog(), nil
 }
 
-// currentCatalog copies the catalog with injected capacity shortages applied. Callers hold p.mu.
+// currentCatalog copies the catalog with capacity shortages the launches found applied. It needs
+// no p.mu: the catalog is fixed at New and the unavailable offerings keep their own lock. Copying
+// hundreds of types under p.mu held every launch (Create) behind the drift controller's reads of
+// the catalog.
 func (p *Provider) currentCatalog() []*cloud.InstanceType {
 	out := make([]*cloud.InstanceType, 0, len(p.catalog))
 	for _, it := range p.catalog {
