@@ -157,6 +157,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	b.ReportMetric(lat.p90.Seconds(), "s-created-to-bound-p90")
 	say("tailor-scheduler's API requests in the scale-up: %s", proxy.latencies(8))
 	say("etcd's disk in the scale-up: %s", etcdDisk())
+	say("pods pending beside their node in the scale-up: %s", wakeUps())
 	if os.Getenv("TAILOR_SCALE_UP_ONLY") != "" {
 		return // the scale-up's figures alone, minutes sooner: for a change to how pods bind
 	}

@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	tailormetrics "github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -228,4 +231,29 @@ func etcdDisk() string {
 		out = append(out, fmt.Sprintf("%s %d, mean %.1f ms", strings.TrimPrefix(f.GetName(), "etcd_disk_"), n, 1000*sum/float64(max(n, 1))))
 	}
 	return strings.Join(out, "; ")
+}
+
+// wakeUps says how often a pod was still pending beside the node that came up for it: woken
+// into the scheduler's active queue a few seconds after, or found stranded and planned again
+// (Tailor's counters), and how the scheduler's attempts ended (its own), all in this process.
+func wakeUps() string {
+	out := fmt.Sprintf("woken %.0f, stranded %.0f, nodes unused %.0f", testutil.ToFloat64(tailormetrics.PodsWoken),
+		testutil.ToFloat64(tailormetrics.PodsStrandedTotal), testutil.ToFloat64(tailormetrics.NodesUnusedTotal))
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return out + "; " + err.Error()
+	}
+	for _, f := range families {
+		if f.GetName() != "scheduler_schedule_attempts_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					out += fmt.Sprintf(", scheduler attempts %s %.0f", l.GetValue(), m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return out
 }
