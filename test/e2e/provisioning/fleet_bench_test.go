@@ -91,6 +91,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	// Closed once the cluster has stopped: the scheduler's connections go through it.
 	defer proxy.close()
 	cluster, err := sandbox.Start(ctx, tb, sandbox.Options{
+		FeatureGates: fleetGates(),
 		Dir:   b.TempDir(),
 		Clock: clk,
 		// Karpenter's 15 s validation period and 10 s poll are fixed waits per command; the
@@ -215,6 +216,16 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	b.ReportMetric(float64(claims.count())/float64(ceilDiv(down, fleetPodsPerNode)), "nodes-end/needed")
 	b.ReportMetric(float64(pending), "pending-end")
 	b.ReportMetric(float64(len(violations)), "pdb-violations")
+}
+
+// fleetGates turns on SchedulerAsyncAPICalls (beta since Kubernetes 1.34, off by default) when
+// TAILOR_SCALE_ASYNC_API is set: without it kube-scheduler writes each unschedulable pod's status
+// in its scheduling loop, and no other pod is scheduled while the API server answers.
+func fleetGates() map[string]bool {
+	if os.Getenv("TAILOR_SCALE_ASYNC_API") == "" {
+		return nil
+	}
+	return map[string]bool{"SchedulerAsyncAPICalls": true}
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
