@@ -92,8 +92,8 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	defer proxy.close()
 	cluster, err := sandbox.Start(ctx, tb, sandbox.Options{
 		FeatureGates: fleetGates(),
-		Dir:   b.TempDir(),
-		Clock: clk,
+		Dir:          b.TempDir(),
+		Clock:        clk,
 		// Karpenter's 15 s validation period and 10 s poll are fixed waits per command; the
 		// benchmark is about what Tailor computes and asks of the API server at this size.
 		TailorArgs:      sandbox.QuickDisruptionArgs(),
