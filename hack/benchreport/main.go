@@ -130,6 +130,15 @@ var perSize = []figure{
 	{"fleet at scale: last pod created to last pod bound (s)", fleet, "s-last-created-to-last-bound", worst, "<=", 60},
 	{"fleet at scale: a pod's creation to its binding, median (s)", fleet, "s-created-to-bound-p50", worst, "", 0},
 	{"fleet at scale: a pod's creation to its binding, 90th percentile (s)", fleet, "s-created-to-bound-p90", worst, "<=", 15},
+	// Where a pod's wait went, step by step along the NodeClaim it bound to (each step's 90th
+	// percentile over the pods; p50 beside it in bench.txt): the slow step is the one to fix.
+	{"fleet at scale: a pod's wait, its creation to its NodeClaim's, 90th percentile (s)", fleet, "s-step-planned-p90", worst, "", 0},
+	{"fleet at scale: a pod's wait, NodeClaim created to Launched, 90th percentile (s)", fleet, "s-step-launched-p90", worst, "", 0},
+	{"fleet at scale: a pod's wait, Launched to its Node created, 90th percentile (s)", fleet, "s-step-joined-p90", worst, "", 0},
+	{"fleet at scale: a pod's wait, Launched and Node created to Registered, 90th percentile (s)", fleet, "s-step-registered-p90", worst, "", 0},
+	{"fleet at scale: a pod's wait, Node created to Ready (kwok), 90th percentile (s)", fleet, "s-step-ready-p90", worst, "", 0},
+	{"fleet at scale: a pod's wait, Registered and Ready to Initialized, 90th percentile (s)", fleet, "s-step-initialized-p90", worst, "", 0},
+	{"fleet at scale: a pod's wait, Initialized to its binding, 90th percentile (s)", fleet, "s-step-bound-p90", worst, "", 0},
 	{"fleet at scale: scale-down to the fleet consolidated (s)", fleet, "s-to-consolidated", worst, "<=", 300},
 	{"fleet at scale: of which no command in flight, deciding (s)", fleet, "s-consolidation-deciding", worst, "", 0},
 	{"fleet at scale: of which a node draining (s)", fleet, "s-consolidation-draining", worst, "", 0},

@@ -26,13 +26,25 @@ type Queue struct {
 	clock     clock.PassiveClock
 	queue     workqueue.TypedRateLimitingInterface[string]
 	reconcile Reconcile
+	// conflicts spaces the retries of one key after write conflicts, apart from the queue's
+	// rate limiter (see processNext).
+	conflicts workqueue.TypedRateLimiter[string]
 }
+
+// conflictBackoff bounds the retries of a key whose writes keep conflicting: 5 ms doubling, as
+// the queue's own per-key backoff, up to a few seconds, since the newer object is always on its
+// way through the informer.
+const (
+	conflictBackoffBase = 5 * time.Millisecond
+	conflictBackoffMax  = 5 * time.Second
+)
 
 // NewQueue returns a queue named name (for logs and metrics) on clk.
 func NewQueue(name string, clk clock.WithTicker, reconcile Reconcile) *Queue {
 	return &Queue{name: name, clock: clk, reconcile: reconcile, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk})}
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk}),
+		conflicts: workqueue.NewTypedItemExponentialFailureRateLimiter[string](conflictBackoffBase, conflictBackoffMax)}
 }
 
 // Add queues key.
@@ -64,17 +76,28 @@ func (q *Queue) processNext(ctx context.Context) bool {
 	// Counted by controller-runtime's names, which Karpenter's performance dashboard charts.
 	metrics.Reconciled(q.name, q.clock.Since(start), requeue, err)
 	switch {
+	case apierrors.IsConflict(err):
+		// A conflict only means the cache was behind; the retry reads the newer object. It
+		// waits on its own key's backoff and not on the queue's rate limiter, whose bucket lets
+		// ten retries a second through the whole queue: when 250 NodeClaims launched at once,
+		// the lifecycle's writes met 669 conflicts (its own status write racing the next event,
+		// the drift and consolidation controllers' writes), and the last retries waited up to a
+		// minute behind the others for a write that takes milliseconds.
+		q.queue.AddAfter(key, q.conflicts.When(key))
 	case err != nil:
-		// A conflict only means the cache was behind; the retry reads the newer object.
-		if !apierrors.IsConflict(err) {
-			klog.FromContext(ctx).Error(err, "Reconciling failed; retrying with backoff", "key", key)
-		}
+		klog.FromContext(ctx).Error(err, "Reconciling failed; retrying with backoff", "key", key)
 		q.queue.AddRateLimited(key)
 	case requeue > 0:
-		q.queue.Forget(key)
+		q.forget(key)
 		q.queue.AddAfter(key, requeue)
 	default:
-		q.queue.Forget(key)
+		q.forget(key)
 	}
 	return true
+}
+
+// forget ends the backoffs of a key that reconciled.
+func (q *Queue) forget(key string) {
+	q.queue.Forget(key)
+	q.conflicts.Forget(key)
 }

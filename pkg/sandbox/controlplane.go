@@ -100,6 +100,11 @@ func startEtcdOnce(dir string) (string, func(), error) {
 	// etcd's own log goes beside its data: it is noisy at shutdown and says nothing users need.
 	cfg.LogLevel = "error"
 	cfg.LogOutputs = []string{filepath.Join(dir, "etcd.log")}
+	// A sandbox's data lives as long as its process: nothing is lost to a missing fsync but what
+	// an operating system crash would take, and the cluster is thrown away then anyway. With
+	// fsync, every write the API server answers waits for the disk, which on a machine shared
+	// with builds and other sandboxes is what the whole sandbox waits for.
+	cfg.UnsafeNoFsync = true
 	clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
 	peerURL := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -137,12 +138,13 @@ func (p *Provider) InstanceTypes(ctx context.Context, _ *karpv1.NodePool) ([]*cl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	return p.currentCatalog(), nil
 }
 
-// currentCatalog copies the catalog with injected capacity shortages applied. Callers hold p.mu.
+// currentCatalog copies the catalog with capacity shortages the launches found applied. It needs
+// no p.mu: the catalog is fixed at New and the unavailable offerings keep their own lock. Copying
+// hundreds of types under p.mu held every launch (Create) behind the drift controller's reads of
+// the catalog.
 func (p *Provider) currentCatalog() []*cloud.InstanceType {
 	out := make([]*cloud.InstanceType, 0, len(p.catalog))
 	for _, it := range p.catalog {
@@ -178,17 +180,26 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 }
 
 func (p *Provider) create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	// EC2's client token makes a retried launch return the first instance; the claim UID plays
 	// that role, so a controller that crashed after launching cannot launch twice.
 	key := idempotencyKey(claim)
+	p.mu.Lock()
 	if id, ok := p.byClaim[key]; ok {
+		defer p.mu.Unlock()
 		return p.instances[id].Claim.DeepCopy(), nil
 	}
-	it, offering, err := p.choose(claim)
+	ice := maps.Clone(p.ice)
+	p.mu.Unlock()
+	// Choosing walks every offering of the fixed catalog: outside p.mu, so that a burst of
+	// launches (100 lifecycle workers) is not served one at a time.
+	it, offering, err := p.choose(claim, ice)
 	if err != nil {
 		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id, ok := p.byClaim[key]; ok { // a retry of the same launch won the race
+		return p.instances[id].Claim.DeepCopy(), nil
 	}
 	p.launched++
 	id := fmt.Sprintf("i-%017x", p.launched)

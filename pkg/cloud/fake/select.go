@@ -16,8 +16,9 @@ import (
 
 // choose returns the cheapest available offering that a node for the claim could be launched
 // from: its labels satisfy every requirement and its allocatable covers the requests. minValues
-// is the planner's business, not the cloud's, so it is ignored here. Callers hold p.mu.
-func (p *Provider) choose(claim *karpv1.NodeClaim) (*cloud.InstanceType, cloud.Offering, error) {
+// is the planner's business, not the cloud's, so it is ignored here. ice is the injected shortage
+// as the caller read it under p.mu; the rest is the fixed catalog, so choose needs no lock.
+func (p *Provider) choose(claim *karpv1.NodeClaim, ice map[cloud.OfferingKey]bool) (*cloud.InstanceType, cloud.Offering, error) {
 	selector, err := requirementsSelector(claim.Spec.Requirements)
 	if err != nil {
 		return nil, cloud.Offering{}, fmt.Errorf("nodeclaim %q has invalid requirements: %w", claim.Name, err)
@@ -48,7 +49,7 @@ func (p *Provider) choose(claim *karpv1.NodeClaim) (*cloud.InstanceType, cloud.O
 			fitting++
 			key := cloud.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}
 			switch {
-			case p.ice[key]:
+			case ice[key]:
 				iced = append(iced, key)
 			case !o.Available:
 				unavailable++

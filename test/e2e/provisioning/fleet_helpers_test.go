@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/pem"
 	"fmt"
@@ -218,6 +219,16 @@ type countingProxy struct {
 	mu          sync.Mutex
 	// counts are keyed "METHOD resource[/subresource]", WATCH for a GET that watches.
 	counts map[string]int
+	// took is, by the same key (watches left out), how long the API server took to answer and
+	// how many of the answers were a conflict: a slow answer holds a worker of Tailor's, and a
+	// conflict sends its object back through the queue's backoff.
+	took map[string]*requestTimes
+}
+
+// requestTimes sums the answers to one kind of request.
+type requestTimes struct {
+	n, conflicts int
+	total, most  time.Duration
 }
 
 // start is sandbox.Options.SchedulerConfig: it starts the proxy in front of cfg's API server and
@@ -236,8 +247,15 @@ func (p *countingProxy) start(cfg *rest.Config) (*rest.Config, error) {
 	rp.FlushInterval = -1 // watches stream
 	rp.ErrorLog = log.New(io.Discard, "", 0)
 	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.count(r)
-		rp.ServeHTTP(w, r)
+		key := p.count(r)
+		if strings.HasPrefix(key, "WATCH ") {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		began := time.Now()
+		rp.ServeHTTP(rec, r)
+		p.answered(key, time.Since(began), rec.code)
 	}))
 	p.srv.EnableHTTP2 = true
 	p.srv.StartTLS()
@@ -255,7 +273,55 @@ func (p *countingProxy) close() {
 	}
 }
 
-func (p *countingProxy) count(r *http.Request) {
+// statusRecorder keeps the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+// Unwrap lets the reverse proxy flush through the recorder (http.ResponseController).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (p *countingProxy) answered(key string, took time.Duration, code int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.took == nil {
+		p.took = map[string]*requestTimes{}
+	}
+	t := p.took[key]
+	if t == nil {
+		t = &requestTimes{}
+		p.took[key] = t
+	}
+	t.n++
+	t.total += took
+	t.most = max(t.most, took)
+	if code == http.StatusConflict {
+		t.conflicts++
+	}
+}
+
+// latencies lists the n kinds of request that took the API server longest in all, with their
+// mean and longest answer and their conflicts, most first.
+func (p *countingProxy) latencies(n int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := slices.SortedFunc(maps.Keys(p.took), func(a, b string) int { return cmp.Compare(p.took[b].total, p.took[a].total) })
+	var out []string
+	for _, k := range keys[:min(n, len(keys))] {
+		t := p.took[k]
+		out = append(out, fmt.Sprintf("%s %d, mean %.0f ms, longest %.0f ms, %d conflicts", k, t.n,
+			float64(t.total.Milliseconds())/float64(t.n), float64(t.most.Milliseconds()), t.conflicts))
+	}
+	return strings.Join(out, "; ")
+}
+
+func (p *countingProxy) count(r *http.Request) string {
 	method := r.Method
 	if method == http.MethodGet && r.URL.Query().Get("watch") == "true" {
 		method = "WATCH"
@@ -268,6 +334,7 @@ func (p *countingProxy) count(r *http.Request) {
 	p.mu.Lock()
 	p.counts[key]++
 	p.mu.Unlock()
+	return key
 }
 
 func (p *countingProxy) get(key string) int64 {
