@@ -31,7 +31,8 @@ func newAllocMarks() *allocMarks { return &allocMarks{bytes: map[string][]float6
 // Karpenter gauges, garbage that vanilla has no part in. With TAILOR_HEAPPROFILE it also saves
 // each one's heap profile at the phase, after a GC (alloc_space counts only what the last GC
 // saw), so that `go tool pprof -sample_index=alloc_space -diff_base` of two phases names what
-// allocated between them; those GCs move the resident figures a little, the same for both.
+// allocated between them; those GCs move the resident figures a little, the same for both. At
+// the end it saves none: the profile taken after the figures are read is the end's.
 func (m *allocMarks) mark(ctx context.Context, b *testing.B, children []*child, nodes int) {
 	b.Helper()
 	phase := allocPhases[len(m.at)]
@@ -42,7 +43,7 @@ func (m *allocMarks) mark(ctx context.Context, b *testing.B, children []*child, 
 			b.Fatal(err)
 		}
 		m.bytes[ch.s.name] = append(m.bytes[ch.s.name], v)
-		if dir := os.Getenv("TAILOR_HEAPPROFILE"); dir != "" {
+		if dir := os.Getenv("TAILOR_HEAPPROFILE"); dir != "" && phase != "end" {
 			name := fmt.Sprintf("%s-scheduler-nodes=%d-%s", ch.s.name, nodes, phase)
 			if err := ch.writeProfile(ctx, dir, name, "/debug/pprof/heap?gc=1"); err != nil {
 				b.Fatal(err)
