@@ -268,3 +268,31 @@ func TestCandidatesIndexOnlyTheNodesOfClaims(t *testing.T) {
 		t.Errorf("the index of no node = %v, want it empty", none)
 	}
 }
+
+// closedGate is a Gate with closed nodes that records what is reopened; reopenVanished asks it
+// nothing else.
+type closedGate struct {
+	Gate
+	closed   []string
+	reopened []string
+}
+
+func (g *closedGate) Closed() []string      { return g.closed }
+func (g *closedGate) Reopen(nodes []string) { g.reopened = append(g.reopened, nodes...) }
+
+// A closed node that is gone is reopened; one still there stays closed; with none closed nothing
+// is asked to reopen (the pass then indexes no node).
+func TestReopenVanishedReopensOnlyGoneNodes(t *testing.T) {
+	c := newCluster(t, newPool("default"))
+	c.node("n1", "default", odXLarge)
+	gate := &closedGate{closed: []string{"n1", "gone"}}
+	(&Controller{opts: Options{Gate: gate}}).reopenVanished(c.State)
+	if strings.Join(gate.reopened, ",") != "gone" {
+		t.Errorf("reopened %v, want gone alone", gate.reopened)
+	}
+	gate = &closedGate{}
+	(&Controller{opts: Options{Gate: gate}}).reopenVanished(c.State)
+	if len(gate.reopened) != 0 {
+		t.Errorf("with no node closed, reopened %v", gate.reopened)
+	}
+}

@@ -288,13 +288,19 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 }
 
 // reopenVanished reopens closed nodes that no longer exist: nothing can be reserved onto them.
+// It indexes the nodes only when some are closed: a pass every few seconds must not build a map
+// of every node for nothing.
 func (c *Controller) reopenVanished(s *State) {
-	present := map[string]bool{}
+	closed := c.opts.Gate.Closed()
+	if len(closed) == 0 {
+		return
+	}
+	present := make(map[string]bool, len(s.Nodes))
 	for _, n := range s.Nodes {
 		present[n.Name] = true
 	}
 	var gone []string
-	for _, n := range c.opts.Gate.Closed() {
+	for _, n := range closed {
 		if !present[n] {
 			gone = append(gone, n)
 		}
