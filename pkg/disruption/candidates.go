@@ -56,7 +56,13 @@ func Candidates(s *State, closed map[string]bool) (out []*Candidate, blocked map
 // candidate's Gangs name the gangs of its pods (see gangDrift).
 func candidates(s *State, closed map[string]bool, gangsMove bool) (out []*Candidate, blocked map[string]string) {
 	blocked = map[string]string{}
-	pods := s.podsByNode()
+	managed := map[string]bool{}
+	for _, n := range s.Nodes {
+		if _, ok := s.claimOf(n); ok {
+			managed[n.Name] = true
+		}
+	}
+	pods := s.podsByNode(managed)
 	nominated := s.nominated()
 	pdbs := newPDBIndex(s.PDBs)
 	for _, n := range s.Nodes {

@@ -241,3 +241,58 @@ func TestCandidatesAreSortedByName(t *testing.T) {
 		t.Errorf("candidates = %v, want n1, n2, n3", names)
 	}
 }
+
+// A pass reads the pods of the nodes Tailor manages alone: a node without a NodeClaim is no
+// candidate, and its pods are left out of the index the candidates read (every pass built it over
+// every pod before, on a cluster where Tailor launched nothing too).
+func TestCandidatesIndexOnlyTheNodesOfClaims(t *testing.T) {
+	c := newCluster(t, newPool("default"))
+	c.node("n1", "default", odXLarge)
+	c.Nodes = append(c.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "static"}})
+	c.pod("on-n1", "n1", "100m", "128Mi")
+	c.pod("on-static", "static", "100m", "128Mi")
+	assumed := c.pod("assumed", "", "100m", "128Mi")
+	c.Assumed[assumed.UID] = "n1"
+	got := candidate(t, c.State, "n1")
+	if len(got.Pods) != 2 {
+		t.Fatalf("n1's pods = %d, want its bound and its assumed pod", len(got.Pods))
+	}
+	index := c.podsByNode(map[string]bool{"n1": true})
+	if _, ok := index["static"]; ok || len(index["n1"]) != 2 {
+		t.Errorf("the index of n1 alone = %v, want n1's two pods and no other node", index)
+	}
+	if all := c.podsByNode(nil); len(all["static"]) != 1 || len(all["n1"]) != 2 {
+		t.Errorf("the index of every node = %v, want static's pod and n1's two", all)
+	}
+	if none := c.podsByNode(map[string]bool{}); len(none) != 0 {
+		t.Errorf("the index of no node = %v, want it empty", none)
+	}
+}
+
+// closedGate is a Gate with closed nodes that records what is reopened; reopenVanished asks it
+// nothing else.
+type closedGate struct {
+	Gate
+	closed   []string
+	reopened []string
+}
+
+func (g *closedGate) Closed() []string      { return g.closed }
+func (g *closedGate) Reopen(nodes []string) { g.reopened = append(g.reopened, nodes...) }
+
+// A closed node that is gone is reopened; one still there stays closed; with none closed nothing
+// is asked to reopen (the pass then indexes no node).
+func TestReopenVanishedReopensOnlyGoneNodes(t *testing.T) {
+	c := newCluster(t, newPool("default"))
+	c.node("n1", "default", odXLarge)
+	gate := &closedGate{closed: []string{"n1", "gone"}}
+	(&Controller{opts: Options{Gate: gate}}).reopenVanished(c.State)
+	if strings.Join(gate.reopened, ",") != "gone" {
+		t.Errorf("reopened %v, want gone alone", gate.reopened)
+	}
+	gate = &closedGate{}
+	(&Controller{opts: Options{Gate: gate}}).reopenVanished(c.State)
+	if len(gate.reopened) != 0 {
+		t.Errorf("with no node closed, reopened %v", gate.reopened)
+	}
+}

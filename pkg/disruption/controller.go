@@ -136,7 +136,7 @@ func (c *Controller) Run(ctx context.Context) {
 
 // pass decides on one command and carries it out; it reports whether it did.
 func (c *Controller) pass(ctx context.Context) (bool, error) {
-	s, err := c.readState(ctx)
+	s, err := c.readPassState(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -235,7 +235,18 @@ func decideWith(ctx context.Context, probe *prober, closed map[string]bool, opts
 }
 
 // readState reads the cluster from the informers and the provisioner's ledger.
-func (c *Controller) readState(ctx context.Context) (*State, error) {
+func (c *Controller) readState(ctx context.Context) (*State, error) { return c.readStateOf(ctx, false) }
+
+// readPassState is readState for a pass: where there is no NodeClaim there is no candidate, and
+// it reads no pod, PodDisruptionBudget, DaemonSet or PodGroup (a pass every 10 s listed all 50,000
+// pods of the memory benchmark's 5,000 nodes, which Tailor did not launch). The nodes, the
+// NodePools and their budgets are read as ever, so the pass's metrics stay current. A drain's
+// re-check (Unplaceable) reads them always: its node's NodeClaim may be gone already.
+func (c *Controller) readPassState(ctx context.Context) (*State, error) {
+	return c.readStateOf(ctx, true)
+}
+
+func (c *Controller) readStateOf(ctx context.Context, podsOnlyWithClaims bool) (*State, error) {
 	// The ledger first: once the provisioner forgets a pod it assumed, the pod is bound in the
 	// informers, so a listing after the ledger sees it in one place or the other.
 	ledger := c.opts.Gate.Ledger()
@@ -243,33 +254,22 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	pods, err := c.opts.Pods.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	pdbs, err := c.opts.PDBs.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	dss, err := c.opts.DaemonSets.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
 	claims, err := c.opts.ClaimLister.List(labels.Everything())
 	if err != nil {
 		return nil, err
+	}
+	s := &State{Nodes: nodes, Claims: claims, Pools: map[string]*karpv1.NodePool{},
+		TypesByPool: map[string][]*cloud.InstanceType{}, Unavailable: map[string]string{}, Now: c.opts.Clock.Now()}
+	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
+	if !podsOnlyWithClaims || len(claims) > 0 {
+		if err := c.readPods(s); err != nil {
+			return nil, err
+		}
 	}
 	pools, err := c.opts.PoolLister.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	s := &State{Nodes: nodes, Pods: pods, Claims: claims, PDBs: pdbs, DaemonSets: planner.DaemonSetPods(dss),
-		Pools: map[string]*karpv1.NodePool{}, TypesByPool: map[string][]*cloud.InstanceType{}, Now: c.opts.Clock.Now()}
-	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
-	if s.Gangs, err = c.gangs(); err != nil {
-		return nil, err
-	}
-	s.Unavailable = map[string]string{}
 	for _, np := range pools {
 		done := metrics.CloudCall("disruption", "GetInstanceTypes", c.opts.Cloud)
 		its, err := c.opts.Cloud.InstanceTypes(ctx, np)
@@ -287,14 +287,38 @@ func (c *Controller) readState(ctx context.Context) (*State, error) {
 	return s, nil
 }
 
+// readPods fills in s's pods, PodDisruptionBudgets, DaemonSet pods and gangs.
+func (c *Controller) readPods(s *State) error {
+	var err error
+	if s.Pods, err = c.opts.Pods.List(labels.Everything()); err != nil {
+		return err
+	}
+	if s.PDBs, err = c.opts.PDBs.List(labels.Everything()); err != nil {
+		return err
+	}
+	dss, err := c.opts.DaemonSets.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	s.DaemonSets = planner.DaemonSetPods(dss)
+	s.Gangs, err = c.gangs()
+	return err
+}
+
 // reopenVanished reopens closed nodes that no longer exist: nothing can be reserved onto them.
+// It indexes the nodes only when some are closed: a pass every few seconds must not build a map
+// of every node for nothing.
 func (c *Controller) reopenVanished(s *State) {
-	present := map[string]bool{}
+	closed := c.opts.Gate.Closed()
+	if len(closed) == 0 {
+		return
+	}
+	present := make(map[string]bool, len(s.Nodes))
 	for _, n := range s.Nodes {
 		present[n.Name] = true
 	}
 	var gone []string
-	for _, n := range c.opts.Gate.Closed() {
+	for _, n := range closed {
 		if !present[n] {
 			gone = append(gone, n)
 		}

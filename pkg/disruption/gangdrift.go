@@ -59,7 +59,7 @@ func (d *decider) gangDrift(ctx context.Context) *Command {
 // left out: none of it goes. Groups come drifted longest first, each sorted by node name.
 func gangGroups(s *State, cands []*Candidate) [][]*Candidate {
 	runsOn := map[string][]string{}
-	for node, pods := range s.podsByNode() {
+	for node, pods := range s.podsByNode(nil) {
 		for _, p := range pods {
 			if g := gangOf(p); s.Gangs[g] && !slices.Contains(runsOn[g], node) {
 				runsOn[g] = append(runsOn[g], node)

@@ -86,19 +86,27 @@ func (s *State) pools() []planner.Pool {
 }
 
 // podsByNode returns the pods that will run on each node: bound there, or assumed there by the
-// scheduler and not yet bound.
-func (s *State) podsByNode() map[string][]*corev1.Pod {
+// scheduler and not yet bound. With only set, it keeps the nodes of only alone: a pass runs every
+// few seconds, and the nodes Tailor does not manage (every node, where Tailor launched none) hold
+// pods that no candidate needs, a map entry and a slice each.
+func (s *State) podsByNode(only map[string]bool) map[string][]*corev1.Pod {
 	out := map[string][]*corev1.Pod{}
+	if only != nil && len(only) == 0 {
+		return out
+	}
 	for _, p := range s.Pods {
-		switch {
-		case p.Spec.NodeName != "":
-			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
-		case s.Assumed[p.UID] != "":
-			n := s.Assumed[p.UID]
-			bound := p.DeepCopy()
-			bound.Spec.NodeName = n
-			out[n] = append(out[n], bound)
+		n := p.Spec.NodeName
+		if n == "" {
+			n = s.Assumed[p.UID]
 		}
+		if n == "" || (only != nil && !only[n]) {
+			continue
+		}
+		if p.Spec.NodeName == "" {
+			p = p.DeepCopy()
+			p.Spec.NodeName = n
+		}
+		out[n] = append(out[n], p)
 	}
 	return out
 }

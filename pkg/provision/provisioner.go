@@ -130,6 +130,9 @@ type Provisioner struct {
 	forced  bool
 	// swept is when quiet last looked through the pods for refusals (sweep); reconcile's own.
 	swept time.Time
+	// settledAt is when quiet last listed the nodes and NodeClaims and found none leaving or
+	// launching (see settled); reconcile's own.
+	settledAt time.Time
 	// reserved holds what Reserve took from a pod's plan until the pod binds or is unreserved.
 	reserved map[types.UID]reservedPlan
 	// told maps pending pods to the NodePools they were told cannot launch, with the cause, so

@@ -91,9 +91,24 @@ func (p *Provisioner) quiet() bool {
 		len(p.refusals)+len(p.told)+len(p.destined)+len(p.keptBy)+len(p.reserved) > 0
 	p.forced = false
 	p.mu.Unlock()
-	if busy {
+	if busy || !p.settled() {
 		return false
 	}
+	return !p.sweep()
+}
+
+// settled reports whether no NodeClaim is launching or leaving and no node is leaving, looking
+// at most once per NudgeGap while that holds. A burst that fits opens a batch per pod or two (30
+// ms of idle window), and listing 5,000 nodes each time was most of what Tailor allocated while
+// the memory benchmark's pods bound (0.9 GB in 10 minutes). Waiting no longer than a nudge does
+// costs nothing: the informer handlers ask for a full round at once when a node starts leaving
+// (Replan) or a claim's node is named (Trigger), so the look only backs them up.
+func (p *Provisioner) settled() bool {
+	now := p.opts.Clock.Now()
+	if !p.settledAt.IsZero() && now.Sub(p.settledAt) < NudgeGap {
+		return true
+	}
+	p.settledAt = time.Time{}
 	claims, err := p.opts.ClaimLister.List(labels.Everything())
 	if err != nil {
 		return false
@@ -112,7 +127,8 @@ func (p *Provisioner) quiet() bool {
 			return false
 		}
 	}
-	return !p.sweep()
+	p.settledAt = now
+	return true
 }
 
 // sweep looks, at most once per ResyncInterval, through the listed pods for one the scheduler

@@ -74,13 +74,23 @@ func TestARoundReadsTheClusterOnlyWhenAPodMayNeedCapacity(t *testing.T) {
 	leaving := readyNode("node-b", "4", "16Gi")
 	leaving.Spec.Taints = []corev1.Taint{{Key: karpv1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}
 	mustAdd(t, nodes, leaving)
+	// The nodes and NodeClaims are listed at most once per NudgeGap while none leaves or
+	// launches: the informer handlers ask for a full round at once when one does (Replan,
+	// Trigger); this look only backs them up, within a nudge's gap.
+	step("a node leaving that no handler told of, within the gap of the last look", true)
+	clk.Step(NudgeGap)
 	step("a node leaving, whose pods need room elsewhere", false)
+	step("still leaving: every round looks again", false)
 	mustDelete(t, nodes, leaving)
+	step("the node gone", true)
 	mustAdd(t, claims, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "launching"}})
+	p.Replan()
+	step("a NodeClaim launching, with its handler's request for a full round", false)
+	clk.Step(NudgeGap)
 	step("a NodeClaim launching", false)
 }
 
-func mustAdd(t *testing.T, s cache.Indexer, obj any) {
+func mustAdd(t testing.TB, s cache.Indexer, obj any) {
 	t.Helper()
 	if err := s.Add(obj); err != nil {
 		t.Fatal(err)

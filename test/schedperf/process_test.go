@@ -177,16 +177,7 @@ func parseStatus(r io.Reader) (memory, error) {
 
 // heapInuse reads go_memstats_heap_inuse_bytes from the child's /metrics.
 func (ch *child) heapInuse(ctx context.Context) (float64, error) {
-	body, err := ch.get(ctx, "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	return 0, fmt.Errorf("%s's /metrics has no go_memstats_heap_inuse_bytes", ch.s.name)
+	return ch.metric(ctx, "go_memstats_heap_inuse_bytes")
 }
 
 func freePort() (int, error) {
