@@ -206,7 +206,10 @@ func decideWith(ctx context.Context, probe *prober, closed map[string]bool, opts
 	s := probe.state
 	cands, blocked := Candidates(s, closed)
 	b, allowed, errs := poolBudgets(s, closed)
-	report := Report{Eligible: map[karpv1.DisruptionReason]int{}, Allowed: allowed, BudgetErrors: errs,
+	// Every reason starts at 0 so that decide publishes a 0 when the last eligible node of one
+	// goes; a gauge set only for the reasons seen would keep its last count for good.
+	eligible := map[karpv1.DisruptionReason]int{karpv1.DisruptionReasonDrifted: 0, karpv1.DisruptionReasonEmpty: 0, karpv1.DisruptionReasonUnderutilized: 0}
+	report := Report{Eligible: eligible, Allowed: allowed, BudgetErrors: errs,
 		Blocked: map[string]string{}, Unconsolidatable: map[string]string{}, ClosedBudgets: b.closedBy}
 	for node, why := range blocked {
 		if !passing(why) {

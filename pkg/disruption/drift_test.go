@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
 func TestDrift(t *testing.T) {
@@ -150,5 +153,23 @@ func TestSimulate(t *testing.T) {
 		if n.Labels[corev1.LabelHostname] == "" || len(n.Spec.Taints) > 0 {
 			t.Errorf("simulate changed node %s in the State: %v, %v", n.Name, n.Labels, n.Spec.Taints)
 		}
+	}
+}
+
+// The eligible-nodes gauges fall to 0 when the last node eligible for a reason goes: decide
+// publishes every reason, not only those it counted this pass.
+func TestEligibleGaugeFallsToZero(t *testing.T) {
+	ctx := context.Background()
+	ctrl := &Controller{opts: Options{Planner: testPlanner(t), Gate: noneClosed{}, Clock: clock.RealClock{}}}
+	c := newCluster(t, newPool("default", consolidateNever()))
+	c.node("old", "default", odXLarge, notConsolidatable(), drifted(testNow.Add(-time.Hour)))
+	ctrl.decide(ctx, c.State)
+	gauge := metrics.DisruptionEligibleNodes.WithLabelValues(string(karpv1.DisruptionReasonDrifted))
+	if got := testutil.ToFloat64(gauge); got != 1 {
+		t.Fatalf("eligible for Drifted with one drifted node: %v, want 1", got)
+	}
+	ctrl.decide(ctx, newCluster(t, newPool("default", consolidateNever())).State)
+	if got := testutil.ToFloat64(gauge); got != 0 {
+		t.Errorf("eligible for Drifted once the drifted node is gone: %v, want 0", got)
 	}
 }
