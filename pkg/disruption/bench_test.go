@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tailor-sh/tailor/internal/cputime"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
@@ -110,7 +110,7 @@ func benchPass(b *testing.B, c *cluster, refuses, rebuild bool) {
 	}
 	var cmd *Command
 	runtime.GC()
-	cpu := cpuSeconds(b)
+	cpu := cputime.Process(b).Seconds()
 	b.ResetTimer()
 	for range b.N {
 		probe := &prober{state: c.State, planner: planner, rebuild: rebuild}
@@ -118,7 +118,7 @@ func benchPass(b *testing.B, c *cluster, refuses, rebuild bool) {
 	}
 	b.StopTimer()
 	// CPU time moves less than wall time when other work shares the machine.
-	b.ReportMetric((cpuSeconds(b)-cpu)/float64(b.N), "cpu-s/pass")
+	b.ReportMetric((cputime.Process(b).Seconds()-cpu)/float64(b.N), "cpu-s/pass")
 	b.Logf("pass decided: %s", describe(cmd))
 	elapsed := b.Elapsed().Seconds()
 	b.ReportMetric(elapsed/float64(b.N), "s/pass")
@@ -126,15 +126,6 @@ func benchPass(b *testing.B, c *cluster, refuses, rebuild bool) {
 	if pl.plans > 0 {
 		b.ReportMetric(elapsed*1000/float64(pl.plans), "ms/probe")
 	}
-}
-
-// cpuSeconds is the CPU time the benchmark process has used, user and system.
-func cpuSeconds(b *testing.B) float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("reading the process's CPU time: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // refusingPlanner makes the plan it is asked for, then reports a pod of it unplaceable: the
@@ -181,7 +172,7 @@ func benchProbe(b *testing.B, probe *prober, removed []*Candidate) {
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "first-probe-ms")
 	}
 	runtime.GC()
-	cpu := cpuSeconds(b)
+	cpu := cputime.Process(b).Seconds()
 	b.ResetTimer()
 	for range b.N {
 		out = probe.simulate(ctx, removed)
@@ -189,5 +180,5 @@ func benchProbe(b *testing.B, probe *prober, removed []*Candidate) {
 	b.StopTimer()
 	b.Logf("removing %s: %d replacements, unplaceable %q", removed[0].Node.Name, len(out.Replacements), out.Unplaceable)
 	b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/probe")
-	b.ReportMetric((cpuSeconds(b)-cpu)*1000/float64(b.N), "cpu-ms/probe")
+	b.ReportMetric((cputime.Process(b).Seconds()-cpu)*1000/float64(b.N), "cpu-ms/probe")
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/tailor-sh/tailor/internal/cputime"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 )
 
@@ -124,11 +124,11 @@ func schedulePhase(ctx context.Context, b *testing.B, c *cluster, s scheduler, w
 	if err != nil {
 		return turn{}, err
 	}
-	cpuBefore := processCPU(b)
+	cpuBefore := cputime.Process(b)
 	stop, started := s.startInProcess(ctx, b, c)
 	defer stop()
 	err = bs.wait(ctx, 10*time.Minute)
-	cpu := processCPU(b) - cpuBefore
+	cpu := cputime.Process(b) - cpuBefore
 	stopProfile()
 	if err != nil {
 		return turn{}, err
@@ -228,13 +228,4 @@ func startTurnProfile(workload, phase string) (stop func(), err error) {
 		_ = f.Close()
 		fmt.Printf("schedperf: wrote %s\n", path)
 	}, nil
-}
-
-// processCPU is this process's user and system CPU time so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("reading the process's CPU time: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

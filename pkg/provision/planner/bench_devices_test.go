@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tailor-sh/tailor/internal/cputime"
 )
 
 // BenchmarkPlanDevices plans 64 pods of 8 GPUs each over the whole EC2 catalog (us-west-2 of the
@@ -41,13 +43,13 @@ func BenchmarkPlanDevices(b *testing.B) {
 		b.Run(fmt.Sprintf("pods=%d/gpus=%d/%s", pods, perPod, c.name), func(b *testing.B) {
 			in := Input{Pending: c.pending, Pools: []Pool{pool}}
 			var plan *Plan
-			cpu := processCPU(b)
+			cpu := cputime.Process(b)
 			for b.Loop() {
 				plan = pl.Plan(context.Background(), in)
 			}
 			// CPU time beside wall time: on a shared machine wall time says as much about the
 			// neighbours.
-			b.ReportMetric(float64((processCPU(b)-cpu).Milliseconds())/float64(b.N), "cpu-ms/plan")
+			b.ReportMetric(float64((cputime.Process(b)-cpu).Milliseconds())/float64(b.N), "cpu-ms/plan")
 			var price float64
 			for _, pc := range plan.Claims {
 				price += pc.Options[0].Offering.PricePerHour

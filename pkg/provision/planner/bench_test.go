@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tailor-sh/tailor/internal/cputime"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailoraws "github.com/tailor-sh/tailor/pkg/aws"
 	"github.com/tailor-sh/tailor/pkg/cloud"
@@ -195,12 +194,12 @@ func benchmarkPlan(b *testing.B, catalog []*cloud.InstanceType, pending []*corev
 	pool.InstanceTypes = catalog
 	in := Input{Pending: pending, Pools: []Pool{pool}}
 	var plan *Plan
-	cpu := processCPU(b)
+	cpu := cputime.Process(b)
 	for b.Loop() {
 		plan = pl.Plan(context.Background(), in)
 	}
 	// CPU time, beside pods/s: on a shared machine wall time says as much about the neighbours.
-	b.ReportMetric((processCPU(b)-cpu).Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric((cputime.Process(b)-cpu).Seconds()/float64(b.N), "cpu-s/op")
 	var price float64
 	var placed []*corev1.Pod
 	for _, c := range plan.Claims {
@@ -280,13 +279,4 @@ func reportFollowUps(b *testing.B, pl *Planner, pool Pool, pending []*corev1.Pod
 	}
 	b.ReportMetric(float64(len(left)), "unplaced-all")
 	b.ReportMetric(float64(plans), "plans")
-}
-
-// processCPU is the CPU time the test process has used so far, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatalf("reading the process's CPU time: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
