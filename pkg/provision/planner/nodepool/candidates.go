@@ -186,18 +186,26 @@ func (ps *State) Every() []int {
 // ClassesFor returns the class of every compatible offering for pods that read keys: offerings in
 // one class agree on every key, so the placement plugins cannot tell them apart.
 func (ps *State) ClassesFor(keys podkeys.Keys) []int32 {
-	if ps.prepared != nil {
-		return ps.prepared.classesFor(ps, keys)
+	if pc := ps.prepared; pc != nil {
+		// Every plan of the pass asks the catalog's cache, under its lock.
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		return cachedClasses(&pc.classes, ps.Compatible, keys)
 	}
+	return cachedClasses(&ps.classes, ps.Compatible, keys)
+}
+
+// cachedClasses is classesOf, kept in *cache by the keys' signature.
+func cachedClasses(cache *map[string][]int32, compatible []*Candidate, keys podkeys.Keys) []int32 {
 	sig := keys.Signature()
-	if cl, ok := ps.classes[sig]; ok {
+	if cl, ok := (*cache)[sig]; ok {
 		return cl
 	}
-	cl := classesOf(ps.Compatible, keys)
-	if ps.classes == nil {
-		ps.classes = map[string][]int32{}
+	cl := classesOf(compatible, keys)
+	if *cache == nil {
+		*cache = map[string][]int32{}
 	}
-	ps.classes[sig] = cl
+	(*cache)[sig] = cl
 	return cl
 }
 

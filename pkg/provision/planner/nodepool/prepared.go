@@ -4,8 +4,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/tailor-sh/tailor/pkg/provision/planner/podkeys"
 )
 
 // poolCatalog is the part of a pool's plan state that depends on the NodePool and its instance
@@ -23,8 +21,8 @@ type poolCatalog struct {
 	// domainFirsts: see State.DomainFirsts; every: State.Every.
 	domainFirsts, every []int
 	byTypeName          map[string][]int
-	// classes caches State.ClassesFor for every plan of the pass: the classes depend on the
-	// offerings and the keys alone. Plans read the slices it holds and never write them.
+	// classes caches State.ClassesFor for every plan of the pass, under mu: the classes depend
+	// on the offerings and the keys alone. Plans read the slices it holds and never write them.
 	mu      sync.Mutex
 	classes map[string][]int32
 }
@@ -52,20 +50,4 @@ func Prepare(pools []Pool) []Pool {
 func (pc *poolCatalog) state(p Pool) *State {
 	return &State{Pool: p, reqs: pc.reqs, Free: pc.free, Compatible: pc.compatible, Types: pc.types, bySize: pc.bySize,
 		varying: pc.varying, domainFirsts: pc.domainFirsts, every: pc.every, byTypeName: pc.byTypeName}
-}
-
-// classesFor is ps.ClassesFor, worked out once for all the plans with the catalog.
-func (pc *poolCatalog) classesFor(ps *State, keys podkeys.Keys) []int32 {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	sig := keys.Signature()
-	if cl, ok := pc.classes[sig]; ok {
-		return cl
-	}
-	cl := classesOf(ps.Compatible, keys)
-	if pc.classes == nil {
-		pc.classes = map[string][]int32{}
-	}
-	pc.classes[sig] = cl
-	return cl
 }
