@@ -162,13 +162,10 @@ func (s *Snapshot) writable(ni fwk.NodeInfo) (*framework.NodeInfo, bool) {
 // AddPod counts pod on ni, one of the snapshot's nodes, as the scheduler counts a pod it assumed;
 // or on any other NodeInfo (a node the caller plans, not in the snapshot) directly.
 func (s *Snapshot) AddPod(ni fwk.NodeInfo, pod *corev1.Pod) {
-	if info, ok := s.writable(ni); ok {
-		info.AddPod(pod)
-		return
-	}
-	if info, ok := ni.(*framework.NodeInfo); ok {
-		info.AddPod(pod)
-	}
+	// The error is the scheduler's to ignore too (framework.NodeInfo.AddPod): an affinity term
+	// the API server let through that does not parse counts as none.
+	info, _ := framework.NewPodInfo(pod)
+	s.AddPodInfo(ni, info)
 }
 
 // AddPodInfo is AddPod with the pod's PodInfo, which the node keeps: a caller that has one
