@@ -45,7 +45,7 @@ func (m *allocMarks) mark(ctx context.Context, b *testing.B, children []*child, 
 		m.bytes[ch.s.name] = append(m.bytes[ch.s.name], v)
 		if dir := os.Getenv("TAILOR_HEAPPROFILE"); dir != "" && phase != "end" {
 			name := fmt.Sprintf("%s-scheduler-nodes=%d-%s", ch.s.name, nodes, phase)
-			if err := ch.writeProfile(ctx, dir, name, "/debug/pprof/heap?gc=1"); err != nil {
+			if err := ch.writeHeapProfile(ctx, dir, name); err != nil {
 				b.Fatal(err)
 			}
 		}

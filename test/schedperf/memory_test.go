@@ -188,22 +188,17 @@ func waitKwokSettled(ctx context.Context, c *cluster, want int, timeout time.Dur
 
 // writeHeapProfile saves the child's heap profile, after a GC, as DIR/NAME.heap.pprof.
 func (ch *child) writeHeapProfile(ctx context.Context, dir, name string) error {
-	return ch.writeProfile(ctx, dir, name, "/debug/pprof/heap?gc=1")
-}
-
-// writeProfile saves the heap profile the child serves at path as DIR/NAME.heap.pprof.
-func (ch *child) writeProfile(ctx context.Context, dir, name, path string) error {
-	profile, err := ch.get(ctx, path)
+	profile, err := ch.get(ctx, "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return fmt.Errorf("fetching the heap profile of the %s scheduler: %w", ch.s.name, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("TAILOR_HEAPPROFILE=%s: %w", dir, err)
 	}
-	out := filepath.Join(dir, name+".heap.pprof")
-	if err := os.WriteFile(out, profile, 0o644); err != nil {
+	path := filepath.Join(dir, name+".heap.pprof")
+	if err := os.WriteFile(path, profile, 0o644); err != nil {
 		return fmt.Errorf("TAILOR_HEAPPROFILE=%s: %w", dir, err)
 	}
-	fmt.Printf("schedperf: wrote %s\n", out)
+	fmt.Printf("schedperf: wrote %s\n", path)
 	return nil
 }
