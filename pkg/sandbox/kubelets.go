@@ -65,8 +65,12 @@ func startKubelets(ctx context.Context, kube kubernetes.Interface, parallelism u
 	if err != nil {
 		return nil, err
 	}
+	podDeleteUnfinished, err := kwokstage.FinishDeletion(podfast.DefaultPodDelete)
+	if err != nil {
+		return nil, err
+	}
 	var podStages []*internalversion.Stage
-	for _, raw := range []string{podReady, withJobRuntime(podfast.DefaultPodComplete), podDelete} {
+	for _, raw := range []string{podReady, withJobRuntime(podfast.DefaultPodComplete), podDelete, podDeleteUnfinished} {
 		s, err := config.UnmarshalWithType[*internalversion.Stage](raw)
 		if err != nil {
 			return nil, fmt.Errorf("loading kwok's pod stages: %w", err)

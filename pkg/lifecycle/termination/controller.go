@@ -180,7 +180,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if err != nil {
 		return 0, err
 	}
-	if remaining := stillRunning(pods); len(remaining) > 0 {
+	if remaining := stillRunning(pods, c.opts.Clock.Now()); len(remaining) > 0 {
 		again, err := c.drain(ctx, node, claim, pods, deadline)
 		if err != nil {
 			return 0, err

@@ -57,15 +57,28 @@ func mustDelete(p *corev1.Pod, deadline *time.Time, now time.Time) (bool, int64)
 	return true, max(0, int64(left/time.Second))
 }
 
-// stillRunning are the pods that keep the node from being terminated (see holdsNode).
-func stillRunning(pods []*corev1.Pod) []*corev1.Pod {
+// stuckTerminatingAfter is how long past its deletionTimestamp (the moment its grace period
+// ended) a pod being deleted stops holding its node, as Karpenter's IsStuckTerminating: a pod
+// whose kubelet is gone, or whose deletion stopped halfway, would otherwise keep the node, and
+// the instance under it, for ever. The minute lets a live kubelet finish first.
+const stuckTerminatingAfter = time.Minute
+
+// stillRunning are the pods that keep the node from being terminated at now (see holdsNode): a
+// pod stuck terminating does not.
+func stillRunning(pods []*corev1.Pod, now time.Time) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
-		if holdsNode(p) {
+		if holdsNode(p) && !stuckTerminating(p, now) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// stuckTerminating reports whether p has been terminating for stuckTerminatingAfter past the end
+// of its grace period.
+func stuckTerminating(p *corev1.Pod, now time.Time) bool {
+	return p.DeletionTimestamp != nil && now.Sub(p.DeletionTimestamp.Time) > stuckTerminatingAfter
 }
 
 // holdsNode reports whether p keeps its node from being terminated: it needs eviction, or it is

@@ -1,6 +1,7 @@
 package termination
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,34 @@ func TestLeftDrain(t *testing.T) {
 				t.Errorf("leftDrain = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStillRunning: a pod being deleted holds its node until a minute past the end of its grace
+// period (its deletionTimestamp), as Karpenter's IsStuckTerminating; a running pod always does.
+func TestStillRunning(t *testing.T) {
+	now := time.Date(2026, 11, 29, 21, 0, 0, 0, time.UTC)
+	pod := func(name string, deletedAgo time.Duration) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "node-a"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if deletedAgo >= 0 {
+			p.DeletionTimestamp = &metav1.Time{Time: now.Add(-deletedAgo)}
+		}
+		return p
+	}
+	pods := []*corev1.Pod{
+		pod("running", -1),
+		pod("grace-not-over", -10*time.Second), // deletionTimestamp is when its grace period ends
+		pod("just-deleted", 0),
+		pod("a-minute-past", time.Minute),
+		pod("stuck", time.Minute+time.Second),
+	}
+	var got []string
+	for _, p := range stillRunning(pods, now) {
+		got = append(got, p.Name)
+	}
+	want := []string{"running", "grace-not-over", "just-deleted", "a-minute-past"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("holding the node: %v, want %v", got, want)
 	}
 }

@@ -99,10 +99,17 @@ type StageErrorCounter struct {
 // Count is how many stages kwok failed to play so far.
 func (w *StageErrorCounter) Count() int64 { return w.count.Load() }
 
-// Write takes one log record: kwok's slog handler writes each in one call.
+// Write takes one log record: kwok's slog handler writes each in one call. It drops
+// pod-delete-unfinished's finding its pod gone: that is the stage's usual end, the API server
+// having removed the pod itself (see FinishDeletion), not a failure to report.
 func (w *StageErrorCounter) Write(p []byte) (int, error) {
-	if bytes.Contains(p, []byte("failed to apply stage")) && !bytes.Contains(p, []byte("not found")) {
+	if !bytes.Contains(p, []byte("failed to apply stage")) {
+		return w.Out.Write(p)
+	}
+	if !bytes.Contains(p, []byte("not found")) {
 		w.count.Add(1)
+	} else if bytes.Contains(p, []byte(`"stage":"`+unfinishedDeletionStage+`"`)) {
+		return len(p), nil
 	}
 	return w.Out.Write(p)
 }

@@ -302,7 +302,12 @@ func nodeDrainState(n *corev1.Node, pods []corev1.Pod) string {
 		if p.Spec.NodeName == n.Name {
 			state := string(p.Status.Phase)
 			if p.DeletionTimestamp != nil {
-				state += ", being deleted"
+				// The grace period tells a drain in progress from a deletion the API server
+				// stopped halfway (0: the second write never came).
+				state += fmt.Sprintf(", being deleted since %s", p.DeletionTimestamp.Format(time.RFC3339))
+				if g := p.DeletionGracePeriodSeconds; g != nil {
+					state += fmt.Sprintf(" with a grace period of %ds", *g)
+				}
 			}
 			on = append(on, fmt.Sprintf("%s/%s [%s]", p.Namespace, p.Name, state))
 		}

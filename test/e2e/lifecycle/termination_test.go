@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -111,6 +112,44 @@ func TestTerminationGracePeriodForcesDrainPastPDB(t *testing.T) {
 	e.WaitNodeGone(node, time.Minute)
 	if deleted := e.Events("default", "Disrupted"); len(deleted) == 0 {
 		t.Fatal("no Event says pods were deleted past the termination grace period")
+	}
+}
+
+// A pod that never finishes terminating (its kubelet is gone, or its deletion stopped halfway)
+// holds its node until a minute past the end of its grace period, as in Karpenter; then the node
+// and its instance go without it. The pod's finalizer stands in for the kubelet that never comes.
+func TestAPodStuckTerminatingLetsItsNodeGo(t *testing.T) {
+	e := env.New(t)
+	node := e.LaunchOneNode("hung", 1)
+	pods := e.WaitRunning("app=hung", 1, time.Minute)
+	const hold = "e2e.tailor.sh/hung-kubelet"
+	patch := []byte(`{"metadata":{"finalizers":["` + hold + `"]}}`)
+	if _, err := e.Cluster.Kube.CoreV1().Pods("default").Patch(e.Ctx, pods[0].Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release := []byte(`{"metadata":{"finalizers":null}}`)
+		_, _ = e.Cluster.Kube.CoreV1().Pods("default").Patch(e.Ctx, pods[0].Name, types.MergePatchType, release, metav1.PatchOptions{})
+	})
+	if err := e.Cluster.Kube.CoreV1().Nodes().Delete(e.Ctx, node.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitFor("the pod's eviction to be accepted", time.Minute, func() (bool, string) {
+		p, err := e.Cluster.Kube.CoreV1().Pods("default").Get(e.Ctx, pods[0].Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.DeletionTimestamp != nil, "pod " + p.Name + " not being deleted yet"
+	})
+	time.Sleep(3 * time.Second) // the drain must still be waiting for the pod
+	if _, err := e.Cluster.Kube.CoreV1().Nodes().Get(e.Ctx, node.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("node went away while its pod was terminating within its grace period: %v", err)
+	}
+	// Past the minute, as Tailor sees time.
+	e.Clock.Step(2 * time.Minute)
+	e.WaitNodeGone(node.Name, time.Minute)
+	if e.InstanceExists(node.Spec.ProviderID) {
+		t.Fatalf("instance %s survived its node", node.Spec.ProviderID)
 	}
 }
 
