@@ -28,7 +28,7 @@ func TestSchedulerConfigIsValid(t *testing.T) {
 		t.Fatalf("want one profile named tailor, got %+v", cfg.Profiles)
 	}
 	plugins := cfg.Profiles[0].Plugins
-	for point, set := range map[string]config.PluginSet{"preFilter": plugins.PreFilter, "filter": plugins.Filter, "postFilter": plugins.PostFilter, "preScore": plugins.PreScore, "score": plugins.Score, "reserve": plugins.Reserve} {
+	for point, set := range map[string]config.PluginSet{"preEnqueue": plugins.PreEnqueue, "preFilter": plugins.PreFilter, "filter": plugins.Filter, "postFilter": plugins.PostFilter, "preScore": plugins.PreScore, "score": plugins.Score, "reserve": plugins.Reserve} {
 		found := false
 		for _, p := range set.Enabled {
 			found = found || p.Name == "Tailor"

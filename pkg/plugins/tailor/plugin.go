@@ -1,9 +1,9 @@
 // Package tailor is the scheduler plugin that connects kube-scheduler to Tailor's provisioner.
 // PostFilter hands pods that fit no node to the provisioner (or nominates the node already being
-// launched for them); PreFilter and Filter hold a pod to that node until it is up; Score prefers
-// the node the plan put a pod on; Reserve and Unreserve keep the provisioner's ledger of pods
-// that are about to bind. Every method touches memory only: the scheduling goroutine never waits
-// on I/O.
+// launched for them); PreEnqueue keeps such a pod out of the queue until that node exists, and
+// PreFilter and Filter hold it to that node until it is up; Score prefers the node the plan put a
+// pod on; Reserve and Unreserve keep the provisioner's ledger of pods that are about to bind.
+// Every method touches memory only: the scheduling goroutine never waits on I/O.
 package tailor
 
 import (
@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -55,12 +56,16 @@ type Host interface {
 	Attach(h fwk.Handle, args *Args) error
 }
 
-// Plugin implements PreFilter, Filter, PostFilter, PreScore, Score, Reserve and Unreserve.
+// Plugin implements PreEnqueue, PreFilter, Filter, PostFilter, PreScore, Score, Reserve and
+// Unreserve.
 type Plugin struct {
 	capacity Capacity
 	// snapshot is the scheduler's view of the nodes for the cycle running; nil in tests that
 	// build a Plugin by hand.
 	snapshot fwk.SharedLister
+	// nodes is the scheduler's node informer, for PreEnqueue, which runs outside any cycle; nil
+	// in tests that build a Plugin by hand.
+	nodes corelisters.NodeLister
 }
 
 var (
@@ -91,7 +96,11 @@ func NewFactory(host Host) frameworkruntime.PluginFactory {
 		if err := host.Attach(h, args); err != nil {
 			return nil, err
 		}
-		return &Plugin{capacity: host, snapshot: h.SnapshotSharedLister()}, nil
+		pl := &Plugin{capacity: host, snapshot: h.SnapshotSharedLister()}
+		if f := h.SharedInformerFactory(); f != nil {
+			pl.nodes = f.Core().V1().Nodes().Lister()
+		}
+		return pl, nil
 	}
 }
 
