@@ -5,36 +5,53 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
 
 var _ fwk.PreEnqueuePlugin = (*Plugin)(nil)
 
 // PreEnqueue keeps a pod out of the scheduler's active queue while it waits for a node launched
-// for it that is not in the cluster yet (see the provisioner's HeldFor). Every attempt at such a
-// pod fails: Filter refuses it every node there is. And each failed attempt costs the scheduling
-// loop a synchronous status write; under a burst of a thousand pods on their way to new nodes,
-// those writes held up the loop for minutes while pods whose node had come up waited behind them.
+// for it that cannot take it yet (see the provisioner's HeldFor): the node is not in the cluster,
+// is not Ready, or still carries karpenter.sh/unregistered. Every attempt at such a pod fails:
+// Filter refuses it every other node, and the scheduler's own plugins refuse it this one. And each
+// failed attempt costs the scheduling loop a synchronous status write, then a backoff; under a
+// burst of a thousand pods on their way to new nodes, those writes held up the loop for minutes
+// while pods whose node had come up waited behind them.
 //
-// The node's arrival wakes the pod (EventsToRegister's hint queues a held pod on events of its
-// own node, and PreEnqueue then lets it in); so does the end of its hold, which the provisioner
-// signals by activating the pod (its claim initialized, went away, or took longer than
-// LaunchHold). Once its node exists, the pod is let in even if the node is not Ready yet: the
-// scheduler's own plugins say why it must wait, and node events wake it, as for any pod.
+// Every event of the node wakes the pod (EventsToRegister's hint queues a held pod on events of
+// its own node), and PreEnqueue then decides again; so does the end of its hold, which the
+// provisioner signals by activating the pod (its claim initialized, went away, or took longer
+// than LaunchHold). A node that is Ready and registered lets the pod in, startup taints or not:
+// the scheduler's own plugins then say why it waits, and node events wake it, as for any pod.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	node, held := p.capacity.HeldFor(pod)
-	if !held || (node != "" && p.nodeExists(node)) {
+	if !held || (node != "" && p.canTakePods(node)) {
 		return nil
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitsMessage)
 }
 
-// nodeExists says whether the scheduler's informer has the node; without an informer (a Plugin
-// built by hand), every node counts as there and PreEnqueue holds only pods whose node has no
-// name yet.
-func (p *Plugin) nodeExists(name string) bool {
+// canTakePods says whether the scheduler's informer has the node, Ready and registered. Without
+// an informer (a Plugin built by hand) every named node counts as ready, and PreEnqueue holds
+// only pods whose node has no name yet.
+func (p *Plugin) canTakePods(name string) bool {
 	if p.nodes == nil {
 		return true
 	}
-	_, err := p.nodes.Get(name)
-	return err == nil
+	n, err := p.nodes.Get(name)
+	if err != nil {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == karpv1.UnregisteredTaintKey {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
