@@ -42,7 +42,8 @@ type Options struct {
 	NewCloud func(kube kubernetes.Interface) cloud.CloudProvider
 	Clock    clock.WithTicker
 	// FeatureGates are turned on or off in every component of the cluster (e.g. GangGates); they
-	// are the process's, so a process runs clusters of one set of gates.
+	// are the process's, set until Start's tb ends, so clusters running at once in one process
+	// share one set of gates.
 	FeatureGates map[string]bool
 	// TailorArgs override the Tailor plugin's args of the shipped configuration, by JSON name
 	// (e.g. "consolidationValidationPeriod": "1s"), so tests need not wait Karpenter's periods.
@@ -114,7 +115,7 @@ type Cluster struct {
 func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) {
 	logger := klog.FromContext(ctx)
 	began := time.Now()
-	flags, err := gateFlags(opts.FeatureGates)
+	flags, err := gateFlags(tb, opts.FeatureGates)
 	if err != nil {
 		return nil, err
 	}

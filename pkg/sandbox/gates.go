@@ -6,7 +6,10 @@ import (
 	"strings"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	kubefeatures "k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/test/utils/ktesting"
 )
 
 // GangGates are the feature gates gang scheduling needs, in the API server (the Workload API,
@@ -19,13 +22,24 @@ var GangGates = map[string]bool{string(kubefeatures.GenericWorkload): true, stri
 
 // gateFlags are kube-apiserver's flags for gates, and the API groups they need served. The
 // control plane, the scheduler and the controllers run in one process and share its feature
-// gates: the gates are set there as well, so a gate is on for every component or for none.
-func gateFlags(gates map[string]bool) ([]string, error) {
+// gates: the gates are set there as well, so a gate is on for every component or for none. They
+// are set for tb's lifetime and put back when it ends: left on, a later sandbox of the same
+// process that asks for no gates would run a scheduler waiting forever for PodGroups that its
+// API server, started without the flags, does not serve.
+func gateFlags(tb ktesting.TB, gates map[string]bool) ([]string, error) {
 	if len(gates) == 0 {
 		return nil, nil
 	}
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
-		return nil, fmt.Errorf("sandbox feature gates: %w", err)
+	overrides := featuregatetesting.FeatureOverrides{}
+	for name, on := range gates {
+		overrides[featuregate.Feature(name)] = on
+	}
+	// It reports a gate it cannot set through tb, as a test's own override would be reported.
+	featuregatetesting.SetFeatureGatesDuringTest(tb, utilfeature.DefaultFeatureGate, overrides)
+	for name, on := range gates {
+		if utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(name)) != on {
+			return nil, fmt.Errorf("sandbox feature gates: %s could not be set to %t", name, on)
+		}
 	}
 	names := make([]string, 0, len(gates))
 	for name := range gates {

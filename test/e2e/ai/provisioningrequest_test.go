@@ -26,6 +26,7 @@ func TestProvisioningRequestAsKueueCreatesIt(t *testing.T) {
 	e := env.New(t)
 	e.ApplyExample("ec2nodeclass.yaml")
 	e.ApplyExample("nodepool.yaml")
+	waitPoolReady(e, "default")
 	createPodTemplate(e, "ppt-train", env.PodSpec("2", "4Gi"))
 	createProvisioningRequest(e, "train", autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "ppt-train", 4)
 
@@ -117,6 +118,7 @@ func TestImpossibleAtomicProvisioningRequestLaunchesNothing(t *testing.T) {
 	np := env.NodePool("limited")
 	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("16")}
 	e.CreateNodePool(np)
+	waitPoolReady(e, "limited")
 	createPodTemplate(e, "ppt-wide", env.PodSpec("6", "4Gi"))
 	createProvisioningRequest(e, "wide", autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "ppt-wide", 4)
 	req := waitProvisioningRequest(e, "wide", autoscalingv1.Failed, metav1.ConditionTrue, time.Minute)
@@ -135,6 +137,21 @@ func TestImpossibleAtomicProvisioningRequestLaunchesNothing(t *testing.T) {
 	if claims := claimNames(e); len(claims) != 0 {
 		t.Fatalf("%d NodeClaims launched for requests that cannot be met", len(claims))
 	}
+}
+
+// waitPoolReady waits until Tailor has said the NodePool is Ready, which it does from the same
+// NodePool informer the ProvisioningRequest controller plans with. An atomic request that is planned
+// before that informer has the pool is Failed for good, with "no NodePool is ready": a request
+// created a few milliseconds after its pool lost that race on a loaded machine.
+func waitPoolReady(e *env.Env, name string) {
+	e.T.Helper()
+	e.WaitFor(fmt.Sprintf("NodePool %s Ready", name), time.Minute, func() (bool, string) {
+		np, err := e.Cluster.Tailor.KarpenterV1().NodePools().Get(e.Ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return np.IsTrue(karpv1.ConditionTypeReady), fmt.Sprintf("%+v", np.Status.Conditions)
+	})
 }
 
 func createPodTemplate(e *env.Env, name string, spec corev1.PodSpec) {
