@@ -17,7 +17,8 @@ import (
 // out, so the plan says whether the pods fit the capacity there is and in flight; with launch true
 // it may open claims, under the pools' limits, which the caller creates itself. It also says why
 // each NodePool left out of the plan cannot launch now (its node class is not ready, or launches
-// are held back after a failure): a plan without them is no final answer. pl must be a planner of
+// are held back after a failure), or that there is none yet: a plan without them is no final
+// answer. pl must be a planner of
 // its own: planners are not safe for concurrent use.
 func (p *Provisioner) PlanApart(ctx context.Context, pl *planner.Planner, pods []*corev1.Pod, launch bool) (*planner.Plan, []string, error) {
 	r, err := p.readCluster(ctx)
@@ -38,6 +39,11 @@ func (p *Provisioner) PlanApart(ctx context.Context, pl *planner.Planner, pods [
 		in.Pools = r.pools
 		for _, u := range r.unavailable {
 			held = append(held, fmt.Sprintf("NodePool %q: %s", u.pool.Name, u.message))
+		}
+		if len(r.pools) == 0 && len(r.unavailable) == 0 {
+			// No NodePool at all is no final answer either: one applied with the request may
+			// not have reached the informer, and one applied later should serve it.
+			held = append(held, "no NodePool exists yet")
 		}
 	}
 	return pl.Plan(ctx, in), held, nil

@@ -80,6 +80,26 @@ func TestProvisioningRequestAsKueueCreatesIt(t *testing.T) {
 	expectProvReqCondition(t, req, autoscalingv1.BookingExpired, metav1.ConditionTrue, provreq.ReasonReservationTimeExpired)
 }
 
+// An atomic request applied before any NodePool (a user applying their manifests in one go)
+// waits for one, saying so, and is met once the NodePool comes: no NodePool yet is no reason to
+// fail it for good.
+func TestAtomicProvisioningRequestWaitsForItsNodePool(t *testing.T) {
+	e := env.New(t)
+	e.ApplyExample("ec2nodeclass.yaml")
+	createPodTemplate(e, "ppt-early", env.PodSpec("1", "1Gi"))
+	createProvisioningRequest(e, "early", autoscalingv1.ProvisioningClassBestEffortAtomicScaleUp, "ppt-early", 2)
+	req := waitProvisioningRequest(e, "early", autoscalingv1.Provisioned, metav1.ConditionFalse, time.Minute)
+	if msg := meta.FindStatusCondition(req.Status.Conditions, autoscalingv1.Provisioned).Message; !strings.Contains(msg, "no NodePool exists yet") {
+		t.Errorf("Provisioned=False says %q; want that there is no NodePool yet", msg)
+	}
+	if failed := meta.FindStatusCondition(req.Status.Conditions, autoscalingv1.Failed); failed != nil && failed.Status == metav1.ConditionTrue {
+		t.Fatalf("the request failed for good before its NodePool came: %s", failed.Message)
+	}
+	e.ApplyExample("nodepool.yaml")
+	req = waitProvisioningRequest(e, "early", autoscalingv1.Provisioned, metav1.ConditionTrue, 2*time.Minute)
+	expectProvReqCondition(t, req, autoscalingv1.Provisioned, metav1.ConditionTrue, provreq.ReasonCapacityIsProvisioned)
+}
+
 // check-capacity launches nothing: a request whose pods fit the node there is becomes Provisioned,
 // one whose pods fit nowhere says why, and neither launches a node.
 func TestProvisioningRequestCheckCapacity(t *testing.T) {
