@@ -48,8 +48,9 @@ func DeleteOnce(stage string) (string, error) {
 // deletion stopped halfway: the API server set its grace period to 0 and then failed to remove
 // it (the client went away mid-request, as a restarted Tailor does to an eviction, or etcd timed
 // out). The pod then stays Terminating until someone deletes it again, which on a real node is
-// the kubelet, as it is for any pod being deleted on its node; without this stage nothing would,
-// and a drain would wait on the pod for ever.
+// the kubelet, as it is for any pod being deleted on its node. Without this stage nothing would:
+// the pod would stay Terminating for ever, and a drain would wait on it until a minute past its
+// grace period (see termination's stuckTerminatingAfter).
 func FinishDeletion(stage string) (string, error) {
 	const name, next = "  name: pod-delete\n", "  next:\n"
 	if !strings.Contains(stage, podDeleteSelector) || !strings.Contains(stage, name) || !strings.Contains(stage, next) {
