@@ -138,6 +138,7 @@ func (o *Operator) attachRemoval(h fwk.Handle) error {
 		NodeInformer:      nodeInformer.Informer(),
 		PodInformer:       factory.Core().V1().Pods().Informer(),
 		VolumeAttachments: factory.Storage().V1().VolumeAttachments().Lister(),
+		PVCs:              factory.Core().V1().PersistentVolumeClaims().Lister(),
 		Nodes:             nodeInformer.Lister(),
 		PDBs:              factory.Policy().V1().PodDisruptionBudgets().Lister(),
 		Cloud:             o.cloud,

@@ -15,11 +15,14 @@ func NeedsEviction(p *corev1.Pod) bool {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
 		return false
 	}
-	if IsMirror(p) {
-		return false
-	}
+	return !IsMirror(p) && !ToleratesDisrupted(p)
+}
+
+// ToleratesDisrupted reports whether p tolerates karpenter.sh/disrupted:NoSchedule: it chose to
+// stay on its node until the node goes, and no drain evicts it.
+func ToleratesDisrupted(p *corev1.Pod) bool {
 	taint := karpv1.DisruptedNoScheduleTaint
-	return !corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, &taint, true)
+	return corev1helpers.TolerationsTolerateTaint(klog.Background(), p.Spec.Tolerations, &taint, true)
 }
 
 // PodGroupOf returns the name of the PodGroup the pod belongs to (spec.schedulingGroup's

@@ -40,7 +40,10 @@ type Options struct {
 	NodeInformer      cache.SharedIndexInformer
 	PodInformer       cache.SharedIndexInformer
 	VolumeAttachments storagelisters.VolumeAttachmentLister
-	Nodes             corelisters.NodeLister
+	// PVCs, when set, lets the wait for volumes leave out those of pods the drain does not wait
+	// for (see attachedVolumes).
+	PVCs  corelisters.PersistentVolumeClaimLister
+	Nodes corelisters.NodeLister
 	// PDBs, when set, lets a drain finish an eviction a budget granted whose pod was never
 	// deleted (see grantedEviction).
 	PDBs     policylisters.PodDisruptionBudgetLister
@@ -200,7 +203,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		}
 	}
 	pastDeadline := deadline != nil && !c.opts.Clock.Now().Before(*deadline)
-	if attached := c.attachedVolumes(node.Name); len(attached) > 0 && !pastDeadline {
+	if attached := c.attachedVolumes(node.Name, pods, c.opts.Clock.Now()); len(attached) > 0 && !pastDeadline {
 		logger.V(1).Info("Waiting for volumes to detach", "volumeAttachments", attached)
 		if claim != nil {
 			_ = c.setCondition(ctx, claim, karpv1.ConditionTypeVolumesDetached, metav1.ConditionFalse, "AwaitingVolumeDetachment",
@@ -257,20 +260,6 @@ func (c *Controller) podsOn(node string) ([]*corev1.Pod, error) {
 		pods = append(pods, o.(*corev1.Pod))
 	}
 	return pods, nil
-}
-
-func (c *Controller) attachedVolumes(node string) []string {
-	vas, err := c.opts.VolumeAttachments.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, va := range vas {
-		if va.Spec.NodeName == node {
-			out = append(out, va.Name)
-		}
-	}
-	return out
 }
 
 func (c *Controller) claimFor(node *corev1.Node) *karpv1.NodeClaim {
