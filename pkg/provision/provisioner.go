@@ -114,9 +114,6 @@ type Provisioner struct {
 	woken map[types.UID]string
 	// holdLapsed are the launching claims whose hold on their pods has lapsed (see lapsedHolds).
 	holdLapsed map[string]bool
-	// gated are the pods the scheduler's PreEnqueue gate asked about while they were held (see
-	// Gate), until the stranded watch finds their hold ended.
-	gated map[types.UID]bool
 	// keptBy are what the pending pods of the plans take on a node, and kept the room they keep
 	// as KeptRoom last found it.
 	keptBy map[types.UID]keptPod

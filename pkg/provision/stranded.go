@@ -96,9 +96,6 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	p.mu.Unlock()
 	p.giveBackClaims(ctx, unneeded)
 	p.wake(ctx, wake)
-	if ungated := p.ungated(pods); len(ungated) > 0 && p.opts.Activate != nil {
-		p.opts.Activate(ungated)
-	}
 	for _, claim := range lapsed {
 		p.Released(claim)
 	}
@@ -118,7 +115,7 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 func (p *Provisioner) nothingToWatch() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.headed)+len(p.woken)+len(p.stranded)+len(p.launchedHere)+len(p.gated) == 0
+	return len(p.headed)+len(p.woken)+len(p.stranded)+len(p.launchedHere) == 0
 }
 
 // lapsedOnly is checkStranded's part that reads NodeClaims alone: holds that lapsed on claims

@@ -22,11 +22,10 @@ var _ fwk.PreEnqueuePlugin = (*Plugin)(nil)
 // Every event of the node wakes the pod (EventsToRegister's hint queues a held pod on events of
 // its own node), and PreEnqueue then decides again; so does the end of its hold, which the
 // provisioner signals by activating the pod (its claim initialized, went away, or took longer
-// than LaunchHold; and, for any other end, its stranded watch within seconds: the scheduler's
-// periodic flush of unschedulable pods passes over gated ones). A node that is Ready and registered lets the pod in, startup taints or not:
+// than LaunchHold). A node that is Ready and registered lets the pod in, startup taints or not:
 // the scheduler's own plugins then say why it waits, and node events wake it, as for any pod.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	node, held := p.capacity.Gate(pod)
+	node, held := p.capacity.HeldFor(pod)
 	if !held || (node != "" && p.canTakePods(node)) {
 		return nil
 	}
