@@ -124,7 +124,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if left, ok := bookingLeft(req, now, c.opts.BookingTime); ok {
 		return c.keepBooked(ctx, req, key, left)
 	}
-	pods, err := podsOf(req, c.opts.Templates)
+	pods, err := podsOf(req, c.opts.Templates, c.opts.Clock.Now())
 	var bad *badInput
 	if errors.As(err, &bad) {
 		fail(req, ReasonFailedToCreatePods, bad.msg, now)
@@ -150,7 +150,7 @@ func (c *Controller) keepBooked(ctx context.Context, req *autoscalingv1.Provisio
 		return 0, c.write(ctx, req)
 	}
 	if c.opts.Bookings.get(key) == nil {
-		pods, err := podsOf(req, c.opts.Templates)
+		pods, err := podsOf(req, c.opts.Templates, c.opts.Clock.Now())
 		if err != nil {
 			// A template gone after Provisioned leaves nothing to book again; the answer stands.
 			klog.FromContext(ctx).V(1).Info("Cannot book a Provisioned request again", "provisioningRequest", key, "err", err)

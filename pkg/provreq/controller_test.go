@@ -67,6 +67,7 @@ func TestBadInputFailsNamingTheField(t *testing.T) {
 			w.addTemplate("job", "1")
 			w.addRequest(tc.name, atomic, tc.template, tc.count)
 			w.plan = fitsOn("node-a")
+			w.clock.Step(templateLag) // a template still missing this long after is missing
 			req, _ := w.reconcile(tc.name)
 			expectCondition(t, req, autoscalingv1.Failed, metav1.ConditionTrue, ReasonFailedToCreatePods, "ProvisioningRequest team/"+tc.name+": "+tc.fragment)
 			if len(w.planned) != 0 || len(w.nodeClaim.created) != 0 {

@@ -2,6 +2,7 @@ package provreq
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,7 +25,10 @@ func (b *badInput) Error() string { return b.msg }
 // counterparts will carry, and a controller reference to the request, so that it reads as one
 // workload. A missing PodTemplate or a count below 1 is a *badInput; a lister error is returned
 // as it is, to be retried.
-func podsOf(req *autoscalingv1.ProvisioningRequest, templates corelisters.PodTemplateLister) ([]*corev1.Pod, error) {
+//
+// A template missing from the informer within templateLag of the request's creation is an error
+// to retry, not a bad input: a template applied with its request may not have reached it yet.
+func podsOf(req *autoscalingv1.ProvisioningRequest, templates corelisters.PodTemplateLister, now time.Time) ([]*corev1.Pod, error) {
 	if len(req.Spec.PodSets) == 0 {
 		return nil, &badInput{fmt.Sprintf("ProvisioningRequest %s/%s: spec.podSets is empty", req.Namespace, req.Name)}
 	}
@@ -36,6 +40,9 @@ func podsOf(req *autoscalingv1.ProvisioningRequest, templates corelisters.PodTem
 		}
 		name := set.PodTemplateRef.Name
 		tmpl, err := templates.PodTemplates(req.Namespace).Get(name)
+		if apierrors.IsNotFound(err) && name != "" && now.Sub(req.CreationTimestamp.Time) < templateLag {
+			return nil, fmt.Errorf("PodTemplate %s/%s of ProvisioningRequest %s/%s is not in the informer yet", req.Namespace, name, req.Namespace, req.Name)
+		}
 		if apierrors.IsNotFound(err) || name == "" {
 			return nil, &badInput{fmt.Sprintf("ProvisioningRequest %s/%s: spec.podSets[%d].podTemplateRef.name: PodTemplate %s/%s not found",
 				req.Namespace, req.Name, i, req.Namespace, name)}
@@ -88,3 +95,6 @@ func consumes(pod *corev1.Pod) string {
 	}
 	return pod.Annotations[autoscalingv1.DeprecatedConsumeAnnotationKey]
 }
+
+// templateLag is how long after a request's creation its missing PodTemplate is waited for.
+const templateLag = 10 * time.Second

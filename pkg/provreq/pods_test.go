@@ -2,6 +2,7 @@ package provreq
 
 import (
 	"testing"
+	"time"
 
 	autoscalingv1 "github.com/tailor-sh/tailor/pkg/apis/autoscaling/v1"
 )
@@ -16,11 +17,11 @@ func TestPodsOfARequest(t *testing.T) {
 	obj, _, _ := w.requests.GetByKey("team/job")
 	req := obj.(*autoscalingv1.ProvisioningRequest)
 	req.Spec.PodSets = append(req.Spec.PodSets, autoscalingv1.PodSet{PodTemplateRef: autoscalingv1.Reference{Name: "side"}, Count: 2})
-	pods, err := podsOf(req, w.c.opts.Templates)
+	pods, err := podsOf(req, w.c.opts.Templates, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := podsOf(req, w.c.opts.Templates)
+	again, _ := podsOf(req, w.c.opts.Templates, time.Now())
 	seen := map[string]bool{}
 	for i, p := range pods {
 		if p.Namespace != "team" || p.Annotations[autoscalingv1.ConsumeAnnotationKey] != "job" || p.Annotations[autoscalingv1.ClassAnnotationKey] != atomic {
