@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodeutil "k8s.io/kubernetes/pkg/util/node"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	poolbudget "github.com/tailor-sh/tailor/pkg/nodepool/budget"
@@ -269,7 +270,7 @@ func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int
 			continue
 		}
 		total[pool]++
-		if closed[n.Name] || scheduling.IsLeaving(n, claim) || !nodeReady(n) {
+		if closed[n.Name] || scheduling.IsLeaving(n, claim) || !nodeutil.IsNodeReady(n) {
 			disrupting[pool]++
 		}
 	}
@@ -291,13 +292,4 @@ func poolBudgets(s *State, closed map[string]bool) (*budgets, map[poolReason]int
 		}
 	}
 	return b, allowedNow, errs
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

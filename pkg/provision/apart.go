@@ -18,8 +18,7 @@ import (
 // it may open claims, under the pools' limits, which the caller creates itself. It also says why
 // each NodePool left out of the plan cannot launch now (its node class is not ready, or launches
 // are held back after a failure), or that there is none yet: a plan without them is no final
-// answer. pl must be a planner of
-// its own: planners are not safe for concurrent use.
+// answer. pl must be a planner of its own: planners are not safe for concurrent use.
 func (p *Provisioner) PlanApart(ctx context.Context, pl *planner.Planner, pods []*corev1.Pod, launch bool) (*planner.Plan, []string, error) {
 	r, err := p.readCluster(ctx)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	nodeutil "k8s.io/kubernetes/pkg/util/node"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
@@ -38,7 +39,7 @@ func StartStartupTaintAgent(ctx context.Context, kube kubernetes.Interface, clie
 
 func clearStartupTaints(ctx context.Context, kube kubernetes.Interface, claim *karpv1.NodeClaim) {
 	node, err := kube.CoreV1().Nodes().Get(ctx, claim.Status.NodeName, metav1.GetOptions{})
-	if err != nil || !nodeReady(node) {
+	if err != nil || !nodeutil.IsNodeReady(node) {
 		return
 	}
 	kept := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
@@ -56,13 +57,4 @@ func clearStartupTaints(ctx context.Context, kube kubernetes.Interface, claim *k
 	if _, err := kube.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		klog.FromContext(ctx).V(4).Info("Startup taints not removed yet", "node", node.Name, "err", err)
 	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -183,7 +183,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if err != nil {
 		return 0, err
 	}
-	if remaining := stillRunning(pods, c.opts.Clock.Now()); len(remaining) > 0 {
+	now := c.opts.Clock.Now()
+	if remaining := stillRunning(pods, now); len(remaining) > 0 {
 		again, err := c.drain(ctx, node, claim, pods, deadline)
 		if err != nil {
 			return 0, err
@@ -202,8 +203,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 			metrics.NodeDrained(node.Labels[karpv1.NodePoolLabelKey])
 		}
 	}
-	pastDeadline := deadline != nil && !c.opts.Clock.Now().Before(*deadline)
-	if attached := c.attachedVolumes(node.Name, pods, c.opts.Clock.Now()); len(attached) > 0 && !pastDeadline {
+	pastDeadline := deadline != nil && !now.Before(*deadline)
+	if attached := c.attachedVolumes(node.Name, pods, now); len(attached) > 0 && !pastDeadline {
 		logger.V(1).Info("Waiting for volumes to detach", "volumeAttachments", attached)
 		if claim != nil {
 			_ = c.setCondition(ctx, claim, karpv1.ConditionTypeVolumesDetached, metav1.ConditionFalse, "AwaitingVolumeDetachment",

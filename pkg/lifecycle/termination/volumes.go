@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
@@ -53,7 +54,7 @@ func (c *Controller) volumesKept(pods []*corev1.Pod, now time.Time) sets.Set[str
 			case v.PersistentVolumeClaim != nil:
 				claim = v.PersistentVolumeClaim.ClaimName
 			case v.Ephemeral != nil:
-				claim = p.Name + "-" + v.Name // the name the ephemeral volume controller gives it
+				claim = ephemeral.VolumeClaimName(p, &v)
 			default:
 				continue
 			}

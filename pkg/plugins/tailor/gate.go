@@ -2,9 +2,11 @@ package tailor
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	nodeutil "k8s.io/kubernetes/pkg/util/node"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 )
@@ -43,15 +45,6 @@ func (p *Plugin) canTakePods(name string) bool {
 	if err != nil {
 		return false
 	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == karpv1.UnregisteredTaintKey {
-			return false
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	unregistered := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.UnregisteredTaintKey })
+	return !unregistered && nodeutil.IsNodeReady(n)
 }
