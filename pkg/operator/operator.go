@@ -134,6 +134,9 @@ func (o *Operator) PlannedNode(pod *corev1.Pod) (string, bool) {
 // HeldFor implements tailor.Capacity.
 func (o *Operator) HeldFor(pod *corev1.Pod) (string, bool) { return o.provisioner.HeldFor(pod) }
 
+// Gate implements tailor.Capacity.
+func (o *Operator) Gate(pod *corev1.Pod) (string, bool) { return o.provisioner.Gate(pod) }
+
 // KeptRoom implements tailor.Capacity.
 func (o *Operator) KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept {
 	return o.provisioner.KeptRoom(pod)

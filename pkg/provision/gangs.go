@@ -118,6 +118,9 @@ func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.P
 				p.opts.GangCompletionTimeout, len(held))
 		}
 		p.forgetHeadings(ctx, held)
+		p.mu.Lock()
+		p.forgetGated(held)
+		p.mu.Unlock()
 	}
 	// A gang that is no longer short, or whose capacity was just given back, starts afresh.
 	p.shortSince = since

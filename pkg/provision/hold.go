@@ -32,7 +32,18 @@ const LaunchHold = 5 * time.Minute
 // not choose, before them. The plan weighed every node the pod could take, ready or launching,
 // and the pod waits only for capacity that is on its way for it.
 func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
-	claim, ok := p.plannedClaim(pod)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.heldFor(pod)
+}
+
+// heldFor is HeldFor with p.mu held.
+func (p *Provisioner) heldFor(pod *corev1.Pod) (string, bool) {
+	name, planned := p.planned[pod.UID]
+	if !planned {
+		return "", false
+	}
+	claim, ok := p.liveClaim(name)
 	if !ok || claim.IsTrue(karpv1.ConditionTypeInitialized) || p.opts.Clock.Since(claim.CreationTimestamp.Time) > LaunchHold {
 		return "", false
 	}

@@ -97,6 +97,7 @@ func New(opts Options) *Provisioner {
 		refusals:     map[types.UID]*refusals{},
 		woken:        map[types.UID]string{},
 		holdLapsed:   map[string]bool{},
+		gated:        map[types.UID]bool{},
 		keptBy:       map[types.UID]keptPod{},
 		needing:      map[types.UID]need{},
 		forced:       true, // the first round looks at pods pending from before this process

@@ -114,6 +114,9 @@ type Provisioner struct {
 	woken map[types.UID]string
 	// holdLapsed are the launching claims whose hold on their pods has lapsed (see lapsedHolds).
 	holdLapsed map[string]bool
+	// gated are the pods the scheduler's PreEnqueue gate kept out of its queue while they were
+	// held (see Gate), until a round finds their hold ended and lets them in.
+	gated map[types.UID]bool
 	// keptBy are what the pending pods of the plans take on a node, and kept the room they keep
 	// as KeptRoom last found it.
 	keptBy map[types.UID]keptPod
@@ -206,6 +209,9 @@ func (p *Provisioner) reconcile(ctx context.Context, pl *planner.Planner) error 
 	}
 	view, enqueued := p.viewOf(ctx, pl, r)
 	pending, unbound := p.pendingPods(ctx, r, view, enqueued)
+	// Last, once this round's plan is recorded: a pod it moved off a hold is let in then, and
+	// a pod it held again stays out.
+	defer p.letInUngated(r.pods)
 	if len(pending) == 0 {
 		metrics.ProvisionerRounds.WithLabelValues("idle").Inc()
 		p.tellUnavailable(nil, nil, unbound)

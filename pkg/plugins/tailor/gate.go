@@ -24,10 +24,12 @@ var _ fwk.PreEnqueuePlugin = (*Plugin)(nil)
 // Every event of the node wakes the pod (EventsToRegister's hint queues a held pod on events of
 // its own node), and PreEnqueue then decides again; so does the end of its hold, which the
 // provisioner signals by activating the pod (its claim initialized, went away, or took longer
-// than LaunchHold). A node that is Ready and registered lets the pod in, startup taints or not:
+// than LaunchHold; for any other end, such as a plan forgotten, at the end of the round that
+// ended it: the scheduler's periodic flush of unschedulable pods passes over gated ones). A node
+// that is Ready and registered lets the pod in, startup taints or not:
 // the scheduler's own plugins then say why it waits, and node events wake it, as for any pod.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	node, held := p.capacity.HeldFor(pod)
+	node, held := p.capacity.Gate(pod)
 	if !held || (node != "" && p.canTakePods(node)) {
 		return nil
 	}

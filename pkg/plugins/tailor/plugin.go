@@ -39,6 +39,9 @@ type Capacity interface {
 	PlannedNode(pod *corev1.Pod) (string, bool)
 	// HeldFor returns the only node pod may bind to while it waits for the node launched for it.
 	HeldFor(pod *corev1.Pod) (string, bool)
+	// Gate is HeldFor asked by PreEnqueue: the implementation must let the pod back into the
+	// queue itself once its hold ends, however it ends (see the provisioner's Gate).
+	Gate(pod *corev1.Pod) (string, bool)
 	// KeptRoom returns, by node, the room plans keep there for other pending pods that pod may
 	// not take, or nil when there is none.
 	KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept

@@ -31,6 +31,7 @@ func (c *plans) NominatedNode(*corev1.Pod) (string, bool)        { return "", fa
 func (c *plans) Reserve(*corev1.Pod, string) bool                { return true }
 func (c *plans) Unreserve(*corev1.Pod, string)                   {}
 func (c *plans) HeldFor(*corev1.Pod) (string, bool)              { return "", false }
+func (c *plans) Gate(*corev1.Pod) (string, bool)                 { return "", false }
 func (c *plans) PlannedNode(pod *corev1.Pod) (string, bool) {
 	c.lookups++
 	n, ok := c.planned[pod.UID]
@@ -102,6 +103,8 @@ func (c *holds) HeldFor(pod *corev1.Pod) (string, bool) {
 	n, ok := c.held[pod.UID]
 	return n, ok
 }
+
+func (c *holds) Gate(pod *corev1.Pod) (string, bool) { return c.HeldFor(pod) }
 
 func TestAHeldPodTakesOnlyTheNodeLaunchedForIt(t *testing.T) {
 	nodes := []fwk.NodeInfo{nodeInfo("ready-a"), nodeInfo("launched-b")}
