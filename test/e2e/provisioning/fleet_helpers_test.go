@@ -206,6 +206,38 @@ func tailorEvents(ctx context.Context, cluster *sandbox.Cluster) string {
 	return strings.Join(out, ", ")
 }
 
+// eventsByReason tallies the Events in the cluster by who reported them, the kind of object they
+// are about and their reason, each counted as often as it happened (a series counts each of its
+// occurrences), most frequent first: what the requests' "POST events" and "PATCH events" were.
+func eventsByReason(ctx context.Context, cluster *sandbox.Cluster) string {
+	events, err := cluster.Kube.EventsV1().Events("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	counts := map[string]int{}
+	for _, ev := range events.Items {
+		n := 1
+		if ev.Series != nil {
+			n = int(ev.Series.Count)
+		} else if ev.DeprecatedCount > 1 {
+			n = int(ev.DeprecatedCount)
+		}
+		who := ev.ReportingController
+		if who == "" {
+			who = ev.DeprecatedSource.Component
+		}
+		counts[fmt.Sprintf("%s %s %s", who, ev.Regarding.Kind, ev.Reason)] += n
+	}
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b))
+	})
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	return strings.Join(out, "; ")
+}
+
 // countingProxy stands between tailor-scheduler and the API server and counts its requests by
 // method and resource. A proxy and not client-go's request metrics: those are process-wide, and
 // the workload controllers, kwok and the benchmark's own clients share the process.
