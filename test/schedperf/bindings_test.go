@@ -72,22 +72,33 @@ func (bs *bindings) wait(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// first is when the first binding was seen, or the zero time.
+func (bs *bindings) first() time.Time {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if len(bs.at) == 0 {
+		return time.Time{}
+	}
+	return bs.at[0]
+}
+
 func (bs *bindings) count() int {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	return len(bs.bound)
 }
 
-// rateFrom returns the pods bound per second from t0, or from the first binding if that came
-// later, to the last binding, and how many pods that counts.
+// rateFrom returns the pods bound per second from t0 to the last binding, and how many pods
+// that counts. With t0 zero it is from the first binding, which starts the interval and is not
+// counted.
 func (bs *bindings) rateFrom(t0 time.Time) (perSecond float64, pods int, took time.Duration) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if len(bs.at) == 0 {
 		return 0, 0, 0
 	}
-	if first := bs.at[0]; first.After(t0) {
-		t0 = first
+	if t0.IsZero() {
+		t0 = bs.at[0]
 	}
 	for _, at := range bs.at {
 		if at.After(t0) {
