@@ -57,13 +57,17 @@ type Options struct {
 type Controller struct {
 	opts  Options
 	queue *controller.Queue
+	// written are the claims as the informer has them, or as this controller last wrote them
+	// when that is newer (see newWritten).
+	written cache.MutationCache
 }
 
 const providerIDIndex = "providerID"
 
 // New registers the controller's event handlers; call it before the informers start.
 func New(opts Options) (*Controller, error) {
-	c := &Controller{opts: opts}
+	c := &Controller{opts: opts, written: newWritten(opts.ClaimInform)}
+	c.opts.NodeClaims = recordingClaims{NodeClaimInterface: opts.NodeClaims, written: c.written}
 	c.queue = controller.NewQueue("lifecycle", opts.Clock, c.reconcile)
 	if err := opts.NodeInformer.AddIndexers(cache.Indexers{providerIDIndex: func(obj any) ([]string, error) {
 		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
@@ -118,8 +122,8 @@ func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, wo
 
 // reconcile moves the claim one or more steps along; it returns when to look again.
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	claim, err := c.opts.ClaimLister.Get(name)
-	if err != nil {
+	claim, ok := c.claim(name)
+	if !ok {
 		return 0, nil
 	}
 	claim = claim.DeepCopy()

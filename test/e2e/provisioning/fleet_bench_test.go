@@ -200,6 +200,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	say("per NodeClaim created: %.2f status writes, %.2f writes of the NodeClaim, %.2f Events", writes.status, writes.object, writes.events)
 	say("stranded or unused-node events: %s", tailorEvents(ctx, cluster))
 	say("Events by reporter, object and reason: %s", eventsByReason(ctx, cluster))
+	say("the whole run: %s", wakeUps())
 	b.ReportMetric(toConsolidated.Seconds(), "s-to-consolidated")
 	b.ReportMetric(phases.deciding.Seconds(), "s-consolidation-deciding")
 	b.ReportMetric(phases.draining.Seconds(), "s-consolidation-draining")

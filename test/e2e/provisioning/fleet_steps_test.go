@@ -244,13 +244,19 @@ func wakeUps() string {
 		return out + "; " + err.Error()
 	}
 	for _, f := range families {
-		if f.GetName() != "scheduler_schedule_attempts_total" {
+		// A controller's errors are its conflicts, mostly: a write from a cache that was behind.
+		what := map[string]string{"scheduler_schedule_attempts_total": "result", "controller_runtime_reconcile_errors_total": "controller"}[f.GetName()]
+		if what == "" {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" {
+				switch {
+				case l.GetName() != what:
+				case what == "result":
 					out += fmt.Sprintf(", scheduler attempts %s %.0f", l.GetValue(), m.GetCounter().GetValue())
+				case m.GetCounter().GetValue() > 0:
+					out += fmt.Sprintf(", %s reconcile errors %.0f", l.GetValue(), m.GetCounter().GetValue())
 				}
 			}
 		}
