@@ -25,7 +25,6 @@ func (a *apiServer) UpdateStatus(_ context.Context, claim *karpv1.NodeClaim, _ m
 	return out, nil
 }
 
-
 // A claim the controller wrote is read back as written until the informer catches up, and then
 // as the informer has it, newer writes of others included; a claim the informer no longer has is
 // not read at all.
