@@ -26,8 +26,7 @@ unit: ## unit and table tests, fast
 # Every test that starts a control plane. The e2e tests run one process each, E2E_JOBS side by
 # side: they wait on their clusters far more than they compute (on two cores, the e2e step took
 # 686 s with two and 536 s with three; with two, the whole of .ci/run used 1.2 of the cores on
-# average). Logs go to
-# E2E_OUT; what failed is printed last, so that the end of a CI log names it.
+# average). Logs go to E2E_OUT; what failed is printed last, so that the end of a CI log names it.
 E2E_JOBS ?= 3
 E2E_OUT ?= $(or $(TMPDIR),/tmp)/tailor-e2e
 E2E_RUN ?= .
