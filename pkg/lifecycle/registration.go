@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	nodeutil "k8s.io/kubernetes/pkg/util/node"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
@@ -109,13 +110,7 @@ func (c *Controller) initialization(claim *karpv1.NodeClaim, node *corev1.Node) 
 }
 
 func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim, dra draDevices) string {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	if !ready {
+	if !nodeutil.IsNodeReady(node) {
 		return fmt.Sprintf("Node %s is not Ready", node.Name)
 	}
 	for _, st := range claim.Spec.StartupTaints {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	nodeutil "k8s.io/kubernetes/pkg/util/node"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
@@ -205,10 +206,8 @@ func nodeState(n *corev1.Node) string {
 			return "Disrupting"
 		}
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			return "Ready"
-		}
+	if nodeutil.IsNodeReady(n) {
+		return "Ready"
 	}
 	return "NotReady"
 }
