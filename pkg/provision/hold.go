@@ -39,11 +39,7 @@ func (p *Provisioner) HeldFor(pod *corev1.Pod) (string, bool) {
 
 // heldFor is HeldFor with p.mu held.
 func (p *Provisioner) heldFor(pod *corev1.Pod) (string, bool) {
-	name, planned := p.planned[pod.UID]
-	if !planned {
-		return "", false
-	}
-	claim, ok := p.liveClaim(name)
+	claim, ok := p.plannedClaimLocked(pod)
 	if !ok || claim.IsTrue(karpv1.ConditionTypeInitialized) || p.opts.Clock.Since(claim.CreationTimestamp.Time) > LaunchHold {
 		return "", false
 	}

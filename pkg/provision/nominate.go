@@ -75,6 +75,11 @@ func (p *Provisioner) namedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 func (p *Provisioner) plannedClaim(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.plannedClaimLocked(pod)
+}
+
+// plannedClaimLocked is plannedClaim with p.mu held.
+func (p *Provisioner) plannedClaimLocked(pod *corev1.Pod) (*karpv1.NodeClaim, bool) {
 	claimName, ok := p.planned[pod.UID]
 	if !ok {
 		return nil, false

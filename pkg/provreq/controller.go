@@ -124,7 +124,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if left, ok := bookingLeft(req, now, c.opts.BookingTime); ok {
 		return c.keepBooked(ctx, req, key, left)
 	}
-	pods, err := podsOf(req, c.opts.Templates, c.opts.Clock.Now())
+	pods, err := podsOf(req, c.opts.Templates, now)
 	var bad *badInput
 	if errors.As(err, &bad) {
 		fail(req, ReasonFailedToCreatePods, bad.msg, now)
