@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -100,7 +101,8 @@ func readObjects(file string) ([]*unstructured.Unstructured, error) {
 // ApplyFiles server-side-applies every object in the manifest files, in order. The API server's
 // refusal of any object is returned with the object named. report, if set, hears of each object.
 //
-// A kind discovery does not know is looked up again for discoveryWaits × discoveryPause (5 s).
+// A kind discovery does not know is looked up again for 5 s, or for a minute when a
+// CustomResourceDefinition in the cluster defines it (see restMapping).
 func ApplyFiles(ctx context.Context, cfg *rest.Config, paths []string, report func(string)) error {
 	files, err := ManifestFiles(paths)
 	if err != nil {
@@ -121,21 +123,7 @@ func ApplyFiles(ctx context.Context, cfg *rest.Config, paths []string, report fu
 	}
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		// A CRD applied earlier in the same run is not in the cached discovery yet; nor, for a
-		// moment, is one the API server has just marked Established: its discovery document is
-		// updated after the condition. Ask afresh for a few seconds before calling the kind unknown.
-		for wait := 0; meta.IsNoMatchError(err) && wait < discoveryWaits; wait++ {
-			if wait > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(discoveryPause):
-				}
-			}
-			mapper.Reset()
-			mapping, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		}
+		mapping, err := restMapping(ctx, mapper, dyn, gvk)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
 		}
@@ -158,7 +146,57 @@ func ApplyFiles(ctx context.Context, cfg *rest.Config, paths []string, report fu
 	return nil
 }
 
+// restMapping finds where the API server serves gvk. A CRD applied earlier in the same run is not
+// in the cached discovery yet; nor, for a while, is one the API server has just marked Established:
+// its discovery document is updated after the condition, and later still on a loaded machine. So
+// discovery is asked afresh every discoveryPause: for up to crdDiscoveryWait while a CRD defining
+// the kind exists, and for up to unknownKindWait otherwise, so that a misspelt kind fails soon.
+func restMapping(ctx context.Context, mapper *restmapper.DeferredDiscoveryRESTMapper, dyn dynamic.Interface, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if !meta.IsNoMatchError(err) {
+		return mapping, err
+	}
+	start := time.Now()
+	for meta.IsNoMatchError(err) {
+		waited := time.Since(start)
+		if waited >= crdDiscoveryWait || (waited >= unknownKindWait && !crdDefines(ctx, dyn, gvk.GroupKind())) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(discoveryPause):
+		}
+		mapper.Reset()
+		mapping, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	return mapping, err
+}
+
+// crdDefines reports whether a CustomResourceDefinition in the cluster defines gk. A failed lookup
+// answers no: the caller then gives up as it would on a kind nobody defines.
+func crdDefines(ctx context.Context, dyn dynamic.Interface, gk schema.GroupKind) bool {
+	if gk.Group == "" {
+		return false
+	}
+	crds, err := dyn.Resource(crdResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false
+	}
+	for _, crd := range crds.Items {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		if group == gk.Group && kind == gk.Kind {
+			return true
+		}
+	}
+	return false
+}
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
 const (
-	discoveryWaits = 20
-	discoveryPause = 250 * time.Millisecond
+	discoveryPause   = 250 * time.Millisecond
+	unknownKindWait  = 5 * time.Second
+	crdDiscoveryWait = 60 * time.Second
 )
