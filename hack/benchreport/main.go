@@ -151,6 +151,9 @@ var perSize = []figure{
 	{"fleet at scale: a pod's wait, Node created to Ready (kwok), 90th percentile (s)", fleet, "s-step-ready-p90", worst, "", 0},
 	{"fleet at scale: a pod's wait, Registered and Ready to Initialized, 90th percentile (s)", fleet, "s-step-initialized-p90", worst, "", 0},
 	{"fleet at scale: a pod's wait, Initialized to its binding, 90th percentile (s)", fleet, "s-step-bound-p90", worst, "", 0},
+	// What the provisioner itself spent in the scale-up, beside the sandbox's steps above.
+	{"fleet at scale: the provisioner's rounds that planned pods in the scale-up", fleet, "plan-rounds-up", worst, "", 0},
+	{"fleet at scale: the provisioner's seconds spent planning in the scale-up", fleet, "s-planning-up", worst, "", 0},
 	{"fleet at scale: scale-down to the fleet consolidated (s)", fleet, "s-to-consolidated", worst, "<=", 300},
 	{"fleet at scale: of which no command in flight, deciding (s)", fleet, "s-consolidation-deciding", worst, "", 0},
 	{"fleet at scale: of which a node draining (s)", fleet, "s-consolidation-draining", worst, "", 0},

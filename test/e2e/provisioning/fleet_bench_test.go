@@ -25,6 +25,9 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 	"github.com/tailor-sh/tailor/test/e2e/env"
+	// HARNESS_KLOG sets klog's flags for a run that needs the provisioner's detailed log, e.g.
+	// HARNESS_KLOG=-vmodule=provisioner=2 for each round's Planned line.
+	_ "github.com/tailor-sh/tailor/test/harness"
 )
 
 // fleetPodsPerNode: a "large" of the fake catalog has 2 vCPUs, 1,930m or so allocatable, which
@@ -131,6 +134,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	claims := watchClaims(ctx, cluster)
 	heap := sampleHeap(ctx)
 
+	planning := planningSoFar()
 	began := time.Now()
 	scaleFleet(b, ctx, cluster, pods)
 	waitDeployment(b, ctx, cluster, pods, runTimeout)
@@ -156,6 +160,10 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	b.ReportMetric(createdToBound.Seconds(), "s-last-created-to-last-bound")
 	b.ReportMetric(lat.p50.Seconds(), "s-created-to-bound-p50")
 	b.ReportMetric(lat.p90.Seconds(), "s-created-to-bound-p90")
+	planned := planningSoFar().since(planning)
+	say("the provisioner's rounds in the scale-up: %d planned, %.1f s planning", planned.rounds, planned.seconds)
+	b.ReportMetric(float64(planned.rounds), "plan-rounds-up")
+	b.ReportMetric(planned.seconds, "s-planning-up")
 	say("tailor-scheduler's API requests in the scale-up: %s", proxy.latencies(8))
 	say("etcd's disk in the scale-up: %s", etcdDisk())
 	say("pods pending beside their node in the scale-up: %s", wakeUps())

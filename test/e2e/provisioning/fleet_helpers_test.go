@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -31,6 +33,7 @@ import (
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	tailorinformers "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions"
+	tailormetrics "github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 )
 
@@ -410,4 +413,23 @@ func resourceOf(path string) string {
 	default:
 		return parts[0] + "/" + parts[2]
 	}
+}
+
+// planning is what tailor-scheduler's provisioner has planned so far, read from its metrics (the
+// sandbox runs it in this process): rounds that planned pods, and seconds spent planning them.
+type planning struct {
+	rounds  int
+	seconds float64
+}
+
+func planningSoFar() planning {
+	var h dto.Metric
+	if err := tailormetrics.PlanDuration.Write(&h); err != nil {
+		panic(err) // a histogram always writes
+	}
+	return planning{rounds: int(testutil.ToFloat64(tailormetrics.ProvisionerRounds.WithLabelValues("planned"))), seconds: h.GetHistogram().GetSampleSum()}
+}
+
+func (p planning) since(before planning) planning {
+	return planning{rounds: p.rounds - before.rounds, seconds: p.seconds - before.seconds}
 }
