@@ -159,7 +159,10 @@ func restMapping(ctx context.Context, mapper *restmapper.DeferredDiscoveryRESTMa
 	start := time.Now()
 	for meta.IsNoMatchError(err) {
 		waited := time.Since(start)
-		if waited >= crdDiscoveryWait || (waited >= unknownKindWait && !crdDefines(ctx, dyn, gvk.GroupKind())) {
+		if waited >= crdDiscoveryWait {
+			return nil, fmt.Errorf("a CustomResourceDefinition defines the kind, but the API server has not served it after %v (see the CRD's conditions): %w", crdDiscoveryWait, err)
+		}
+		if waited >= unknownKindWait && !crdDefines(ctx, dyn, gvk.GroupKind()) {
 			return nil, err
 		}
 		select {
