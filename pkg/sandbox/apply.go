@@ -157,13 +157,18 @@ func restMapping(ctx context.Context, mapper *restmapper.DeferredDiscoveryRESTMa
 		return mapping, err
 	}
 	start := time.Now()
+	// Once a CRD is found to define the kind, it is not looked up again: the wait only asks
+	// whether discovery serves it yet.
+	defined := false
 	for meta.IsNoMatchError(err) {
 		waited := time.Since(start)
 		if waited >= crdDiscoveryWait {
 			return nil, fmt.Errorf("a CustomResourceDefinition defines the kind, but the API server has not served it after %v (see the CRD's conditions): %w", crdDiscoveryWait, err)
 		}
-		if waited >= unknownKindWait && !crdDefines(ctx, dyn, gvk.GroupKind()) {
-			return nil, err
+		if waited >= unknownKindWait && !defined {
+			if defined = crdDefines(ctx, dyn, gvk.GroupKind()); !defined {
+				return nil, err
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -23,6 +23,8 @@ import (
 //     be weighed on publishes its type's devices: the nodes in flight, the claims this plan
 //     opened (the devices of each type they may still launch as, apart), and the claim the pod
 //     would open in each pool (every type of the pool).
+//   - Before the first pod, the claims of the pods earlier plans counted on nodes in flight are
+//     allocated there (holdCounted).
 //   - Once the pod is placed, the plugin's own Reserve records what its claims took, on the node
 //     as each type it may still launch as, so the devices are not planned for another pod and a
 //     claim shared with later pods is allocated once, on that node.
@@ -168,6 +170,36 @@ func (p *planning) reserveOnClaim(ctx context.Context, pod *corev1.Pod, oc *open
 	}
 	if err := p.pl.sim.ReserveClaims(ctx, pod, views); err != nil {
 		klog.FromContext(ctx).Error(err, "Recording the devices of a planned pod", "pod", klog.KObj(pod), "claim", oc.name)
+	}
+}
+
+// holdCounted records what the claims of the pods counted on nodes in flight take there: an
+// earlier plan sent those pods there, and the scheduler will allocate their claims on that node
+// once it is up. Without it a pod sharing such a claim would be planned as if the claim were free
+// (onto new capacity of its own, while the scheduler will send it after the claim), and a device
+// the node will give those pods could be planned for another. Where the node's devices are known,
+// the plugin's own Reserve takes them; where they are not (the claim's instance type is not
+// settled), the claims are held on the node without a device.
+func (p *planning) holdCounted(ctx context.Context) {
+	if p.devices == nil {
+		return
+	}
+	m := p.pl.sim.DRA()
+	for _, ni := range p.launchingNodes {
+		for _, pi := range ni.GetPods() {
+			pod := pi.GetPod()
+			if len(pod.Spec.ResourceClaims) == 0 {
+				continue
+			}
+			unallocated := m.Unallocated(pod)
+			if len(unallocated) == 0 {
+				continue // bound there already, or its claims are not created yet
+			}
+			if err := p.pl.sim.ReserveClaims(ctx, pod, []fwk.NodeInfo{ni}); err != nil {
+				klog.FromContext(ctx).V(4).Info("Holding the claims of a pod on its node in flight without devices", "pod", klog.KObj(pod), "node", ni.Node().Name, "reason", err)
+				m.HoldOn(unallocated, ni.Node().Name)
+			}
+		}
 	}
 }
 

@@ -268,3 +268,41 @@ func TestNodeInFlightHoldsClaimsUpToItsDevices(t *testing.T) {
 		t.Fatalf("want one pod on the node in flight and one on a new claim; got %s", summary(plan))
 	}
 }
+
+// onNodeInFlight is pod as an earlier plan counted it: on the node in flight, not bound yet.
+func onNodeInFlight(pod *corev1.Pod, node string) *corev1.Pod {
+	pod.Spec.NodeName = node
+	return pod
+}
+
+// A pod an earlier round sent to a node in flight takes its shared claim there: the pods that
+// share it and come a round later follow it to that node, as the scheduler will send them, even
+// while the node's type, and so its devices, are not known yet (TestDRAClaimSharedByPods, under
+// load, launched a second node for them).
+func TestPodsSharingAClaimFollowItToTheNodeInFlightAnEarlierRoundChose(t *testing.T) {
+	pl, _, pool := devicePlanner(t, gpuClaim("shared", 1))
+	launching := readyNode("launching", "8", "32Gi")
+	delete(launching.Labels, corev1.LabelInstanceTypeStable) // not launched yet: no type, no devices
+	counted := onNodeInFlight(claimPod("a", "shared"), "launching")
+	pending := []*corev1.Pod{claimPod("b", "shared"), claimPod("c", "shared")}
+	plan := pl.Plan(context.Background(), Input{Pending: pending, Nodes: []*corev1.Node{launching}, Pods: []*corev1.Pod{counted},
+		InFlight: map[string]string{"launching": "claim-1"}, Pools: []Pool{pool}})
+	if len(plan.Claims) != 0 || len(plan.InFlight["claim-1"]) != 2 {
+		t.Fatalf("want both pods on the node in flight their claim is headed for, no new claim; got %s", summary(plan))
+	}
+}
+
+// A pod counted on a node in flight takes the device its claim will get there: a pod with a
+// claim of its own does not get that device too.
+func TestPodCountedOnANodeInFlightTakesItsDevice(t *testing.T) {
+	pl, _, pool := devicePlanner(t, gpuClaim("gpu-a", 1), gpuClaim("gpu-b", 1))
+	launching := readyNode("launching", "8", "32Gi")
+	launching.Labels[corev1.LabelInstanceTypeStable] = "g6e.xlarge" // one GPU
+	counted := onNodeInFlight(claimPod("a", "gpu-a"), "launching")
+	pending := []*corev1.Pod{claimPod("b", "gpu-b")}
+	plan := pl.Plan(context.Background(), Input{Pending: pending, Nodes: []*corev1.Node{launching}, Pods: []*corev1.Pod{counted},
+		InFlight: map[string]string{"launching": "claim-1"}, Pools: []Pool{pool}})
+	if len(plan.InFlight["claim-1"]) != 0 || len(plan.Claims) != 1 {
+		t.Fatalf("the node in flight's one GPU is pod a's: want pod b on a new claim; got %s", summary(plan))
+	}
+}

@@ -254,6 +254,7 @@ func (pl *Planner) newPlanning(ctx context.Context, in Input, fresh bool) (*plan
 	}
 	p.devices = newDevicePlan(p)
 	pl.sim.Use(snapshot)
+	p.holdCounted(ctx)
 	pl.daemons = daemons.Prepare(ctx, pl.sim, in.DaemonSets)
 	pl.daemons.ReserveInFlight(ctx, snapshot, p.nodeInfos, in.InFlight)
 	var selectorKeys []string

@@ -134,7 +134,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	claims := watchClaims(ctx, cluster)
 	heap := sampleHeap(ctx)
 
-	planning := planningSoFar()
+	planning := planningSoFar(b)
 	began := time.Now()
 	scaleFleet(b, ctx, cluster, pods)
 	waitDeployment(b, ctx, cluster, pods, runTimeout)
@@ -160,7 +160,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	b.ReportMetric(createdToBound.Seconds(), "s-last-created-to-last-bound")
 	b.ReportMetric(lat.p50.Seconds(), "s-created-to-bound-p50")
 	b.ReportMetric(lat.p90.Seconds(), "s-created-to-bound-p90")
-	planned := planningSoFar().since(planning)
+	planned := planningSoFar(b).since(planning)
 	say("the provisioner's rounds in the scale-up: %d planned, %.1f s planning", planned.rounds, planned.seconds)
 	b.ReportMetric(float64(planned.rounds), "plan-rounds-up")
 	b.ReportMetric(planned.seconds, "s-planning-up")
