@@ -93,6 +93,8 @@ type unavailableOfferings struct {
 
 	mu     sync.Mutex
 	expiry map[cloud.OfferingKey]time.Time
+	// marks counts the marks, so that what was offered before one can be told stale.
+	marks uint64
 }
 
 func newUnavailableOfferings(clk clock.Clock, ttl time.Duration) *unavailableOfferings {
@@ -104,6 +106,23 @@ func (u *unavailableOfferings) mark(key cloud.OfferingKey) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.expiry[key] = u.clock.Now().Add(u.ttl)
+	u.marks++
+}
+
+// version changes whenever the set of unavailable offerings does: on a mark, and once a mark
+// lapses (the count of those in force changes; a mark and a lapse at once change marks).
+func (u *unavailableOfferings) version() [2]uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now, live := u.clock.Now(), uint64(0)
+	for key, until := range u.expiry {
+		if now.Before(until) {
+			live++
+		} else {
+			delete(u.expiry, key)
+		}
+	}
+	return [2]uint64{u.marks, live}
 }
 
 func (u *unavailableOfferings) has(key cloud.OfferingKey) bool {

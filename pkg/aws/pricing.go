@@ -34,6 +34,9 @@ type prices struct {
 	linux       *osPrices
 	windows     *osPrices
 	wantWindows bool
+	// version counts the refreshes that read prices, so that what was priced before can be
+	// told stale (launchableTypes' cache).
+	version uint64
 }
 
 // osPrices are one operating system's prices. A Windows instance costs its Linux price plus the
@@ -91,6 +94,7 @@ func (p *prices) refreshOS(ctx context.Context, t *osPrices) {
 			for k, v := range od {
 				t.onDemand[k] = v
 			}
+			p.version++
 			t.odNext = now.Add(CatalogRefreshInterval)
 		}
 	}
@@ -109,8 +113,16 @@ func (p *prices) refreshOS(ctx context.Context, t *osPrices) {
 				}
 			}
 			t.spotFetched, t.spotNext = true, now.Add(CatalogRefreshInterval)
+			p.version++
 		}
 	}
+}
+
+// pricesVersion changes whenever a refresh has read prices.
+func (p *prices) pricesVersion() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version
 }
 
 // onDemandPrice is the hourly Linux price, and false for a type nobody priced.

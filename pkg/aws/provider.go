@@ -55,6 +55,8 @@ type Provider struct {
 
 	mu          sync.Mutex
 	resolutions map[string]cachedResolution
+	// launchable keeps each node class's launchable types while nothing they depend on changes.
+	launchable map[string]launchableEntry
 	// warned holds the NodePools (name/generation) already warned of a deprecated key.
 	warned sync.Map
 
@@ -93,6 +95,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		unavailable:  newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),
 		templates:    newLaunchTemplates(ec2c, opts.ClusterName, opts.Clock),
 		resolutions:  map[string]cachedResolution{},
+		launchable:   map[string]launchableEntry{},
 	}
 	p.resolver = resolve.New(cfg, opts.ClusterName, opts.KubernetesVersion, opts.Clock, p.reservations.describing)
 	logBuiltInPrices(ctx, cfg.Region)

@@ -81,6 +81,8 @@ type Controller struct {
 	trigger chan struct{}
 	// dedupe holds back Events the loop would otherwise repeat on every pass.
 	dedupe *dedupe
+	// prepared keeps the NodePools' offerings from pass to pass (planner.PoolCache).
+	prepared planner.PoolCache
 }
 
 // New returns a Controller; it acts once Run is called.
@@ -262,7 +264,7 @@ func (c *Controller) readStateOf(ctx context.Context, podsOnlyWithClaims bool) (
 		return nil, err
 	}
 	s := &State{Nodes: nodes, Claims: claims, Pools: map[string]*karpv1.NodePool{},
-		TypesByPool: map[string][]*cloud.InstanceType{}, Unavailable: map[string]string{}, Now: c.opts.Clock.Now()}
+		TypesByPool: map[string][]*cloud.InstanceType{}, Unavailable: map[string]string{}, Now: c.opts.Clock.Now(), prepared: &c.prepared}
 	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
 	if !podsOnlyWithClaims || len(claims) > 0 {
 		if err := c.readPods(s); err != nil {

@@ -79,7 +79,7 @@ func (p *prober) cluster() *passCluster {
 	}
 	view := p.state.cluster().View(p.state.TypesByPool)
 	// Every probe plans with the same pools: their offerings are worked out once.
-	pc := &passCluster{view: view, pools: planner.PreparePools(p.state.pools()), waiting: waitingOf(p.state.Pods, view)}
+	pc := &passCluster{view: view, pools: p.state.preparedPools(), waiting: waitingOf(p.state.Pods, view)}
 	pc.snapshot, pc.err = simulation.NewSnapshot(view.Pods, view.Nodes)
 	for _, pod := range view.Pods {
 		if declaresTopology(pod) {

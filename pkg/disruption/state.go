@@ -45,6 +45,9 @@ type State struct {
 
 	// byProvider indexes Claims by provider ID; see claimOf.
 	byProvider map[string]*karpv1.NodeClaim
+	// prepared, when set, keeps the pools' offerings from one State to the next (the
+	// controller's); without it each State works them out for itself.
+	prepared *planner.PoolCache
 }
 
 // claimOf returns the NodeClaim whose instance the node is, matched by provider ID; a node
@@ -83,6 +86,15 @@ func (s *State) pools() []planner.Pool {
 	}
 	planner.SortPools(out)
 	return out
+}
+
+// preparedPools are pools with their offerings worked out (planner.PreparePools), from the
+// controller's cache when the State has one.
+func (s *State) preparedPools() []planner.Pool {
+	if s.prepared != nil {
+		return s.prepared.Prepare(s.pools())
+	}
+	return planner.PreparePools(s.pools())
 }
 
 // podsByNode returns the pods that will run on each node: bound there, or assumed there by the

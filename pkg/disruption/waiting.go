@@ -41,7 +41,9 @@ func planWithWaiting(ctx context.Context, pl Planner, in planner.Input, waiting 
 	}
 	if len(waiting) > 0 {
 		in.Pending = append(append(make([]*corev1.Pod, 0, len(waiting)+len(in.Pending)), waiting...), in.Pending...)
-		in.First = first
+		// Their reasons are never read (outcomeOf skips them); explaining them anew in every
+		// probe was most of what a pass cost beside pods a NodePool's limit kept pending.
+		in.First, in.Unexplained = first, first
 	}
 	return outcomeOf(pl.Plan(ctx, in), first)
 }

@@ -46,6 +46,8 @@ type Provisioner struct {
 	// shortSince is when each gang that a plan left out for being short of its minCount was
 	// first found so; reconcile's own (giveBackShortGangs).
 	shortSince map[planner.Gang]time.Time
+	// prepared keeps the NodePools' offerings from round to round (planner.PoolCache).
+	prepared planner.PoolCache
 
 	mu sync.Mutex
 	// enqueued are pods the PostFilter handed over since they last bound.
@@ -437,7 +439,7 @@ func (p *Provisioner) pools(ctx context.Context) ([]planner.Pool, map[string][]*
 		pools = append(pools, planner.Pool{NodePool: np, InstanceTypes: its})
 	}
 	planner.SortPools(pools)
-	return pools, byPool, unavailable, nil
+	return p.prepared.Prepare(pools), byPool, unavailable, nil
 }
 
 // explain records, as Events on the pod, why each NodePool could not hold it. Each Event names

@@ -106,6 +106,15 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	if short != "" {
 		return nil, "the instance types that would hold it fall short of minValues: " + short
 	}
+	return nil, notExplained
+}
+
+// whyNot says why no offering of the pool holds the pod, in the words of the Filter plugins that
+// refuse it on each offering weighed on its own. That is a Filter question per offering, so it is
+// asked only once no pool holds the pod (newClaim), of the pools open turned it away from with
+// notExplained.
+func (pl *Planner) whyNot(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, keys podkeys.Keys, name string, ps *nodepool.State) string {
+	_, within, _ := ps.WithinLimitsByGroup(pl.daemonGroups(ctx, ps))
 	// Label the templates with the pod's first choice of custom values, if it has one, so that the
 	// plugins speak of what else turns it away.
 	var choice nodepool.LabelChoice
@@ -118,8 +127,12 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 		options = append(options, &explain.Option{C: c, Info: pl.templateInfo(ctx, c, name, choice)})
 	}
 	statuses := pl.filterOptions(ctx, state, pod, options)
-	return nil, explain.Reason(pod, options, statuses) + explain.Devices(pl.sim.DRA(), pod, statuses)
+	return explain.Reason(pod, options, statuses) + explain.Devices(pl.sim.DRA(), pod, statuses)
 }
+
+// notExplained is open's reason for a pool none of whose offerings holds the pod, until whyNot
+// has weighed them one by one; an Input.Unexplained pod keeps it.
+const notExplained = "no offering of the NodePool holds it (not weighed offering by offering)"
 
 // add puts the pod on the claim and, for a pool with limits, recounts the most the claim may
 // launch as. It reports whether the claim's node labels changed (see openClaim.add).

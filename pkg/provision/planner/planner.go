@@ -58,6 +58,10 @@ type Input struct {
 	// their size: a removal's probe lets the pods that wait unplaced take their pick of the room
 	// it frees before the pods it evicts, as the scheduler may give it to them.
 	First map[types.UID]bool
+	// Unexplained are pods of Pending whose reasons the caller does not read should no pool
+	// hold them (a disruption probe's waiting pods): they are recorded Unplaceable with a short
+	// reason, without each offering weighed on its own for the plugins' words.
+	Unexplained map[types.UID]bool
 	// Snapshot, when set, is Nodes and Pods already built (simulation.NewSnapshot), for a caller
 	// that plans many times over one cluster and changes it only in forks: the plan then reads
 	// its nodes and pods from it, and Pods only for the topology terms they declare. The plan

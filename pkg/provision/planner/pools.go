@@ -15,5 +15,9 @@ const ResourceNodes = nodepool.ResourceNodes
 // times with the same pools (see nodepool.Prepare).
 func PreparePools(pools []Pool) []Pool { return nodepool.Prepare(pools) }
 
+// PoolCache keeps prepared pools from one reading of the cluster to the next (see
+// nodepool.Cache).
+type PoolCache = nodepool.Cache
+
 // SortPools orders pools as the planner wants them (see nodepool.Sort).
 func SortPools(pools []Pool) { nodepool.Sort(pools) }
