@@ -47,15 +47,11 @@ func TestInstanceTypesAreKeptUntilAnOfferingChanges(t *testing.T) {
 	}
 	offering := func(its []*cloud.InstanceType, key cloud.OfferingKey) cloud.Offering {
 		t.Helper()
-		for _, it := range its {
-			for _, o := range it.Offerings {
-				if it.Name == key.InstanceType && o.Zone == key.Zone && o.CapacityType == key.CapacityType {
-					return o
-				}
-			}
+		o, ok := cloud.FindOffering(its, key)
+		if !ok {
+			t.Fatalf("no offering %+v", key)
 		}
-		t.Fatalf("no offering %+v", key)
-		return cloud.Offering{}
+		return o
 	}
 	first := read()
 	if again := read(); len(again) != len(first) || again[0] != first[0] {

@@ -36,6 +36,21 @@ type OfferingKey struct {
 	CapacityType string
 }
 
+// FindOffering returns the offering key names among types, and whether there is one.
+func FindOffering(types []*InstanceType, key OfferingKey) (Offering, bool) {
+	for _, it := range types {
+		if it.Name != key.InstanceType {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == key.Zone && o.CapacityType == key.CapacityType {
+				return o, true
+			}
+		}
+	}
+	return Offering{}, false
+}
+
 // Offering is an instance type sold in one zone with one capacity type.
 type Offering struct {
 	Zone         string

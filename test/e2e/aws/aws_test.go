@@ -217,13 +217,9 @@ func providerOffering(e *env.AWS, t *testing.T, key cloud.OfferingKey) cloud.Off
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, it := range types {
-		for _, o := range it.Offerings {
-			if it.Name == key.InstanceType && o.Zone == key.Zone && o.CapacityType == key.CapacityType {
-				return o
-			}
-		}
+	o, ok := cloud.FindOffering(types, key)
+	if !ok {
+		t.Fatalf("no offering %v", key)
 	}
-	t.Fatalf("no offering %v", key)
-	return cloud.Offering{}
+	return o
 }
