@@ -105,7 +105,7 @@ func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.P
 			since[s.Gang] = began
 			continue
 		}
-		held := p.unboundOf(placed, s.Gang, gangOf)
+		held := append(p.unboundOf(placed, s.Gang, gangOf), p.headedSomewhere(s.Pods)...)
 		if len(held) == 0 {
 			// Nothing is held for it: there is nothing to give back.
 			continue
@@ -124,6 +124,45 @@ func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.P
 	}
 	// A gang that is no longer short, or whose capacity was just given back, starts afresh.
 	p.shortSince = since
+}
+
+// headedSomewhere are the pods of pending that an earlier plan sent to a node and that are still
+// on their way there: planned onto its claim, destined to it or headed for it. A short gang's pods
+// are pending once their claims have initialized (the view counts them nowhere then), and the
+// nodes launched for them are held for them by these entries alone.
+func (p *Provisioner) headedSomewhere(pending []*corev1.Pod) []*corev1.Pod {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*corev1.Pod
+	for _, pod := range pending {
+		_, planned := p.planned[pod.UID]
+		_, destined := p.destined[pod.UID]
+		_, headed := p.headed[pod.UID]
+		if planned || destined || headed {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// withoutWaitingGangs returns unplaceable less the pods of gangs still within their completion timeout
+// (shortSince): the capacity launched for those is theirs until the timeout gives it back, so
+// where they are headed is not forgotten with the nominations of other unplaceable pods.
+func (p *Provisioner) withoutWaitingGangs(unplaceable []planner.Unplaceable) []planner.Unplaceable {
+	if len(p.shortSince) == 0 {
+		return unplaceable
+	}
+	gangOf := p.gangOf()
+	out := make([]planner.Unplaceable, 0, len(unplaceable))
+	for _, u := range unplaceable {
+		if g, ok := gangOf(u.Pod); ok {
+			if _, waiting := p.shortSince[g]; waiting {
+				continue
+			}
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // unboundOf are the pods of the gang that placed counts on a node or on capacity in flight without

@@ -11,6 +11,7 @@ import (
 	schedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1alpha2"
 	"k8s.io/client-go/tools/cache"
@@ -207,13 +208,73 @@ func TestShortGangGivesBackItsCapacity(t *testing.T) {
 }
 
 func plannedOnes(p *Provisioner, pods []*corev1.Pod) int {
+	return ledgerOnes(p, pods, func(uid types.UID) bool { _, ok := p.planned[uid]; return ok })
+}
+
+// ledgerOnes counts the pods for which has, read with p.mu held, is true.
+func ledgerOnes(p *Provisioner, pods []*corev1.Pod, has func(types.UID) bool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
 	for _, pod := range pods {
-		if _, ok := p.planned[pod.UID]; ok {
+		if has(pod.UID) {
 			n++
 		}
 	}
 	return n
+}
+
+// TestShortGangKeepsTheNodesItsPendingPodsAreDestinedTo: once the claims launched for a short
+// gang's pods have initialized, those pods are pending and counted nowhere, held to their nodes by
+// their destinations alone. The round that finds the gang short makes its pods unplaceable, but
+// must not forget where they are headed with the other unplaceable pods' nominations: the nodes
+// would be given back as unused before the gang's completion timeout, and no GangGivenBack would
+// say so (TestGangGivenBackWhenItCannotComplete, when the nodes came up before that round). The
+// timeout then gives them back.
+func TestShortGangKeepsTheNodesItsPendingPodsAreDestinedTo(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now())
+	recorder := events.NewFakeRecorder(100)
+	pods := gangPods("ring", 3)
+	p := New(Options{Clock: clk, Recorder: recorder, PodGroups: podGroupLister(t, gang("ring", 3)), GangCompletionTimeout: 10 * time.Second})
+	p.mu.Lock()
+	for _, pod := range pods[:2] {
+		p.destined[pod.UID] = destination{node: "node-" + pod.Name, until: clk.Now().Add(NominationWindow)}
+	}
+	p.mu.Unlock()
+	short := []planner.ShortGang{{Gang: planner.Gang{Namespace: "default", Name: "ring", MinCount: 3}, Placed: 2, Pods: pods}}
+	round := func() {
+		plan := &planner.Plan{}
+		p.giveBackShortGangs(ctx, nil, short)
+		p.tellShortGangs(ctx, plan, short)
+		p.clearStaleNominations(ctx, p.withoutWaitingGangs(plan.Unplaceable))
+	}
+	destined := func() int {
+		return ledgerOnes(p, pods, func(uid types.UID) bool { _, ok := p.destined[uid]; return ok })
+	}
+	round()
+	clk.Step(5 * time.Second)
+	round()
+	if n := destined(); n != 2 {
+		t.Fatalf("5 s short: %d of the gang's pods still destined to their nodes, want 2 (the timeout is 10 s)", n)
+	}
+	clk.Step(6 * time.Second)
+	round()
+	if n := destined(); n != 0 {
+		t.Errorf("11 s short: %d pods still destined to their nodes, want none", n)
+	}
+	for {
+		select {
+		case e := <-recorder.Events:
+			if !strings.Contains(e, "GangGivenBack") {
+				continue
+			}
+			if !strings.Contains(e, "2 of its pods") {
+				t.Errorf("the PodGroup's Event is %q", e)
+			}
+			return
+		default:
+			t.Fatal("no GangGivenBack Event")
+		}
+	}
 }

@@ -394,7 +394,7 @@ func (p *Provisioner) record(pending []*corev1.Pod, plan *planner.Plan) {
 // that no plan backs any more.
 func (p *Provisioner) report(ctx context.Context, plan *planner.Plan, unavailable []unavailablePool, unbound map[types.UID]bool) {
 	told := p.tellUnavailable(plan.Unplaceable, unavailable, unbound)
-	p.clearStaleNominations(ctx, plan.Unplaceable)
+	p.clearStaleNominations(ctx, p.withoutWaitingGangs(plan.Unplaceable))
 	for _, u := range plan.Unplaceable {
 		metrics.PodsUnplaceable.WithLabelValues(u.Kind()).Inc()
 		if _, generic := u.Reasons[""]; generic && len(u.Reasons) == 1 && told[u.Pod.UID] {

@@ -160,9 +160,10 @@ type capacity struct {
 func (p *planning) newCapacity(ctx context.Context, pp *placing) (bool, map[string]string) {
 	c := p.capacityFor(pp)
 	var reasons map[string]string
-	for _, w := range c.views {
+	for i, w := range c.views {
 		var placed bool
-		if placed, reasons = p.inView(ctx, pp, c, w); placed {
+		// Only the last view's reasons are kept: the stricter shapes before it are not explained.
+		if placed, reasons = p.inView(ctx, pp, c, w, i == len(c.views)-1); placed {
 			return true, nil
 		}
 	}
@@ -218,7 +219,7 @@ func (p *planning) withDomains() []fwk.NodeInfo {
 
 // inView tries one view of the pod: the nodes in flight (for a laddered pod), the claims this
 // plan opened, and new claims from the pools, in that order.
-func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capacityView) (bool, map[string]string) {
+func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capacityView, last bool) (bool, map[string]string) {
 	s := shaped{as: w.as, group: pp.group, state: pp.state, pre: pp.pre, domains: w.domains}
 	if s.as != pp.pod {
 		// A shape is a function of the pod's spec: the spec and the step name it.
@@ -250,7 +251,7 @@ func (p *planning) inView(ctx context.Context, pp *placing, c *capacity, w capac
 	if p.openClaim(ctx, pp, c, s) {
 		return true, nil
 	}
-	return p.newClaim(ctx, pp, c, s)
+	return p.newClaim(ctx, pp, c, s, last)
 }
 
 // launchingNode places the pod on the first node in flight that takes the shape. The pod is held
@@ -317,14 +318,15 @@ func (p *planning) addTo(ctx context.Context, pp *placing, c *capacity, i int, a
 }
 
 // newClaim opens a claim for the pod from the first pool, in order, that can hold the shape, and
-// returns why each pool could not when none can.
-func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s shaped) (bool, map[string]string) {
+// returns why each pool could not when none can: in the plugins' words for the pod's last view
+// (last), whose reasons are the pod's, and notExplained for the views before it.
+func (p *planning) newClaim(ctx context.Context, pp *placing, c *capacity, s shaped, last bool) (bool, map[string]string) {
 	reasons := map[string]string{}
 	// The pools whose offerings all refused the pod are asked why only if no pool takes it, and
 	// only when the caller reads the reasons: a pod that the last of twenty NodePools takes was
 	// weighed offering by offering in the nineteen before, most of a plan over EC2's catalog.
 	var unexplained []*nodepool.State
-	explain := !p.in.Unexplained[pp.pod.UID]
+	explain := last && !p.in.Unexplained[pp.pod.UID]
 	for _, ps := range p.pools {
 		if why, ok := p.memo.PoolRejected(s.group, ps); ok {
 			reasons[ps.NodePool.Name] = why

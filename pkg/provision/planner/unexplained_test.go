@@ -29,3 +29,19 @@ func TestUnexplainedPodsGetAShortReasonAndOthersTheirOwn(t *testing.T) {
 		t.Errorf("the explained pod's reason is %q, want the plugins' words and the conflicting key", why)
 	}
 }
+
+// A pod with a preference is weighed as a stricter shape of itself first; when no shape fits, its
+// reasons are its own shape's, in the plugins' words, never the short reason of the shapes before.
+func TestUnplaceablePodWithPreferencesIsExplainedInThePluginsWords(t *testing.T) {
+	pl := testPlanner(t)
+	pool := newPool("arm", requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"))
+	pod := newPod("prefers", "1", "1Gi", nodeSelector(corev1.LabelArchStable, "amd64"))
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+		Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-a"}}}}}}}}
+	plan := pl.Plan(context.Background(), Input{Pending: []*corev1.Pod{pod}, Pools: []Pool{pool}})
+	why := reasonsOf(t, plan, pod)["arm"]
+	if why == notExplained || !strings.Contains(why, "kubernetes.io/arch In [amd64]") {
+		t.Errorf("the pod's reason is %q, want the plugins' words and the conflicting key", why)
+	}
+}
