@@ -58,10 +58,7 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 	groups := pl.daemonGroups(ctx, ps)
 	allowed, within, limited := ps.WithinLimitsByGroup(groups)
 	if len(within) == 0 {
-		// Report what counts against the limit, claims opened by this plan included: the pool's
-		// existing claims alone could read "0 of 4 in use" for a limit this plan has filled.
-		return nil, fmt.Sprintf("NodePool limit on %s is exhausted (%s of %s in use or planned)", limited,
-			explain.QuantityString(ps.Committed(), limited), explain.QuantityString(corev1.ResourceList(ps.NodePool.Spec.Limits), limited))
+		return nil, exhausted(ps, limited)
 	}
 	if !simulation.AllowedByPreFilter(pre, name) {
 		return nil, "the pod's PreFilter result excludes new nodes"
@@ -114,7 +111,11 @@ func (pl *Planner) open(ctx context.Context, state fwk.CycleState, pre *fwk.PreF
 // asked only once no pool holds the pod (newClaim), of the pools open turned it away from with
 // notExplained.
 func (pl *Planner) whyNot(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, keys podkeys.Keys, name string, ps *nodepool.State) string {
-	_, within, _ := ps.WithinLimitsByGroup(pl.daemonGroups(ctx, ps))
+	_, within, limited := ps.WithinLimitsByGroup(pl.daemonGroups(ctx, ps))
+	if len(within) == 0 {
+		// The plan filled the limit since an identical pod found the pool short of room.
+		return exhausted(ps, limited)
+	}
 	// Label the templates with the pod's first choice of custom values, if it has one, so that the
 	// plugins speak of what else turns it away.
 	var choice nodepool.LabelChoice
@@ -128,6 +129,14 @@ func (pl *Planner) whyNot(ctx context.Context, state fwk.CycleState, pod *corev1
 	}
 	statuses := pl.filterOptions(ctx, state, pod, options)
 	return explain.Reason(pod, options, statuses) + explain.Devices(pl.sim.DRA(), pod, statuses)
+}
+
+// exhausted says which limit of the pool leaves no offering. It counts the claims opened by this
+// plan too: the pool's existing claims alone could read "0 of 4 in use" for a limit this plan has
+// filled.
+func exhausted(ps *nodepool.State, limited corev1.ResourceName) string {
+	return fmt.Sprintf("NodePool limit on %s is exhausted (%s of %s in use or planned)", limited,
+		explain.QuantityString(ps.Committed(), limited), explain.QuantityString(corev1.ResourceList(ps.NodePool.Spec.Limits), limited))
 }
 
 // notExplained is open's reason for a pool none of whose offerings holds the pod, until whyNot
