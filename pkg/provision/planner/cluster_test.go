@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -242,4 +243,45 @@ func TestStandInHasTheLeastOfEachResource(t *testing.T) {
 	if got, want := n.Status.Capacity.Memory(), small.Capacity.Memory(); got.Cmp(*want) != 0 {
 		t.Errorf("stand-in capacity memory %s, want %s", got, want)
 	}
+}
+
+// Registration lifts karpenter.sh/unregistered from the Node and then writes the claim
+// Initialized; the claim can be read before the Node patch. The pod of the node being replaced
+// is planned onto its replacement as registration left it, not onto a node of its own (a CI run
+// of TestCapacityReservations launched one, which a later pod then took instead of a reservation).
+func TestReplacementReadInitializedBeforeItsNodePatchTakesThePodsItReplaces(t *testing.T) {
+	leaving := readyNode("leaving", "2", "8Gi")
+	leaving.Spec.ProviderID = "fake:///leaving"
+	leaving.Spec.Taints = []corev1.Taint{karpv1.DisruptedNoScheduleTaint}
+	replacement := readyNode("replacement", "2", "8Gi")
+	replacement.Spec.ProviderID = "fake:///replacement"
+	replacement.Spec.Taints = []corev1.Taint{karpv1.UnregisteredNoExecuteTaint}
+	claimOf := func(name string, initialized bool) *karpv1.NodeClaim {
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
+			Status: karpv1.NodeClaimStatus{ProviderID: "fake:///" + name, NodeName: name}}
+		if initialized {
+			c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", time.Unix(100, 0))
+		}
+		return c
+	}
+	controller := true
+	pod := newPod("web", "1500m", "1Gi", onNodeNamed("leaving"))
+	pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: &controller}}
+	c := &clusterview.Cluster{Nodes: []*corev1.Node{leaving, replacement}, Pods: []*corev1.Pod{pod},
+		Claims: []*karpv1.NodeClaim{claimOf("leaving", true), claimOf("replacement", true)}}
+
+	v := c.View(nil)
+	if len(v.Nodes) != 1 || v.Nodes[0].Name != "replacement" || len(v.Nodes[0].Spec.Taints) != 0 || v.InFlight["replacement"] != "" {
+		var got []string
+		for _, n := range v.Nodes {
+			got = append(got, fmt.Sprintf("%s%v", n.Name, n.Spec.Taints))
+		}
+		t.Fatalf("view nodes %v (in flight %v); want the replacement alone, untainted and up", got, v.InFlight)
+	}
+	in := Input{Pending: v.Reschedulable, Nodes: v.Nodes, Pods: v.Pods, InFlight: v.InFlight, Pools: []Pool{newPool("default")}}
+	plan := testPlanner(t).Plan(context.Background(), in)
+	if len(plan.Claims) != 0 || len(plan.FitsExisting) != 1 || plan.FitsExistingOn[pod.UID] != "replacement" {
+		t.Fatalf("want the pod on its replacement and no new claim; got %s", summary(plan))
+	}
+	verifyPlan(t, sim, in, plan)
 }

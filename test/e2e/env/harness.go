@@ -259,4 +259,6 @@ func (e *Env) StartCluster(ctx context.Context, cancel context.CancelFunc, opts 
 		cancel()
 	})
 	t.Cleanup(e.ExpectNoStranded)
+	// Cleanups run last first: the fleet is logged while the cluster still runs.
+	t.Cleanup(e.logFleetOnFailure)
 }
