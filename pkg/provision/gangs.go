@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
@@ -110,6 +111,7 @@ func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.P
 			// Nothing is held for it: there is nothing to give back.
 			continue
 		}
+		p.releaseForGang(s.Gang, held, now)
 		klog.FromContext(ctx).Info("Giving back the capacity of a gang that did not complete", "podGroup", s.Gang.String(),
 			"minCount", s.Gang.MinCount, "placed", s.Placed, "short for", now.Sub(began), "podsHeld", len(held))
 		if pg, err := p.opts.PodGroups.PodGroups(s.Gang.Namespace).Get(s.Gang.Name); err == nil {
@@ -124,6 +126,47 @@ func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.P
 	}
 	// A gang that is no longer short, or whose capacity was just given back, starts afresh.
 	p.shortSince = since
+}
+
+// releaseForGang marks the claims that held pods (a gang's, given back) to go together at the next
+// pass of the stranded watch, whatever their idle time (see unneededClaims). Left to each claim's
+// own idle time they went one by one: the first node's going let the gang's pods back into the
+// scheduler's queue, which reserved one on the node still up, waiting at Permit for a gang that
+// could not complete, and that node stayed until the stranded watch reported it Unused (an "ai"
+// suite run of TestGangGivenBackWhenItCannotComplete).
+func (p *Provisioner) releaseForGang(gang planner.Gang, held []*corev1.Pod, now time.Time) {
+	if p.opts.ClaimLister == nil {
+		return
+	}
+	claims, err := p.opts.ClaimLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	byNode := make(map[string]string, len(claims))
+	for _, c := range claims {
+		if c.Status.NodeName != "" {
+			byNode[c.Status.NodeName] = c.Name
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mark := func(claim string) {
+		if _, ours := p.launchedHere[claim]; ours && claim != "" {
+			p.gangReleased[claim] = releasedForGang{gang: gang.String(), at: now}
+		}
+	}
+	for _, pod := range held {
+		mark(p.planned[pod.UID])
+		mark(byNode[p.destined[pod.UID].node])
+		mark(byNode[p.headed[pod.UID].node])
+		mark(byNode[p.assumed[pod.UID]])
+	}
+}
+
+// releasedForGang is a claim given back with its gang: which, and when.
+type releasedForGang struct {
+	gang string
+	at   time.Time
 }
 
 // headedSomewhere are the pods of pending that an earlier plan sent to a node and that are still

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,8 @@ type giveBack struct {
 	claim  *karpv1.NodeClaim
 	reason string
 	idle   time.Duration
+	// gang is the PodGroup whose capacity was given back with it, if that is why.
+	gang string
 }
 
 func (p *Provisioner) giveBackAfter() time.Duration {
@@ -58,12 +61,24 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 	}
 	wanted := p.claimsWanted(byUID, leaving)
 	var out []giveBack
+	listed := make(map[string]bool, len(claims))
 	for _, c := range claims {
+		listed[c.Name] = true
 		launched, ours := p.launchedHere[c.Name]
 		if !ours || c.DeletionTimestamp != nil || p.givenBack[c.Name] || c.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
 			continue
 		}
 		node := c.Status.NodeName
+		if r, ok := p.gangReleased[c.Name]; ok {
+			// Its gang's completion timeout was the wait. Only a pod bound there since keeps it:
+			// the gang's own pods may still be reserved there, waiting at Permit, or planned
+			// again onto it by a round that read the cluster before the release.
+			delete(p.gangReleased, c.Name)
+			if node == "" || !busy[node] {
+				out = append(out, giveBack{claim: c, reason: launchedOrNot(c), idle: now.Sub(r.at), gang: r.gang})
+				continue
+			}
+		}
 		if wanted[c.Name] || (node != "" && (wanted[node] || busy[node] || p.landed[node] > 0)) {
 			p.wantedAt[c.Name] = now
 			continue
@@ -73,11 +88,7 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 			last = w
 		}
 		if idle := now.Sub(last); idle >= p.giveBackAfter() {
-			reason := givenBackUnused
-			if c.Status.ProviderID == "" {
-				reason = givenBackUnlaunched
-			}
-			out = append(out, giveBack{claim: c, reason: reason, idle: idle})
+			out = append(out, giveBack{claim: c, reason: launchedOrNot(c), idle: idle})
 		}
 	}
 	for name := range p.wantedAt {
@@ -85,7 +96,21 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 			delete(p.wantedAt, name)
 		}
 	}
+	for name := range p.gangReleased {
+		if !listed[name] {
+			delete(p.gangReleased, name)
+		}
+	}
 	return out
+}
+
+// launchedOrNot is the reason a claim given back is counted under: whether its instance was
+// launched.
+func launchedOrNot(c *karpv1.NodeClaim) string {
+	if c.Status.ProviderID == "" {
+		return givenBackUnlaunched
+	}
+	return givenBackUnused
 }
 
 // claimsWanted is the set of NodeClaims and nodes that a pod is on its way to: planned onto (until
@@ -144,10 +169,13 @@ func (p *Provisioner) giveBackClaims(ctx context.Context, found []giveBack) {
 		if g.reason == givenBackUnused {
 			what = "after its instance was launched, with no pod landed on its node"
 		}
+		why := fmt.Sprintf("the pods it was launched for went elsewhere and no pending pod has needed it for %s", g.idle.Round(time.Second))
+		if g.gang != "" {
+			why = fmt.Sprintf("it was launched for PodGroup %s, which did not complete and whose capacity is given back", g.gang)
+		}
 		p.opts.Recorder.Eventf(apis.ForEvents(g.claim), nil, corev1.EventTypeNormal, "Unneeded", "Provisioning",
-			"Deleting NodeClaim %s %s: the pods it was launched for went elsewhere and no pending pod has needed it for %s",
-			g.claim.Name, what, g.idle.Round(time.Second))
-		logger.Info("Gave back a NodeClaim nothing needs", "nodeClaim", g.claim.Name, "reason", g.reason, "idle", g.idle.Round(time.Second))
+			"Deleting NodeClaim %s %s: %s", g.claim.Name, what, why)
+		logger.Info("Gave back a NodeClaim nothing needs", "nodeClaim", g.claim.Name, "reason", g.reason, "idle", g.idle.Round(time.Second), "podGroup", g.gang)
 	}
 }
 

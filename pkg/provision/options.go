@@ -94,6 +94,7 @@ func New(opts Options) *Provisioner {
 		unused:       map[string]bool{},
 		wantedAt:     map[string]time.Time{},
 		givenBack:    map[string]bool{},
+		gangReleased: map[string]releasedForGang{},
 		refusals:     map[types.UID]*refusals{},
 		woken:        map[types.UID]string{},
 		holdLapsed:   map[string]bool{},

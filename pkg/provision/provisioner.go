@@ -109,6 +109,9 @@ type Provisioner struct {
 	// the claims deleted because none was for GiveBackAfter (see giveback.go).
 	wantedAt  map[string]time.Time
 	givenBack map[string]bool
+	// gangReleased are the claims that held the pods of a gang given back (giveBackShortGangs),
+	// with the gang and when: they go together at the next pass (see giveback.go).
+	gangReleased map[string]releasedForGang
 	// refusals are, by pending pod, the nodes launched for it and those the scheduler refused
 	// it on (see refusals.go).
 	refusals map[types.UID]*refusals
