@@ -70,6 +70,9 @@ type Options struct {
 	ReplacementTimeout time.Duration
 	// PodGroups are read for gang policies (State.Gangs); nil when gang scheduling is off.
 	PodGroups schedulinglisters.PodGroupLister
+	// Pools keeps the NodePools' offerings from pass to pass; the operator shares the
+	// provisioner's. Nil: a cache of the loop's own.
+	Pools *planner.PoolCache
 }
 
 // singleNodeTimeout bounds single-node consolidation within one pass, as Karpenter's 3 minutes.
@@ -81,14 +84,15 @@ type Controller struct {
 	trigger chan struct{}
 	// dedupe holds back Events the loop would otherwise repeat on every pass.
 	dedupe *dedupe
-	// prepared keeps the NodePools' offerings from pass to pass (planner.PoolCache).
-	prepared planner.PoolCache
 }
 
 // New returns a Controller; it acts once Run is called.
 func New(opts Options) *Controller {
 	if opts.ReplacementTimeout == 0 {
 		opts.ReplacementTimeout = 10 * time.Minute
+	}
+	if opts.Pools == nil {
+		opts.Pools = &planner.PoolCache{}
 	}
 	// Drains ask Unplaceable from their own goroutines, several at once.
 	switch {
@@ -264,7 +268,7 @@ func (c *Controller) readStateOf(ctx context.Context, podsOnlyWithClaims bool) (
 		return nil, err
 	}
 	s := &State{Nodes: nodes, Claims: claims, Pools: map[string]*karpv1.NodePool{},
-		TypesByPool: map[string][]*cloud.InstanceType{}, Unavailable: map[string]string{}, Now: c.opts.Clock.Now(), prepared: &c.prepared}
+		TypesByPool: map[string][]*cloud.InstanceType{}, Unavailable: map[string]string{}, Now: c.opts.Clock.Now(), prepared: c.opts.Pools}
 	s.Planned, s.Assumed, s.Awaited, s.AwaitedNodes = ledger.Planned, ledger.Assumed, ledger.Awaited, ledger.AwaitedNodes
 	if !podsOnlyWithClaims || len(claims) > 0 {
 		if err := c.readPods(s); err != nil {

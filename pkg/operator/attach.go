@@ -82,6 +82,7 @@ func (o *Operator) attachControllers(h fwk.Handle, args *tailor.Args) error {
 		PodGroups:             podGroups(h),
 		GangCompletionTimeout: args.GangCompletionTimeout.Duration,
 		Destined:              o.bookings.Destinations,
+		Pools:                 o.pools,
 	})
 	var err error
 	o.lifecycle, err = lifecycle.New(lifecycle.Options{

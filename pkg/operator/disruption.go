@@ -49,6 +49,7 @@ func (o *Operator) attachDisruption(h fwk.Handle, clients clientset.Interface) e
 		PollInterval:     o.args.DisruptionPollInterval.Duration,
 		SpotToSpotMin:    int(*o.args.SpotToSpotMinInstanceTypes),
 		PodGroups:        podGroups(h),
+		Pools:            o.pools,
 	}
 	var err error
 	v.consolidatable, err = disruption.NewConsolidatable(disruption.ConsolidatableOptions{

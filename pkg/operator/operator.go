@@ -55,6 +55,8 @@ type Operator struct {
 	claimLister karplisters.NodeClaimLister
 	poolLister  karplisters.NodePoolLister
 	provisioner *provision.Provisioner
+	// pools keeps each NodePool's offerings for the provisioner and the disruption loop alike.
+	pools *planner.PoolCache
 	// bookings keep room for ProvisioningRequests; the provisioner and disruption see it as pods.
 	bookings    *provreq.Bookings
 	lifecycle   *lifecycle.Controller
@@ -77,7 +79,7 @@ type NewCloudFunc func(kube kubernetes.Interface) (cloud.CloudProvider, error)
 
 // New returns an Operator that launches capacity in the cloud newCloud builds.
 func New(newCloud NewCloudFunc, clk clock.WithTicker) *Operator {
-	return &Operator{newCloud: newCloud, clock: clk}
+	return &Operator{newCloud: newCloud, clock: clk, pools: &planner.PoolCache{}}
 }
 
 // Attach is called by the plugin factory while the scheduler builds its profiles. It builds the

@@ -57,6 +57,7 @@ func (p *Provisioner) launch(ctx context.Context, plan *planner.Plan, view *plan
 func (p *Provisioner) create(ctx context.Context, pc *planner.PlannedClaim) (*karpv1.NodeClaim, error) {
 	created, err := p.opts.NodeClaims.Create(ctx, planner.NewNodeClaim(pc), metav1.CreateOptions{})
 	if err != nil {
+		p.noteCreateError(err)
 		return nil, fmt.Errorf("creating a NodeClaim in NodePool %q for %d pods: %w", pc.NodePool.Name, len(pc.Pods), err)
 	}
 	metrics.NodeClaimsCreated.WithLabelValues(pc.NodePool.Name, "provisioning").Inc()

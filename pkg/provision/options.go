@@ -17,6 +17,7 @@ import (
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/provision/batch"
+	"github.com/tailor-sh/tailor/pkg/provision/planner"
 )
 
 // ResyncInterval is how often the provisioner looks at pending pods without being asked, as
@@ -63,10 +64,16 @@ type Options struct {
 	// Destined maps pending pods to a node that room was kept on for them (a ProvisioningRequest's
 	// booking, for the pods that consume it), which plans try first; may be nil.
 	Destined func(pending []*corev1.Pod) map[types.UID]string
+	// Pools keeps the NodePools' offerings from round to round; the operator shares one with the
+	// disruption loop. Nil: a cache of the provisioner's own.
+	Pools *planner.PoolCache
 }
 
 // New returns a Provisioner; it plans once Run is called.
 func New(opts Options) *Provisioner {
+	if opts.Pools == nil {
+		opts.Pools = &planner.PoolCache{}
+	}
 	return &Provisioner{
 		opts:     opts,
 		batcher:  batch.New(opts.Clock, opts.BatchIdle, opts.BatchMax, NudgeGap),

@@ -46,8 +46,6 @@ type Provisioner struct {
 	// shortSince is when each gang that a plan left out for being short of its minCount was
 	// first found so; reconcile's own (giveBackShortGangs).
 	shortSince map[planner.Gang]time.Time
-	// prepared keeps the NodePools' offerings from round to round (planner.PoolCache).
-	prepared planner.PoolCache
 
 	mu sync.Mutex
 	// enqueued are pods the PostFilter handed over since they last bound.
@@ -90,6 +88,9 @@ type Provisioner struct {
 	// the plan right after the one that created them must count them, or it plans their pods
 	// again and launches their capacity twice.
 	created map[string]createdClaim
+	// unsureCreates counts the creates since the last list of the API server's NodeClaims whose
+	// answer was lost (see unsure.go).
+	unsureCreates uint64
 	// checker is the simulator nominations and stranded pods are weighed with, as the scheduler
 	// weighs them (see schedulerview.View); the planner owns another, so the two never wait on each other.
 	checker *simulation.Simulator
@@ -270,11 +271,9 @@ func (p *Provisioner) readCluster(ctx context.Context) (*reading, error) {
 	if r.pods, err = p.opts.Pods.List(labels.Everything()); err != nil {
 		return nil, err
 	}
-	cached, err := p.opts.ClaimLister.List(labels.Everything())
-	if err != nil {
+	if r.claims, err = p.claimsToPlanFrom(ctx); err != nil {
 		return nil, err
 	}
-	r.claims = p.withCreated(cached)
 	if r.pools, r.typesByPool, r.unavailable, err = p.pools(ctx); err != nil {
 		return nil, err
 	}
@@ -442,7 +441,7 @@ func (p *Provisioner) pools(ctx context.Context) ([]planner.Pool, map[string][]*
 		pools = append(pools, planner.Pool{NodePool: np, InstanceTypes: its})
 	}
 	planner.SortPools(pools)
-	return p.prepared.Prepare(pools), byPool, unavailable, nil
+	return p.opts.Pools.Prepare(pools), byPool, unavailable, nil
 }
 
 // explain records, as Events on the pod, why each NodePool could not hold it. Each Event names

@@ -21,9 +21,12 @@ import (
 // time, as without the cache.
 //
 // What it keeps is what a plan builds anyway, kept between rounds: about a kilobyte per offering
-// the pool's requirements allow.
+// the pool's requirements allow. The provisioner and the disruption loop share one cache (the
+// operator builds it), so each pool is prepared once per change for both. A plan only reads a
+// prepared pool (its one lazily filled part is locked), so they may use it at once.
 type Cache struct {
 	mu    sync.Mutex
+	calls uint64
 	pools map[types.UID]cachedPool
 }
 
@@ -31,31 +34,41 @@ type cachedPool struct {
 	template uint64
 	types    []*cloud.InstanceType
 	prepared *poolCatalog
+	// asked is the call that last asked for the pool.
+	asked uint64
 }
 
+// forgetAfter is how many calls may pass without asking for a pool before the cache forgets it.
+// Its callers list nearly the same pools (the provisioner leaves out a pool whose class is not
+// ready, the disruption loop one that is being deleted): forgetting at once what one call did not
+// list would prepare such a pool anew for the other every time.
+const forgetAfter = 16
+
 // Prepare returns pools prepared (see Prepare), each from the cache when its template and types
-// are those it was prepared with. NodePools not among pools are forgotten.
+// are those it was prepared with. NodePools no call has asked for in forgetAfter calls are
+// forgotten.
 func (c *Cache) Prepare(pools []Pool) []Pool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pools == nil {
 		c.pools = map[types.UID]cachedPool{}
 	}
+	c.calls++
 	out := make([]Pool, len(pools))
-	listed := make(map[types.UID]bool, len(pools))
 	for i, p := range pools {
 		uid, template := p.NodePool.UID, templateHash(p)
-		listed[uid] = true
 		if cached, ok := c.pools[uid]; ok && uid != "" && cached.template == template && slices.Equal(cached.types, p.InstanceTypes) {
 			p.prepared = cached.prepared
+			cached.asked = c.calls
+			c.pools[uid] = cached
 		} else {
 			p = Prepare([]Pool{p})[0]
-			c.pools[uid] = cachedPool{template: template, types: p.InstanceTypes, prepared: p.prepared}
+			c.pools[uid] = cachedPool{template: template, types: p.InstanceTypes, prepared: p.prepared, asked: c.calls}
 		}
 		out[i] = p
 	}
-	for uid := range c.pools {
-		if !listed[uid] {
+	for uid, cached := range c.pools {
+		if c.calls-cached.asked >= forgetAfter {
 			delete(c.pools, uid)
 		}
 	}

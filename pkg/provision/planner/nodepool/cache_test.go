@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
@@ -60,5 +61,35 @@ func TestCacheKeepsOfferingsWhileTemplateAndTypesStay(t *testing.T) {
 	rebuilt[0] = &copied
 	if got := NewState(c.Prepare([]Pool{{NodePool: spot, InstanceTypes: rebuilt}})[0]); slices.ContainsFunc(got.Compatible, func(c *Candidate) bool { return c.It == catalog[0] }) {
 		t.Errorf("offerings of a type object no longer listed are still handed out")
+	}
+}
+
+// The provisioner and the disruption loop share the cache and list nearly the same pools: a pool
+// one of them leaves out stays kept for the other, and a pool neither asks for (a deleted
+// NodePool) is forgotten after forgetAfter calls.
+func TestCacheKeepsPoolsEitherCallerAsksFor(t *testing.T) {
+	catalog := fake.Catalog()
+	pool := func(name string) Pool {
+		return Pool{NodePool: &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + types.UID(name)}}, InstanceTypes: catalog}
+	}
+	both, one := pool("both"), pool("one")
+	var c Cache
+	first := NewState(c.Prepare([]Pool{both, one})[1]).Compatible[0]
+	for range 3 * forgetAfter {
+		c.Prepare([]Pool{both})
+		c.Prepare([]Pool{both, one})
+	}
+	if got := NewState(c.Prepare([]Pool{both, one})[1]).Compatible[0]; got != first {
+		t.Errorf("a pool the other caller asks for every time was worked out anew")
+	}
+	for range forgetAfter {
+		c.Prepare([]Pool{both})
+	}
+	c.mu.Lock()
+	_, kept := c.pools["uid-one"]
+	n := len(c.pools)
+	c.mu.Unlock()
+	if kept || n != 1 {
+		t.Errorf("after %d calls without it, the pool is still kept (%d pools kept)", forgetAfter, n)
 	}
 }
