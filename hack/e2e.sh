@@ -50,7 +50,7 @@ fi
 packages=
 if [ -n "$PACKAGES" ]; then
 	# shellcheck disable=SC2086 # PACKAGES is a list of package patterns
-	# As make unit links: no DWARF, and go vet has run over every package already.
+	# As make unit links: no DWARF, and no vet (make test runs go vet over every package first).
 	$GO test -count=1 -vet=off -ldflags=-w -timeout "$TIMEOUT" $PACKAGES >"$OUT/packages.log" 2>&1 &
 	packages=$!
 fi

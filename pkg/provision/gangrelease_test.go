@@ -26,14 +26,14 @@ import (
 // keeps at Permit, and one whose instance never launched. Left to their own idle times, the first
 // to go let the gang back into the queue, which reserved a pod on a node still up, and that node
 // stayed until it was reported Unused (TestGangGivenBackWhenItCannotComplete, an "ai" suite run).
-// A node a pod bound to since is kept.
+// A node a pod bound to since is kept, and so is one another pod is on its way to.
 func TestGangGivenBackTakesItsNodesTogether(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	clk := clocktesting.NewFakeClock(start)
 	claimStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
 	nodeStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
-	for _, name := range []string{"destined", "reserved", "unlaunched", "taken"} {
+	for _, name := range []string{"destined", "reserved", "unlaunched", "taken", "shared"} {
 		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}}}
 		if name != "unlaunched" {
 			c.Status.ProviderID, c.Status.NodeName = "aws:///i-"+name, "n-"+name
@@ -42,19 +42,23 @@ func TestGangGivenBackTakesItsNodesTogether(t *testing.T) {
 		}
 		_ = claimStore.Add(c)
 	}
-	pods := gangPods("ring", 5)
-	for _, pod := range pods {
+	pods := gangPods("ring", 6)
+	// A pod of no gang, pending, planned onto the room left on one of the gang's nodes.
+	sharing := newPod("sharing", "500m", "512Mi")
+	for _, pod := range append(pods, sharing) {
 		_ = podStore.Add(pod)
 	}
 	client := &deletions{}
 	recorder := events.NewFakeRecorder(20)
 	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(), NodeClaims: client, Clock: clk, Recorder: recorder,
 		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore), ClaimLister: karplisters.NewNodeClaimLister(claimStore),
-		PodGroups: podGroupLister(t, gang("ring", 5)), GangCompletionTimeout: 10 * time.Second})
+		PodGroups: podGroupLister(t, gang("ring", 6)), GangCompletionTimeout: 10 * time.Second})
 	p.mu.Lock()
-	for _, name := range []string{"destined", "reserved", "unlaunched", "taken"} {
+	for _, name := range []string{"destined", "reserved", "unlaunched", "taken", "shared"} {
 		p.launchedHere[name] = start
 	}
+	p.destined[pods[4].UID] = destination{node: "n-shared", until: start.Add(time.Hour)}
+	p.planned[sharing.UID] = "shared"
 	p.destined[pods[0].UID] = destination{node: "n-destined", until: start.Add(time.Hour)}
 	p.planned[pods[2].UID] = "unlaunched"
 	p.destined[pods[3].UID] = destination{node: "n-taken", until: start.Add(time.Hour)}
@@ -65,7 +69,7 @@ func TestGangGivenBackTakesItsNodesTogether(t *testing.T) {
 	assumed := pods[1].DeepCopy()
 	assumed.Spec.NodeName = "n-reserved"
 	placed := []*corev1.Pod{assumed}
-	short := []planner.ShortGang{{Gang: planner.Gang{Namespace: "default", Name: "ring", MinCount: 5}, Placed: 4, Pods: pods}}
+	short := []planner.ShortGang{{Gang: planner.Gang{Namespace: "default", Name: "ring", MinCount: 6}, Placed: 5, Pods: pods}}
 	p.giveBackShortGangs(ctx, placed, short)
 	clk.Step(11 * time.Second)
 	// A pod of another owner bound to one of the nodes since.
@@ -91,6 +95,6 @@ func TestGangGivenBackTakesItsNodesTogether(t *testing.T) {
 	clk.Step(time.Minute)
 	p.checkStranded(ctx)
 	if len(client.names) != 3 {
-		t.Errorf("later passes gave back %v; the node a pod bound to stays", client.names[3:])
+		t.Errorf("later passes gave back %v; the node a pod bound to stays, and so does the one another pod is planned onto", client.names[3:])
 	}
 }

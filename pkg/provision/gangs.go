@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
@@ -135,7 +136,7 @@ func (p *Provisioner) giveBackShortGangs(ctx context.Context, placed []*corev1.P
 // could not complete, and that node stayed until the stranded watch reported it Unused (an "ai"
 // suite run of TestGangGivenBackWhenItCannotComplete).
 func (p *Provisioner) releaseForGang(gang planner.Gang, held []*corev1.Pod, now time.Time) {
-	if p.opts.ClaimLister == nil {
+	if p.opts.ClaimLister == nil || p.giveBackAfter() < 0 {
 		return
 	}
 	claims, err := p.opts.ClaimLister.List(labels.Everything())
@@ -148,11 +149,15 @@ func (p *Provisioner) releaseForGang(gang planner.Gang, held []*corev1.Pod, now 
 			byNode[c.Status.NodeName] = c.Name
 		}
 	}
+	pods := make(map[types.UID]bool, len(held))
+	for _, pod := range held {
+		pods[pod.UID] = true
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	mark := func(claim string) {
 		if _, ours := p.launchedHere[claim]; ours && claim != "" {
-			p.gangReleased[claim] = releasedForGang{gang: gang.String(), at: now}
+			p.gangReleased[claim] = releasedForGang{gang: gang.String(), at: now, pods: pods}
 		}
 	}
 	for _, pod := range held {
@@ -160,13 +165,17 @@ func (p *Provisioner) releaseForGang(gang planner.Gang, held []*corev1.Pod, now 
 		mark(byNode[p.destined[pod.UID].node])
 		mark(byNode[p.headed[pod.UID].node])
 		mark(byNode[p.assumed[pod.UID]])
+		// The round's view shows a pod counted on a node (nominated there, say) on that node.
+		mark(byNode[pod.Spec.NodeName])
 	}
 }
 
-// releasedForGang is a claim given back with its gang: which, and when.
+// releasedForGang is a claim given back with its gang: which, when, and the gang's pods held
+// for, which no longer keep it.
 type releasedForGang struct {
 	gang string
 	at   time.Time
+	pods map[types.UID]bool
 }
 
 // headedSomewhere are the pods of pending that an earlier plan sent to a node and that are still

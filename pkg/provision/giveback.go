@@ -59,7 +59,8 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 	if p.giveBackAfter() < 0 {
 		return nil
 	}
-	wanted := p.claimsWanted(byUID, leaving)
+	wanted := p.claimsWanted(byUID, leaving, nil)
+	othersWant := p.wantedBesideReleasedGangs(byUID, leaving)
 	var out []giveBack
 	listed := make(map[string]bool, len(claims))
 	for _, c := range claims {
@@ -70,14 +71,15 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 		}
 		node := c.Status.NodeName
 		if r, ok := p.gangReleased[c.Name]; ok {
-			// Its gang's completion timeout was the wait. Only a pod bound there since keeps it:
-			// the gang's own pods may still be reserved there, waiting at Permit, or planned
-			// again onto it by a round that read the cluster before the release.
-			delete(p.gangReleased, c.Name)
-			if node == "" || !busy[node] {
+			// Its gang's completion timeout was the wait. The gang's own pods may still be
+			// reserved there, waiting at Permit, or planned again onto it by a round that read
+			// the cluster before the release: only another pod, bound there or on its way, keeps
+			// it, and then it is no longer the gang's.
+			if !othersWant[c.Name] && (node == "" || (!busy[node] && !othersWant[node])) {
 				out = append(out, giveBack{claim: c, reason: launchedOrNot(c), idle: now.Sub(r.at), gang: r.gang})
 				continue
 			}
+			delete(p.gangReleased, c.Name)
 		}
 		if wanted[c.Name] || (node != "" && (wanted[node] || busy[node] || p.landed[node] > 0)) {
 			p.wantedAt[c.Name] = now
@@ -97,11 +99,26 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 		}
 	}
 	for name := range p.gangReleased {
-		if !listed[name] {
+		if !listed[name] || p.givenBack[name] {
 			delete(p.gangReleased, name)
 		}
 	}
 	return out
+}
+
+// wantedBesideReleasedGangs is claimsWanted without the pods of the gangs given back (see
+// releaseForGang), or nil when no claim waits to go with its gang. Call it with p.mu held.
+func (p *Provisioner) wantedBesideReleasedGangs(byUID map[types.UID]*corev1.Pod, leaving map[string]bool) map[string]bool {
+	if len(p.gangReleased) == 0 {
+		return nil
+	}
+	held := map[types.UID]bool{}
+	for _, r := range p.gangReleased {
+		for uid := range r.pods {
+			held[uid] = true
+		}
+	}
+	return p.claimsWanted(byUID, leaving, held)
 }
 
 // launchedOrNot is the reason a claim given back is counted under: whether its instance was
@@ -118,8 +135,11 @@ func launchedOrNot(c *karpv1.NodeClaim) string {
 // a leaving node. A pod the listing does not show counts as on its way: it may have been created
 // and planned after the listing, and a plan forgets the pods that are gone. Call it with p.mu
 // held.
-func (p *Provisioner) claimsWanted(byUID map[types.UID]*corev1.Pod, leaving map[string]bool) map[string]bool {
+func (p *Provisioner) claimsWanted(byUID map[types.UID]*corev1.Pod, leaving map[string]bool, skip map[types.UID]bool) map[string]bool {
 	pending := func(uid types.UID) bool {
+		if skip[uid] {
+			return false
+		}
 		pod, listed := byUID[uid]
 		return !listed || (pod.DeletionTimestamp == nil && (pod.Spec.NodeName == "" || leaving[pod.Spec.NodeName]))
 	}

@@ -88,9 +88,9 @@ type Provisioner struct {
 	// the plan right after the one that created them must count them, or it plans their pods
 	// again and launches their capacity twice.
 	created map[string]createdClaim
-	// unsureCreates counts the creates since the last list of the API server's NodeClaims whose
-	// answer was lost (see unsure.go).
-	unsureCreates uint64
+	// unsure are the creates whose answer was lost, and what listing the API server found of them
+	// (see unsure.go).
+	unsure unsureCreates
 	// checker is the simulator nominations and stranded pods are weighed with, as the scheduler
 	// weighs them (see schedulerview.View); the planner owns another, so the two never wait on each other.
 	checker *simulation.Simulator

@@ -26,8 +26,21 @@ func (p *Provisioner) noteCreateError(err error) {
 		return
 	}
 	p.mu.Lock()
-	p.unsureCreates++
+	p.unsure.lost++
 	p.mu.Unlock()
+}
+
+// unsureCreates is what the provisioner knows of creates whose answer was lost. Rounds and
+// ProvisioningRequest checks (PlanApart) read the claims side by side, so a list settles only
+// the creates lost before it began.
+type unsureCreates struct {
+	// lost counts the creates whose answer was lost; settled is the count a list of the API
+	// server's NodeClaims began after.
+	lost, settled uint64
+	// unlisted are the claims a list found that the informer has not shown yet: the API server
+	// is listed again each round until it does, as the informer's watch may take as long as it
+	// was gone to come back.
+	unlisted map[string]bool
 }
 
 // createMayHaveHappened reports whether the API server may have stored what a create that failed
@@ -50,22 +63,34 @@ func (p *Provisioner) claimsToPlanFrom(ctx context.Context) ([]*karpv1.NodeClaim
 	if err != nil {
 		return nil, err
 	}
-	p.mu.Lock()
-	unsure := p.unsureCreates
-	p.mu.Unlock()
-	if unsure > 0 {
+	if lost, ask := p.mustAskAPIServer(cached); ask {
 		live, err := p.opts.NodeClaims.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("listing NodeClaims from the API server, which may have stored a NodeClaim whose create got no answer: %w", err)
 		}
-		p.adoptUnlisted(cached, live.Items, unsure)
+		p.adoptUnlisted(cached, live.Items, lost)
 	}
 	return p.withCreated(cached), nil
 }
 
+// mustAskAPIServer reports whether the API server's NodeClaims must be listed before planning
+// from cached: a create's answer was lost since the last list began, or a claim that list found
+// is not cached yet. It returns the count of lost creates a list begun now settles.
+func (p *Provisioner) mustAskAPIServer(cached []*karpv1.NodeClaim) (uint64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := &p.unsure
+	if len(u.unlisted) > 0 {
+		for _, c := range cached {
+			delete(u.unlisted, c.Name)
+		}
+	}
+	return u.lost, u.lost > u.settled || len(u.unlisted) > 0
+}
+
 // adoptUnlisted counts the claims of live that cached lacks as created by this process (see
-// withCreated), and clears the unsure creates the list settled.
-func (p *Provisioner) adoptUnlisted(cached []*karpv1.NodeClaim, live []karpv1.NodeClaim, settled uint64) {
+// withCreated), and settles the creates lost before the list began (lost).
+func (p *Provisioner) adoptUnlisted(cached []*karpv1.NodeClaim, live []karpv1.NodeClaim, lost uint64) {
 	seen := make(map[string]bool, len(cached))
 	for _, c := range cached {
 		seen[c.Name] = true
@@ -73,12 +98,17 @@ func (p *Provisioner) adoptUnlisted(cached []*karpv1.NodeClaim, live []karpv1.No
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.opts.Clock.Now()
+	unlisted := map[string]bool{}
 	for i := range live {
 		c := &live[i]
-		if _, known := p.created[c.Name]; seen[c.Name] || known || c.DeletionTimestamp != nil {
+		if seen[c.Name] || c.DeletionTimestamp != nil {
 			continue
 		}
+		// Counted as created now, again at each list until the informer shows it: withCreated
+		// forgets a created claim after createdTTL.
 		p.created[c.Name] = createdClaim{claim: c, at: now}
+		unlisted[c.Name] = true
 	}
-	p.unsureCreates -= settled
+	p.unsure.unlisted = unlisted
+	p.unsure.settled = max(p.unsure.settled, lost)
 }

@@ -79,11 +79,28 @@ func TestAfterACreateWithoutAnswerTheRoundPlansFromTheAPIServersClaims(t *testin
 		t.Fatalf("once the API server answers: claims %v, want %s", got, stored.Name)
 	}
 	before := lists()
-	if got := names(); len(got) != 1 || lists() != before {
-		t.Errorf("the next round: claims %v and %d more lists; want the claim still counted and no list", got, lists()-before)
+	if got := names(); len(got) != 1 || lists() != before+1 {
+		t.Errorf("the next round, the informer still behind: claims %v and %d more lists; want the claim and the API server asked again", got, lists()-before)
 	}
 	_ = claimStore.Add(stored)
-	if got := names(); len(got) != 1 {
-		t.Errorf("once the informer shows it: claims %v, want it once", got)
+	before = lists()
+	if got := names(); len(got) != 1 || lists() != before {
+		t.Errorf("once the informer shows it: claims %v and %d more lists; want it once, from the informer", got, lists()-before)
+	}
+	if got := names(); len(got) != 1 || lists() != before {
+		t.Errorf("the round after: claims %v and %d more lists", got, lists()-before)
+	}
+
+	// Two readers side by side (a round and a ProvisioningRequest's check): a list settles only
+	// the creates lost before it began, not one lost while it ran.
+	p.noteCreateError(io.ErrUnexpectedEOF)
+	lost, ask := p.mustAskAPIServer(nil)
+	if !ask {
+		t.Fatal("a lost create did not ask for a list")
+	}
+	p.noteCreateError(io.ErrUnexpectedEOF) // lost while the list runs
+	p.adoptUnlisted([]*karpv1.NodeClaim{stored}, []karpv1.NodeClaim{*stored}, lost)
+	if _, ask := p.mustAskAPIServer([]*karpv1.NodeClaim{stored}); !ask {
+		t.Error("a create lost while a list ran was taken as settled by it")
 	}
 }

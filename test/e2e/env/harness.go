@@ -258,7 +258,8 @@ func (e *Env) StartCluster(ctx context.Context, cancel context.CancelFunc, opts 
 		cluster.Stop()
 		cancel()
 	})
-	t.Cleanup(e.ExpectNoStranded)
-	// Cleanups run last first: the fleet is logged while the cluster still runs.
+	// Cleanups run last first: the fleet is logged while the cluster still runs, and after
+	// ExpectNoStranded, whose failures it explains too.
 	t.Cleanup(e.logFleetOnFailure)
+	t.Cleanup(e.ExpectNoStranded)
 }

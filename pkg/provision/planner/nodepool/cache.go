@@ -39,9 +39,9 @@ type cachedPool struct {
 }
 
 // forgetAfter is how many calls may pass without asking for a pool before the cache forgets it.
-// Its callers list nearly the same pools (the provisioner leaves out a pool whose class is not
-// ready, the disruption loop one that is being deleted): forgetting at once what one call did not
-// list would prepare such a pool anew for the other every time.
+// Its callers list nearly the same pools (the provisioner leaves out a pool held back after a
+// launch failed for good, the disruption loop does not): forgetting at once what one call did
+// not list would prepare such a pool anew for the other every time.
 const forgetAfter = 16
 
 // Prepare returns pools prepared (see Prepare), each from the cache when its template and types
