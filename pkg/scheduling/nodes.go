@@ -14,7 +14,12 @@ func IsLeaving(n *corev1.Node, claim *karpv1.NodeClaim) bool {
 	if n.DeletionTimestamp != nil || (claim != nil && claim.DeletionTimestamp != nil) {
 		return true
 	}
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey })
+	return HasTaintKey(n, karpv1.DisruptedTaintKey)
+}
+
+// HasTaintKey reports whether the node carries a taint with key, whatever its value and effect.
+func HasTaintKey(n *corev1.Node, key string) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
 }
 
 // Unbound is the pod as it will be once evicted and made again: on no node, nominated nowhere.

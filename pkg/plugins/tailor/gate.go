@@ -2,13 +2,13 @@ package tailor
 
 import (
 	"context"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	nodeutil "k8s.io/kubernetes/pkg/util/node"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 var _ fwk.PreEnqueuePlugin = (*Plugin)(nil)
@@ -47,6 +47,5 @@ func (p *Plugin) canTakePods(name string) bool {
 	if err != nil {
 		return false
 	}
-	unregistered := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.UnregisteredTaintKey })
-	return !unregistered && nodeutil.IsNodeReady(n)
+	return !scheduling.HasTaintKey(n, karpv1.UnregisteredTaintKey) && nodeutil.IsNodeReady(n)
 }

@@ -74,7 +74,7 @@ func (c *Cluster) View(typesByPool map[string][]*cloud.InstanceType) *View {
 		switch {
 		case scheduling.IsLeaving(n, claim):
 			leaving[n.Name] = true
-		case ok && claim.IsTrue(karpv1.ConditionTypeInitialized) && hasUnregisteredTaint(n):
+		case ok && claim.IsTrue(karpv1.ConditionTypeInitialized) && scheduling.HasTaintKey(n, karpv1.UnregisteredTaintKey):
 			// Registration lifts the taint in the Node patch it sends just before it writes the
 			// claim, but the two come through different informers: the claim can be read
 			// initialized beside the Node as it joined. Read as it is listed, the node takes no
@@ -154,12 +154,6 @@ func (v *View) placePods(c *Cluster, claimNode map[string]string, leaving map[st
 			}
 		}
 	}
-}
-
-// hasUnregisteredTaint reports whether the Node still carries karpenter.sh/unregistered, which
-// only registration lifts.
-func hasUnregisteredTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.UnregisteredTaintKey })
 }
 
 // asItsClaimSays is a node that joined for a claim not yet initialized, as it will be once
