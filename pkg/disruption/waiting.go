@@ -45,5 +45,7 @@ func planWithWaiting(ctx context.Context, pl Planner, in planner.Input, waiting 
 		// probe was most of what a pass cost beside pods a NodePool's limit kept pending.
 		in.First, in.Unexplained = first, first
 	}
+	// outcomeOf reads the first of the evicted pods that fits nowhere, and nothing else then.
+	in.StopAtUnplaceable = true
 	return outcomeOf(pl.Plan(ctx, in), first)
 }

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -11,8 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/cloud"
@@ -207,9 +204,9 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 		}
 		expressibleOnly(t, pc, fake.Catalog())
 		for _, o := range sampleOptions(pc) {
-			nodes, pods := cluster(i, o)
+			last := newLastOn(cluster(i, o))
 			for _, p := range pc.Pods {
-				if why := filterLastOn(t, s, nodes, pods, p); why != "" {
+				if why := last.why(t, s, p); why != "" {
 					opt := pc.Options[o]
 					t.Errorf("claim %d launched as %s: pod %s fails the Filter: %s", i, optionKey(opt.InstanceType, opt.Offering), p.Name, why)
 					return
@@ -217,9 +214,9 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 			}
 		}
 	}
-	nodes, pods := cluster(-1, 0)
+	last := newLastOn(cluster(-1, 0))
 	for _, p := range onInFlight {
-		if why := filterLastOn(t, s, nodes, pods, p); why != "" {
+		if why := last.why(t, s, p); why != "" {
 			t.Errorf("pod %s fails the Filter on %s, the node in flight it was left to: %s", p.Name, p.Spec.NodeName, why)
 		}
 	}
@@ -244,35 +241,6 @@ func sampleOptions(pc *nodeclaim.Planned) []int {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// filterLastOn runs PreFilter and Filter for p on simulator s against the cluster without it, on
-// the node it was planned for, and returns why it fails, or "".
-func filterLastOn(t *testing.T, s *simulation.Simulator, nodes []*corev1.Node, pods []*corev1.Pod, p *corev1.Pod) string {
-	t.Helper()
-	var others []*corev1.Pod
-	node := ""
-	for _, q := range pods {
-		if q.UID == p.UID {
-			node = q.Spec.NodeName
-			continue
-		}
-		others = append(others, q)
-	}
-	snapshot := schedcache.NewSnapshot(others, nodes)
-	s.Use(snapshot)
-	state, _, status := s.PreFilter(context.Background(), p)
-	if status != nil {
-		return "PreFilter: " + status.Message()
-	}
-	ni, err := snapshot.NodeInfos().Get(node)
-	if err != nil {
-		t.Fatalf("pod %s is on node %q, which is not in the cluster: %v", p.Name, node, err)
-	}
-	if st := s.Filter(context.Background(), state, p, ni.(*framework.NodeInfo)); !st.IsSuccess() {
-		return st.Message()
-	}
-	return ""
 }
 
 // reasonContains fails the test unless pod is Unplaceable with a reason (for some NodePool, or

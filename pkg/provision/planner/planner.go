@@ -62,6 +62,12 @@ type Input struct {
 	// hold them (a disruption probe's waiting pods): they are recorded Unplaceable with a short
 	// reason, without each offering weighed on its own for the plugins' words.
 	Unexplained map[types.UID]bool
+	// StopAtUnplaceable is for a caller that reads of a plan only whether every pod outside
+	// First is placed, and why the first that is not was refused (a disruption probe): planning
+	// stops there, and the plan holds what was decided until then, that pod last among its
+	// Unplaceable. Most probes that fail would otherwise go on planning, and explaining, the rest
+	// of the evicted pods.
+	StopAtUnplaceable bool
 	// Snapshot, when set, is Nodes and Pods already built (simulation.NewSnapshot), for a caller
 	// that plans many times over one cluster and changes it only in forks: the plan then reads
 	// its nodes and pods from it, and Pods only for the topology terms they declare. The plan
@@ -172,6 +178,10 @@ func (pl *Planner) plan(ctx context.Context, in Input, fresh bool) *Plan {
 	defer p.snapshot.Revert()
 	for _, pod := range packing.DestinedFirst(packing.FirstOf(packing.Order(in.Pending, p.ratio, pl.requestsOf), in.First), in.Destined) {
 		p.place(ctx, pod)
+		if u := p.plan.Unplaceable; in.StopAtUnplaceable && len(u) > 0 && u[len(u)-1].Pod == pod && !in.First[pod.UID] {
+			pl.reused, pl.derived = p.pf.Reused, p.pf.Derived
+			return p.plan
+		}
 	}
 	pl.reused, pl.derived = p.pf.Reused, p.pf.Derived
 	p.launching = append(p.launching, countedInFlight(p.nodeInfos, in.InFlight, in.Spared)...)

@@ -45,3 +45,29 @@ func TestUnplaceablePodWithPreferencesIsExplainedInThePluginsWords(t *testing.T)
 		t.Errorf("the pod's reason is %q, want the plugins' words and the conflicting key", why)
 	}
 }
+
+// A plan asked to stop at the first pod outside First that fits nowhere (a disruption probe)
+// plans no pod after it, and that pod's reasons are the ones a whole plan gives it; a pod of
+// First that fits nowhere does not stop it.
+func TestPlanStopsAtTheFirstUnplaceablePodOutsideFirst(t *testing.T) {
+	pl := testPlanner(t)
+	pool := newPool("arm", requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"))
+	waiting := newPod("waiting", "3", "1Gi", nodeSelector(corev1.LabelArchStable, "amd64"))
+	// Packing goes largest first: the evicted pod that fits nowhere comes before the small ones.
+	evicted := newPod("evicted", "2", "1Gi", nodeSelector(corev1.LabelArchStable, "amd64"))
+	small := pods(4, "100m", "128Mi")
+	in := Input{Pending: append([]*corev1.Pod{waiting, evicted}, small...), Pools: []Pool{pool},
+		First: map[types.UID]bool{waiting.UID: true}, Unexplained: map[types.UID]bool{waiting.UID: true}}
+	whole := pl.Plan(context.Background(), in)
+	in.StopAtUnplaceable = true
+	stopped := pl.Plan(context.Background(), in)
+	if len(whole.Claims) == 0 || len(whole.Unplaceable) != 2 {
+		t.Fatalf("the whole plan should place the small pods and leave two unplaceable; got %s", summary(whole))
+	}
+	if len(stopped.Claims) != 0 || len(stopped.Unplaceable) != 2 || stopped.Unplaceable[1].Pod != evicted {
+		t.Fatalf("the stopped plan should end at the evicted pod, after the waiting one, with no claim; got %s", summary(stopped))
+	}
+	if got, want := reasonsOf(t, stopped, evicted)["arm"], reasonsOf(t, whole, evicted)["arm"]; got != want || got == notExplained {
+		t.Errorf("the evicted pod's reason is %q when the plan stops, %q in the whole plan; want the same, in the plugins' words", got, want)
+	}
+}
