@@ -110,7 +110,7 @@ type cappedEvents struct {
 }
 
 func (e cappedEvents) NewRecorder(name string) events.EventRecorderLogger {
-	return e.capped.NewRecorder(name)
+	return boundedNotes{e.capped.NewRecorder(name)}
 }
 
 func (e cappedEvents) StartRecordingToSink(stop <-chan struct{}) {

@@ -85,11 +85,6 @@ func valuesOf(pc *nodeclaim.Planned, key string) []string {
 	return out
 }
 
-// optionLabels are the labels the claim's node registers with when launched as o.
-func optionLabels(pc *nodeclaim.Planned, o nodeclaim.Option) map[string]string {
-	return nodeLabels(nodeclaim.New(pc).Labels, o)
-}
-
 // nodeLabels are the labels of a node launched as o for a NodeClaim labelled claim: the claim's,
 // then the instance type's, zone and capacity type, as the cloud sets them.
 func nodeLabels(claim map[string]string, o nodeclaim.Option) map[string]string {
@@ -188,8 +183,9 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 			onInFlight = append(onInFlight, clusterview.OnNode(p, node))
 		}
 	}
+	claimLabels, catalog := claimLabelsOf(plan), fake.Catalog()
 	cluster := func(which, o int) ([]*corev1.Node, []*corev1.Pod) {
-		nodes, pods := materialise(plan, which, o)
+		nodes, pods := materialiseWith(plan, which, o, claimLabels)
 		nodes = append(append([]*corev1.Node{}, in.Nodes...), nodes...)
 		pods = append(append(append([]*corev1.Pod{}, in.Pods...), pods...), onInFlight...)
 		for _, p := range plan.FitsExisting {
@@ -202,7 +198,7 @@ func verifyPlan(t *testing.T, s *simulation.Simulator, in Input, plan *Plan) {
 			t.Errorf("claim %d has no options", i)
 			continue
 		}
-		expressibleOnly(t, pc, fake.Catalog())
+		expressibleOnly(t, pc, catalog)
 		for _, o := range sampleOptions(pc) {
 			last := newLastOn(cluster(i, o))
 			for _, p := range pc.Pods {

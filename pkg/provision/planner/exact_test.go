@@ -141,6 +141,21 @@ func expressibleOnly(t *testing.T, pc *nodeclaim.Planned, catalog []*cloud.Insta
 // materialise returns the nodes and bound pods of a plan: claim which launched as its option o,
 // every other claim as its cheapest option.
 func materialise(plan *Plan, which, o int) ([]*corev1.Node, []*corev1.Pod) {
+	return materialiseWith(plan, which, o, claimLabelsOf(plan))
+}
+
+// claimLabelsOf are the labels of each claim of the plan's NodeClaim, in order: what materialise
+// starts each node's labels from. A caller that materialises one plan many times works them out
+// once (building the NodeClaim was most of what verifying a plan cost).
+func claimLabelsOf(plan *Plan) []map[string]string {
+	out := make([]map[string]string, len(plan.Claims))
+	for i, pc := range plan.Claims {
+		out[i] = nodeclaim.New(pc).Labels
+	}
+	return out
+}
+
+func materialiseWith(plan *Plan, which, o int, claimLabels []map[string]string) ([]*corev1.Node, []*corev1.Pod) {
 	var nodes []*corev1.Node
 	var pods []*corev1.Pod
 	for i, pc := range plan.Claims {
@@ -149,7 +164,7 @@ func materialise(plan *Plan, which, o int) ([]*corev1.Node, []*corev1.Pod) {
 			opt = pc.Options[o]
 		}
 		name := fmt.Sprintf("claim-%d", i)
-		labels := optionLabels(pc, opt)
+		labels := nodeLabels(claimLabels[i], opt)
 		labels[corev1.LabelHostname] = name
 		nodes = append(nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
