@@ -238,10 +238,12 @@ func (p *Provider) reservedOfferings(instanceType string, reservations []awsv1.C
 		// A block within its lead time is expiring even before the status says so.
 		expiring := cr.State == "expiring" || (cr.EndTime != nil && reservationType(cr) == resolve.ReservationTypeCapacityBlock &&
 			!p.opts.Clock.Now().Before(cr.EndTime.Add(-resolve.CapacityBlockLead)))
+		room := p.reservations.room(cr.ID)
 		out = append(out, cloud.Offering{Zone: cr.AvailabilityZone, CapacityType: karpv1.CapacityTypeReserved,
-			PricePerHour: price / reservedPriceDivisor,
-			Available:    priced && !expiring && p.reservations.room(cr.ID) > 0,
-			Labels:       map[string]string{awsv1.LabelCapacityReservationID: cr.ID, awsv1.LabelCapacityReservationType: reservationType(cr)}})
+			PricePerHour:  price / reservedPriceDivisor,
+			Available:     priced && !expiring && room > 0,
+			Labels:        map[string]string{awsv1.LabelCapacityReservationID: cr.ID, awsv1.LabelCapacityReservationType: reservationType(cr)},
+			ReservationID: cr.ID, ReservationCapacity: max(room, 0)})
 	}
 	return out
 }

@@ -130,7 +130,7 @@ func reservedOffering(t *testing.T, p *tailoraws.Provider, instanceType, zone st
 }
 
 // TestReservedOfferings: a reservation is offered in its zone and type only, at the on-demand
-// price over ten million, labelled with its ID and type.
+// price over ten million, labelled with its ID and type, with the room it has.
 func TestReservedOfferings(t *testing.T) {
 	e := newEnv(t, emulator.Options{})
 	id := e.emu.AddCapacityReservation(emulator.CapacityReservation{InstanceType: "m5.large", Zone: fake.ZoneA, Total: 2, Tags: mlTerm.Tags})
@@ -145,6 +145,10 @@ func TestReservedOfferings(t *testing.T) {
 	}
 	if got.Labels[awsv1.LabelCapacityReservationID] != id || got.Labels[awsv1.LabelCapacityReservationType] != "default" {
 		t.Errorf("labels %v", got.Labels)
+	}
+	// The planner gives the reservation to no more claims than it has room for.
+	if got.ReservationID != id || got.ReservationCapacity != 2 {
+		t.Errorf("reservation %q with room for %d, want %s with room for 2", got.ReservationID, got.ReservationCapacity, id)
 	}
 	for _, other := range []struct{ it, zone string }{{"m5.large", fake.ZoneB}, {"c5.large", fake.ZoneA}} {
 		if o, ok := reservedOffering(t, e.provider, other.it, other.zone); ok {

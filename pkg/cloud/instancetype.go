@@ -63,6 +63,11 @@ type Offering struct {
 	// capacity type: on AWS, a reserved offering's capacity reservation ID and type. Pods and
 	// NodePools can select on them like on any other node label.
 	Labels map[string]string
+	// ReservationID names the capacity reservation a reserved offering launches into, and
+	// ReservationCapacity is how many more instances that reservation takes now: a plan gives
+	// it to no more of its claims than that (see the planner's reservations.go).
+	ReservationID       string
+	ReservationCapacity int
 }
 
 // Allocatable is Capacity minus Overhead: what pods on a node of this type can request.

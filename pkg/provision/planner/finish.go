@@ -68,6 +68,7 @@ func (p *planning) finish(ctx context.Context) {
 		}
 	}
 	refused := pl.besideThePlan(ctx, snapshot, live, defaultKeys, specs, p.fresh)
+	reservations := newReservationLedger()
 	held := pl.sparingTheLaunching(ctx, snapshot, live, p.launching, refused, defaultKeys, specs)
 	for i, oc := range open {
 		if offerings[i] == nil {
@@ -81,13 +82,15 @@ func (p *planning) finish(ctx context.Context) {
 			}
 			continue
 		}
-		pc := oc.claimOf(offerings[i])
+		pods := oc.pods
 		if len(refused) > 0 {
-			pc.Pods = slices.DeleteFunc(slices.Clone(pc.Pods), func(p *corev1.Pod) bool { _, ok := refused[p.UID]; return ok })
-			if len(pc.Pods) == 0 {
+			pods = slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { _, ok := refused[p.UID]; return ok })
+			if len(pods) == 0 {
 				continue
 			}
 		}
+		pc := oc.claimOf(reservations.take(oc.pool, offerings[i]))
+		pc.Pods = pods
 		plan.Claims = append(plan.Claims, pc)
 	}
 	for _, oc := range live {

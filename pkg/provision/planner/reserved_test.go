@@ -13,15 +13,19 @@ import (
 )
 
 // withReservation is the fake catalog with a nearly free reserved offering of m5.large in zone a,
-// labelled as the AWS provider labels it.
-func withReservation(p Pool) Pool {
+// labelled as the AWS provider labels it, with room for ten instances.
+func withReservation(p Pool) Pool { return withReservationRoom(p, 10) }
+
+// withReservationRoom is withReservation with room for that many instances.
+func withReservationRoom(p Pool, room int) Pool {
 	var types []*cloud.InstanceType
 	for _, it := range p.InstanceTypes {
 		if it.Name == "m5.large" {
 			c := *it
 			c.Offerings = append(append([]cloud.Offering(nil), it.Offerings...), cloud.Offering{Zone: fake.ZoneA,
 				CapacityType: karpv1.CapacityTypeReserved, PricePerHour: 0.0000001, Available: true,
-				Labels: map[string]string{awsv1.LabelCapacityReservationID: "cr-1", awsv1.LabelCapacityReservationType: "default"}})
+				Labels:        map[string]string{awsv1.LabelCapacityReservationID: "cr-1", awsv1.LabelCapacityReservationType: "default"},
+				ReservationID: "cr-1", ReservationCapacity: room})
 			it = &c
 		}
 		types = append(types, it)
@@ -73,6 +77,56 @@ func TestPlanReservedOfferings(t *testing.T) {
 				t.Errorf("the pod selects the reservation's label, yet the claim has options without it: %s", summary(plan))
 			case !tc.wantReserved && reserved:
 				t.Errorf("the pool took the reservation: %s", summary(plan))
+			}
+		})
+	}
+}
+
+// TestPlanGivesAReservationNoMoreClaimsThanItHasRoomFor: three pods that each need a node of
+// their own, a reservation with room for two. The first two claims may launch into it, the third
+// may not, and lists the on-demand and spot offerings it will launch as; a pool that can launch
+// nothing else keeps the reservation on every claim, whose launch then finds it full.
+func TestPlanGivesAReservationNoMoreClaimsThanItHasRoomFor(t *testing.T) {
+	reservedFirst := func(plan *Plan) (firsts, holding int) {
+		for _, pc := range plan.Claims {
+			if pc.Options[0].Offering.ReservationID == "cr-1" {
+				firsts++
+			}
+			for _, o := range pc.Options {
+				if o.Offering.ReservationID == "cr-1" {
+					holding++
+					break
+				}
+			}
+		}
+		return firsts, holding
+	}
+	for _, tc := range []struct {
+		name         string
+		capacity     []string
+		room         int
+		wantHolding  int
+		wantFallback bool
+	}{
+		{name: "room for two of three", capacity: []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeOnDemand}, room: 2, wantHolding: 2, wantFallback: true},
+		{name: "room for all", capacity: []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeOnDemand}, room: 5, wantHolding: 3},
+		{name: "reserved only", capacity: []string{karpv1.CapacityTypeReserved}, room: 1, wantHolding: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := withReservationRoom(newPool("default", requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, tc.capacity...),
+				requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")), tc.room)
+			pending := pods(3, "1500m", "1Gi")
+			plan := testPlanner(t).Plan(context.Background(), Input{Pending: pending, Pools: []Pool{pool}})
+			placedOnce(t, plan, pending)
+			if len(plan.Claims) != 3 {
+				t.Fatalf("want a claim per pod; got %s", summary(plan))
+			}
+			firsts, holding := reservedFirst(plan)
+			if holding != tc.wantHolding || firsts != tc.wantHolding {
+				t.Errorf("%d claims may launch into the reservation (%d list it first), want %d: %s", holding, firsts, tc.wantHolding, summary(plan))
+			}
+			if last := plan.Claims[2]; tc.wantFallback && last.Options[0].Offering.CapacityType != karpv1.CapacityTypeOnDemand {
+				t.Errorf("the claim past the reservation's room launches first as %s, want on-demand", optionKey(last.Options[0].InstanceType, last.Options[0].Offering))
 			}
 		})
 	}
