@@ -148,27 +148,29 @@ func ApplyFiles(ctx context.Context, cfg *rest.Config, paths []string, report fu
 
 // restMapping finds where the API server serves gvk. A CRD applied earlier in the same run is not
 // in the cached discovery yet; nor, for a while, is one the API server has just marked Established:
-// its discovery document is updated after the condition, and later still on a loaded machine. So
-// discovery is asked afresh every discoveryPause: for up to crdDiscoveryWait while a CRD defining
-// the kind exists, and for up to unknownKindWait otherwise, so that a misspelt kind fails soon.
+// its discovery document is updated after the condition, and later still on a loaded machine (CI
+// once saw discovery leave out a kind for a whole minute after its CRD, installed when the sandbox
+// started, was served). The API server serves an Established CRD's objects whatever discovery
+// says, so the mapping is then read from the CRD itself (crdMapping). Otherwise discovery is asked
+// afresh every discoveryPause: for up to crdDiscoveryWait while a CRD defining the kind exists,
+// and for up to unknownKindWait otherwise, so that a misspelt kind fails soon.
 func restMapping(ctx context.Context, mapper *restmapper.DeferredDiscoveryRESTMapper, dyn dynamic.Interface, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if !meta.IsNoMatchError(err) {
 		return mapping, err
 	}
 	start := time.Now()
-	// Once a CRD is found to define the kind, it is not looked up again: the wait only asks
-	// whether discovery serves it yet.
-	defined := false
 	for meta.IsNoMatchError(err) {
+		fromCRD, defined := crdMapping(ctx, dyn, gvk)
+		if fromCRD != nil {
+			return fromCRD, nil
+		}
 		waited := time.Since(start)
 		if waited >= crdDiscoveryWait {
 			return nil, fmt.Errorf("a CustomResourceDefinition defines the kind, but the API server has not served it after %v (see the CRD's conditions): %w", crdDiscoveryWait, err)
 		}
 		if waited >= unknownKindWait && !defined {
-			if defined = crdDefines(ctx, dyn, gvk.GroupKind()); !defined {
-				return nil, err
-			}
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():
@@ -181,20 +183,50 @@ func restMapping(ctx context.Context, mapper *restmapper.DeferredDiscoveryRESTMa
 	return mapping, err
 }
 
-// crdDefines reports whether a CustomResourceDefinition in the cluster defines gk. A failed lookup
-// answers no: the caller then gives up as it would on a kind nobody defines.
-func crdDefines(ctx context.Context, dyn dynamic.Interface, gk schema.GroupKind) bool {
-	if gk.Group == "" {
-		return false
+// crdMapping looks for a CustomResourceDefinition in the cluster that defines gvk's kind: defined
+// says whether one does, and the mapping is where its objects are served, once it is Established
+// and serves gvk's version. A failed lookup answers nothing: the caller waits on discovery.
+func crdMapping(ctx context.Context, dyn dynamic.Interface, gvk schema.GroupVersionKind) (mapping *meta.RESTMapping, defined bool) {
+	if gvk.Group == "" {
+		return nil, false
 	}
 	crds, err := dyn.Resource(crdResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return false
+		return nil, false
 	}
 	for _, crd := range crds.Items {
 		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		if group == gk.Group && kind == gk.Kind {
+		if group != gvk.Group || kind != gvk.Kind {
+			continue
+		}
+		if !crdEstablished(crd.Object) || !crdServes(crd.Object, gvk.Version) {
+			return nil, true
+		}
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		scope := meta.RESTScopeRoot
+		if s, _, _ := unstructured.NestedString(crd.Object, "spec", "scope"); s == "Namespaced" {
+			scope = meta.RESTScopeNamespace
+		}
+		return &meta.RESTMapping{Resource: gvk.GroupVersion().WithResource(plural), GroupVersionKind: gvk, Scope: scope}, true
+	}
+	return nil, false
+}
+
+func crdEstablished(crd map[string]any) bool {
+	conditions, _, _ := unstructured.NestedSlice(crd, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func crdServes(crd map[string]any, version string) bool {
+	versions, _, _ := unstructured.NestedSlice(crd, "spec", "versions")
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok && m["name"] == version && m["served"] == true {
 			return true
 		}
 	}
