@@ -44,6 +44,10 @@ fi
 if [ "${BUILD_ONLY:-0}" = 1 ]; then
 	exit 0
 fi
+if ! compgen -G "$bin/*.test" >/dev/null; then
+	echo "e2e: no test binaries in $bin (BUILT=1 runs what a build left there)" >&2
+	exit 1
+fi
 # "suite test" lines; longest first, so that no long test starts last; the rest in the order
 # they are listed.
 mapfile -t tests < <(for b in "$bin"/*.test; do

@@ -203,7 +203,11 @@ func crdMapping(ctx context.Context, dyn dynamic.Interface, gvk schema.GroupVers
 		if !crdEstablished(crd.Object) || !crdServes(crd.Object, gvk.Version) {
 			return nil, true
 		}
-		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		// The API server serves the names it accepted, which can differ from those asked for.
+		plural, _, _ := unstructured.NestedString(crd.Object, "status", "acceptedNames", "plural")
+		if plural == "" {
+			plural, _, _ = unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		}
 		scope := meta.RESTScopeRoot
 		if s, _, _ := unstructured.NestedString(crd.Object, "spec", "scope"); s == "Namespaced" {
 			scope = meta.RESTScopeNamespace

@@ -10,8 +10,8 @@ import "github.com/tailor-sh/tailor/pkg/provision/planner/nodepool"
 // consolidation, at the reserved price. So the claims take the reservation's slots in the order
 // the plan opened them, each claim one slot of every reservation it may launch into (as
 // Karpenter's scheduler reserves them), and the claims after those launch without its offerings.
-// A claim that may launch into nothing else keeps them: its launch then finds the reservation
-// full, as it would have before.
+// A claim that may launch into nothing else keeps them, as does one that would otherwise fall
+// short of its pool's minValues: its launch then finds the reservation full, as before.
 //
 // The count is per plan: claims created by an earlier plan and not launched yet are not in it (the
 // AWS provider's count covers launches, finished and in flight), so two plans in a row can still
@@ -60,7 +60,9 @@ func (l *reservationLedger) take(pool *nodepool.State, offerings []int) []int {
 				kept = append(kept, i)
 			}
 		}
-		if kept = nodepool.Expressible(pool, kept); len(kept) == 0 {
+		// Nothing left, or too little for the pool's minValues that the offerings met: the claim
+		// keeps them, and its launch finds the reservation full.
+		if kept = nodepool.Expressible(pool, kept); len(kept) == 0 || (pool.MinValuesShort(kept) != "" && pool.MinValuesShort(offerings) == "") {
 			kept = offerings
 		}
 	}
