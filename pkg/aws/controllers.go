@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,8 +22,9 @@ import (
 
 var _ controllers.Provider = (*Provider)(nil)
 
-// Controllers implements controllers.Provider: the EC2NodeClass status controller. (The
-// interruption queue is consumed through HandleInterruptions.) Every call returns the same
+// Controllers implements controllers.Provider: the EC2NodeClass status controller, and for a host
+// that gives its informers, the cache the provider reads EC2NodeClasses from (nodeclasscache.go).
+// (The interruption queue is consumed through HandleInterruptions.) Every call returns the same
 // controllers, and each runs at most once at a time, so a host that starts them twice (the
 // sandbox and the operator, say) does not double the AWS calls or the status writes.
 func (p *Provider) Controllers(deps controllers.Deps) []cloud.Runnable {
@@ -37,7 +39,20 @@ func (p *Provider) Controllers(deps controllers.Deps) []cloud.Runnable {
 			return c.Run(ctx)
 		}}}
 	})
-	return p.controllers
+	// The EC2NodeClass cache comes with a host that has informers to give (the operator), whoever
+	// asked first: a test or the CLI may run the status controller itself, without them. It is
+	// made anew for another host's informers (a replica that leads after another, in a sandbox
+	// whose replicas share one provider): the last one's stopped with its leadership.
+	if deps.Informers == nil {
+		return p.controllers
+	}
+	p.mu.Lock()
+	if p.classCacheFor != deps.Informers {
+		p.classCacheFor, p.classCache = deps.Informers, &single{name: "ec2nodeclass-cache", run: p.nodeClassCache(deps.Informers)}
+	}
+	cacheCtrl := p.classCache
+	p.mu.Unlock()
+	return append(slices.Clone(p.controllers), cacheCtrl)
 }
 
 // resolveStatus is the status controller's view: a fresh resolution, never the launch cache, so

@@ -31,7 +31,7 @@ func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (clou
 	if ref == nil || ref.Name == "" {
 		return "", nil
 	}
-	nc, err := p.opts.NodeClasses(ctx, ref.Name)
+	nc, err := p.nodeClass(ctx, ref.Name)
 	if err != nil {
 		return "", fmt.Errorf("reading EC2NodeClass %q: %w", ref.Name, err)
 	}

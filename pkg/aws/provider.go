@@ -28,6 +28,7 @@ import (
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/aws/resolve"
 	"github.com/tailor-sh/tailor/pkg/cloud"
+	awslisters "github.com/tailor-sh/tailor/pkg/generated/listers/aws/v1"
 )
 
 // ProviderName is what Name returns; provider IDs are aws:///<zone>/<instance-id>.
@@ -60,8 +61,14 @@ type Provider struct {
 	// warned holds the NodePools (name/generation) already warned of a deprecated key.
 	warned sync.Map
 
+	// classLister, once set, is where EC2NodeClasses are read (nodeclasscache.go).
+	classLister atomic.Pointer[awslisters.EC2NodeClassLister]
+
 	controllersOnce sync.Once
 	controllers     []cloud.Runnable
+	// classCache is the EC2NodeClass cache's controller for the informers of classCacheFor.
+	classCacheFor any
+	classCache    cloud.Runnable
 	// consuming is set while HandleInterruptions consumes the queue.
 	consuming atomic.Bool
 }
@@ -164,7 +171,7 @@ func (p *Provider) readyNodeClass(ctx context.Context, ref *karpv1.NodeClassRefe
 			Message: fmt.Sprintf("spec.template.spec.nodeClassRef is group %q kind %q: the AWS provider launches only from kind EC2NodeClass of group %s",
 				ref.Group, ref.Kind, awsv1.Group)}
 	}
-	nc, err := p.opts.NodeClasses(ctx, ref.Name)
+	nc, err := p.nodeClass(ctx, ref.Name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil, &cloud.NodeClassNotReadyError{Kind: "EC2NodeClass", Name: ref.Name, Reason: "NodeClassNotFound",
 			Message: "spec.template.spec.nodeClassRef names an EC2NodeClass that does not exist"}
@@ -199,7 +206,7 @@ func (p *Provider) NodeClassReady(ctx context.Context, ref *karpv1.NodeClassRefe
 	if ref == nil || ref.Name == "" || (ref.Kind != "" && ref.Kind != "EC2NodeClass") {
 		return metav1.ConditionFalse, "NodeClassInvalid", "spec.template.spec.nodeClassRef must name an EC2NodeClass", nil
 	}
-	nc, err := p.opts.NodeClasses(ctx, ref.Name)
+	nc, err := p.nodeClass(ctx, ref.Name)
 	if apierrors.IsNotFound(err) {
 		return metav1.ConditionFalse, "NodeClassNotFound", fmt.Sprintf("EC2NodeClass %q not found", ref.Name), nil
 	}

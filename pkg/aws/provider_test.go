@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,8 @@ type env struct {
 
 	mu      sync.Mutex
 	classes map[string]*awsv1.EC2NodeClass
+	// gets counts the reads of a class through Options.NodeClasses (the API server's GETs).
+	gets atomic.Int64
 }
 
 func newEnv(t *testing.T, emuOpts emulator.Options) *env {
@@ -53,6 +56,7 @@ func (e *env) newProvider(t *testing.T, clusterName string) *tailoraws.Provider 
 		ClusterName: clusterName, ClusterEndpoint: "https://api.tailor.internal", ClusterCABundle: "Q0E=", ClusterDNS: []string{"10.100.0.10"},
 		Endpoint: e.emu.URL(), Region: e.emu.Region(), Clock: e.clock, RetryMaxAttempts: 3, RetryMaxBackoff: 100 * time.Millisecond,
 		NodeClasses: func(_ context.Context, name string) (*awsv1.EC2NodeClass, error) {
+			e.gets.Add(1)
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			nc, ok := e.classes[name]

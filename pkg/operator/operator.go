@@ -218,7 +218,7 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	// Clouds with controllers of their own (AWS: EC2NodeClass status, the interruption queue) run
 	// them only on the leader, like Tailor's.
 	if cp, ok := o.cloud.(controllers.Provider); ok {
-		for _, c := range cp.Controllers(controllers.Deps{Kube: h.ClientSet(), Clients: o.clients, Recorder: h.EventRecorder()}) {
+		for _, c := range cp.Controllers(controllers.Deps{Kube: h.ClientSet(), Clients: o.clients, Informers: o.informers, Recorder: h.EventRecorder()}) {
 			o.wg.Go(func() {
 				if err := c.Run(ctx); err != nil && ctx.Err() == nil {
 					logger.Error(err, "Cloud controller stopped")

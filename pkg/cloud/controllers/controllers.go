@@ -10,12 +10,16 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/cloud"
 	clientset "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned"
+	tailorinformers "github.com/tailor-sh/tailor/pkg/generated/informers/externalversions"
 )
 
 // Deps is what a provider's controllers may use of the cluster.
 type Deps struct {
 	Kube    kubernetes.Interface
 	Clients clientset.Interface
+	// Informers, if set, is the host's factory of informers of Tailor's resources: a provider may
+	// read its node classes from it rather than ask the API server each time.
+	Informers tailorinformers.SharedInformerFactory
 	// Recorder may be nil, in which case no Events are written.
 	Recorder events.EventRecorder
 }
