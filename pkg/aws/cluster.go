@@ -17,8 +17,9 @@ import (
 
 // NodeClassesFromKube reads EC2NodeClasses from the API server through any clientset. The
 // cloud is built from the scheduler's clientset alone (operator.NewCloudFunc), which has no typed
-// client for Tailor's resources, so this asks for the JSON and decodes it. One GET per use is
-// cheap next to the AWS calls the provider makes with the answer.
+// client for Tailor's resources, so this asks for the JSON and decodes it. Once the operator's
+// EC2NodeClass informer has synced, the provider reads its cache instead (nodeclasscache.go), and
+// this is asked only for a class the cache does not hold yet.
 func NodeClassesFromKube(kube kubernetes.Interface) NodeClassGetter {
 	return func(ctx context.Context, name string) (*awsv1.EC2NodeClass, error) {
 		raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/apis", awsv1.Group, "v1", "ec2nodeclasses", name).
