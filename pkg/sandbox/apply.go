@@ -11,6 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -194,47 +198,27 @@ func crdMapping(ctx context.Context, dyn dynamic.Interface, gvk schema.GroupVers
 	if err != nil {
 		return nil, false
 	}
-	for _, crd := range crds.Items {
-		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		if group != gvk.Group || kind != gvk.Kind {
+	for _, item := range crds.Items {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &crd) != nil ||
+			crd.Spec.Group != gvk.Group || crd.Spec.Names.Kind != gvk.Kind {
 			continue
 		}
-		if !crdEstablished(crd.Object) || !crdServes(crd.Object, gvk.Version) {
+		if !apihelpers.IsCRDConditionTrue(&crd, apiextensionsv1.Established) || !apihelpers.HasServedCRDVersion(&crd, gvk.Version) {
 			return nil, true
 		}
 		// The API server serves the names it accepted, which can differ from those asked for.
-		plural, _, _ := unstructured.NestedString(crd.Object, "status", "acceptedNames", "plural")
+		plural := crd.Status.AcceptedNames.Plural
 		if plural == "" {
-			plural, _, _ = unstructured.NestedString(crd.Object, "spec", "names", "plural")
+			plural = crd.Spec.Names.Plural
 		}
 		scope := meta.RESTScopeRoot
-		if s, _, _ := unstructured.NestedString(crd.Object, "spec", "scope"); s == "Namespaced" {
+		if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
 			scope = meta.RESTScopeNamespace
 		}
 		return &meta.RESTMapping{Resource: gvk.GroupVersion().WithResource(plural), GroupVersionKind: gvk, Scope: scope}, true
 	}
 	return nil, false
-}
-
-func crdEstablished(crd map[string]any) bool {
-	conditions, _, _ := unstructured.NestedSlice(crd, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
-}
-
-func crdServes(crd map[string]any, version string) bool {
-	versions, _, _ := unstructured.NestedSlice(crd, "spec", "versions")
-	for _, v := range versions {
-		if m, ok := v.(map[string]any); ok && m["name"] == version && m["served"] == true {
-			return true
-		}
-	}
-	return false
 }
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

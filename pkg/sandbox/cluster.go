@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -295,13 +296,7 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 			if err != nil {
 				return false, nil
 			}
-			established := false
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					established = true
-				}
-			}
-			if !established {
+			if !apihelpers.IsCRDConditionTrue(got, apiextensionsv1.Established) {
 				return false, nil
 			}
 		}
