@@ -17,6 +17,8 @@ type UnavailableOfferings struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	until map[OfferingKey]time.Time
+	// changes counts what may change the answers of Has: marks, clears and lapsed marks.
+	changes uint64
 }
 
 // NewUnavailableOfferings returns an empty cache on clk.
@@ -32,6 +34,7 @@ func (u *UnavailableOfferings) Mark(keys ...OfferingKey) {
 	for _, k := range keys {
 		u.until[k] = end
 	}
+	u.changes++
 }
 
 // Has reports whether the offering is still marked unavailable.
@@ -44,9 +47,25 @@ func (u *UnavailableOfferings) Has(k OfferingKey) bool {
 	}
 	if !u.clock.Now().Before(end) {
 		delete(u.until, k)
+		u.changes++
 		return false
 	}
 	return true
+}
+
+// Version is the same number for as long as Has gives the same answers: it changes with a mark,
+// a clear, and a mark's lapse. A provider keeps what it built from the marks while it holds.
+func (u *UnavailableOfferings) Version() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clock.Now()
+	for k, end := range u.until {
+		if !now.Before(end) {
+			delete(u.until, k)
+			u.changes++
+		}
+	}
+	return u.changes
 }
 
 // Clear forgets every mark.
@@ -54,4 +73,5 @@ func (u *UnavailableOfferings) Clear() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.until = map[OfferingKey]time.Time{}
+	u.changes++
 }

@@ -82,6 +82,12 @@ type Provider struct {
 	// launches have found out about it, shown in InstanceTypes for cloud.UnavailableTTL.
 	ice         map[cloud.OfferingKey]bool
 	unavailable *cloud.UnavailableOfferings
+	// view is the catalog as InstanceTypes last gave it, built at viewVersion of unavailable:
+	// handed out again, not copied, while no mark changes (callers only read it, as they read
+	// the AWS provider's cached types), so the planner's per-pool cache keeps it too.
+	viewMu      sync.Mutex
+	view        []*cloud.InstanceType
+	viewVersion uint64
 	drift       map[string]cloud.DriftReason
 	faults      map[Step][]Fault
 	// notices wait for HandleInterruptions; reclaimed are instances taken at a notice's deadline.
@@ -141,11 +147,18 @@ func (p *Provider) InstanceTypes(ctx context.Context, _ *karpv1.NodePool) ([]*cl
 	return p.currentCatalog(), nil
 }
 
-// currentCatalog copies the catalog with capacity shortages the launches found applied. It needs
-// no p.mu: the catalog is fixed at New and the unavailable offerings keep their own lock. Copying
-// hundreds of types under p.mu held every launch (Create) behind the drift controller's reads of
-// the catalog.
+// currentCatalog is the catalog with the capacity shortages launches found applied: a copy made
+// when the marks change, shared until they change again. It needs no p.mu: the catalog is fixed
+// at New and the unavailable offerings keep their own lock. Copying hundreds of types under p.mu
+// held every launch (Create) behind the drift controller's reads of the catalog; copying them per
+// call gave every round new types, which the planner's per-pool cache took for a new catalog.
 func (p *Provider) currentCatalog() []*cloud.InstanceType {
+	p.viewMu.Lock()
+	defer p.viewMu.Unlock()
+	version := p.unavailable.Version()
+	if p.view != nil && version == p.viewVersion {
+		return p.view
+	}
 	out := make([]*cloud.InstanceType, 0, len(p.catalog))
 	for _, it := range p.catalog {
 		c := copyInstanceType(it)
@@ -156,6 +169,7 @@ func (p *Provider) currentCatalog() []*cloud.InstanceType {
 		}
 		out = append(out, c)
 	}
+	p.view, p.viewVersion = out, version
 	return out
 }
 
