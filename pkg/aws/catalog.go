@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -42,8 +43,13 @@ func (c *catalog) get(ctx context.Context) ([]ec2types.InstanceTypeInfo, map[str
 		}
 		return nil, nil, err
 	}
-	c.types, c.zones, c.fetched = types, zones, c.clock.Now()
-	return types, zones, nil
+	c.fetched = c.clock.Now()
+	// A refresh that found what was known keeps the objects from before: the offerings built
+	// from them are kept while they are the same (launchKey).
+	if c.types == nil || !reflect.DeepEqual(types, c.types) || !reflect.DeepEqual(zones, c.zones) {
+		c.types, c.zones = types, zones
+	}
+	return c.types, c.zones, nil
 }
 
 // fetch lists HVM x86_64/arm64 types (what the supported AMI families boot) and their zonal

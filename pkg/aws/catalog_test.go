@@ -72,3 +72,47 @@ func TestInstanceTypesAreKeptUntilAnOfferingChanges(t *testing.T) {
 		t.Errorf("offering %+v still unavailable after its mark lapsed", key)
 	}
 }
+
+// TestInstanceTypesOutliveRefreshesThatFindNothingNew: the node class is resolved again every
+// minute, and the catalog and prices read again every 12 hours. A round after a refresh that
+// found what was known gets the same types, so the planner keeps what it worked out for the
+// NodePool; a round after one that found a new image gets new types.
+func TestInstanceTypesOutliveRefreshesThatFindNothingNew(t *testing.T) {
+	e := newEnv(t, emulator.Options{})
+	ctx := context.Background()
+	read := func() []*cloud.InstanceType {
+		t.Helper()
+		its, err := e.provider.InstanceTypes(ctx, pool())
+		if err != nil || len(its) == 0 {
+			t.Fatalf("InstanceTypes: %d types, %v", len(its), err)
+		}
+		return its
+	}
+	first := read()
+
+	subnets := e.emu.Calls("DescribeSubnets")
+	e.clock.Step(2 * time.Minute)
+	if read()[0] != first[0] {
+		t.Error("the types were built anew after the node class was resolved again to the same subnets and images")
+	}
+	if e.emu.Calls("DescribeSubnets") == subnets {
+		t.Fatal("the node class was not resolved again after two minutes")
+	}
+
+	described, spot := e.emu.Calls("DescribeInstanceTypes"), e.emu.Calls("DescribeSpotPriceHistory")
+	e.clock.Step(tailoraws.CatalogRefreshInterval)
+	if read()[0] != first[0] {
+		t.Error("the types were built anew after the catalog and prices were read again unchanged")
+	}
+	if e.emu.Calls("DescribeInstanceTypes") == described || e.emu.Calls("DescribeSpotPriceHistory") == spot {
+		t.Fatal("the catalog or the spot prices were not read again after 12 hours")
+	}
+
+	e.emu.AddImage(emulator.Image{ID: "ami-newer", Name: "amazon-eks-node-al2023-x86_64-standard-1.36-vnext", Architecture: "x86_64",
+		OwnerID: emulator.AccountID, OwnerAlias: "amazon", Created: e.clock.Now()})
+	e.emu.SetParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id", "ami-newer")
+	e.clock.Step(2 * time.Minute)
+	if read()[0] == first[0] {
+		t.Error("the types were kept after the node class resolved to a new image")
+	}
+}

@@ -2,7 +2,10 @@ package aws
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -46,7 +49,7 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	cacheable := len(infos) > 0 && len(nc.Status.CapacityReservations) == 0 && len(res.NodeClass.Status.CapacityReservations) == 0
 	var key launchKey
 	if cacheable {
-		key = launchKey{res: res, catalog: &infos[0], types: len(infos), prices: p.prices.pricesVersion(), unavailable: p.unavailable.version()}
+		key = launchKey{class: launchClassKey(nc, res), catalog: &infos[0], types: len(infos), prices: p.prices.pricesVersion(), unavailable: p.unavailable.version()}
 		p.mu.Lock()
 		cached, ok := p.launchable[nc.Name]
 		p.mu.Unlock()
@@ -63,11 +66,13 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	return out, err
 }
 
-// launchKey is what a node class's launchable types depend on besides the class itself: its
-// resolution (made anew when the spec changes, and at least once a minute: subnets and images),
-// the catalog EC2 described, the prices, and the offerings marked unavailable.
+// launchKey is what a node class's launchable types depend on: the class's spec and what its
+// resolution found that they read (the subnets' zones and the images), the catalog EC2
+// described, the prices, and the offerings marked unavailable. The resolution is made anew at
+// least once a minute; keyed by what it found, not by the object, an unchanged one keeps the
+// types, and with them what the planner worked out for each NodePool.
 type launchKey struct {
-	res         *resolve.Resolution
+	class       string
 	catalog     *ec2types.InstanceTypeInfo
 	types       int
 	prices      uint64
@@ -253,4 +258,19 @@ func reservationType(cr awsv1.CapacityReservation) string {
 		return resolve.ReservationTypeDefault
 	}
 	return cr.ReservationType
+}
+
+// launchClassKey is the part of launchKey that comes from the node class and its resolution.
+func launchClassKey(nc *awsv1.EC2NodeClass, res *resolve.Resolution) string {
+	zones := sets.New[string]()
+	for _, s := range res.NodeClass.Status.Subnets {
+		zones.Insert(s.Zone)
+	}
+	found, _ := json.Marshal(struct {
+		Zones []string
+		AMIs  []awsv1.AMI
+	}{sets.List(zones), res.NodeClass.Status.AMIs})
+	h := fnv.New64a()
+	_, _ = h.Write(found)
+	return specKey(nc) + "/" + strconv.FormatUint(h.Sum64(), 36)
 }

@@ -34,7 +34,7 @@ type prices struct {
 	linux       *osPrices
 	windows     *osPrices
 	wantWindows bool
-	// version counts the refreshes that read prices, so that what was priced before can be
+	// version counts the refreshes that changed a price, so that what was priced before can be
 	// told stale (launchableTypes' cache).
 	version uint64
 }
@@ -91,10 +91,15 @@ func (p *prices) refreshOS(ctx context.Context, t *osPrices) {
 			logger.Error(err, "refreshing on-demand prices; keeping the previous ones", "region", p.region, "operatingSystem", t.os)
 			t.odNext = now.Add(retryFailedRefreshAfter)
 		} else {
+			changed := false
 			for k, v := range od {
-				t.onDemand[k] = v
+				if old, ok := t.onDemand[k]; !ok || old != v {
+					t.onDemand[k], changed = v, true
+				}
 			}
-			p.version++
+			if changed {
+				p.version++
+			}
 			t.odNext = now.Add(CatalogRefreshInterval)
 		}
 	}
@@ -104,21 +109,26 @@ func (p *prices) refreshOS(ctx context.Context, t *osPrices) {
 			logger.Error(err, "refreshing spot prices; keeping the previous ones", "region", p.region, "operatingSystem", t.os)
 			t.spotNext = now.Add(retryFailedRefreshAfter)
 		} else {
+			changed := !t.spotFetched
 			for it, zones := range spot {
 				if t.spot[it] == nil {
 					t.spot[it] = map[string]float64{}
 				}
 				for z, v := range zones {
-					t.spot[it][z] = v
+					if old, ok := t.spot[it][z]; !ok || old != v {
+						t.spot[it][z], changed = v, true
+					}
 				}
 			}
 			t.spotFetched, t.spotNext = true, now.Add(CatalogRefreshInterval)
-			p.version++
+			if changed {
+				p.version++
+			}
 		}
 	}
 }
 
-// pricesVersion changes whenever a refresh has read prices.
+// pricesVersion changes whenever a refresh has changed a price.
 func (p *prices) pricesVersion() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
