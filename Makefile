@@ -41,11 +41,13 @@ unit: ## unit and table tests, fast
 	$(GO) test -short -count=1 -vet=off -ldflags=-w $(UNIT_PACKAGES)
 
 # Every test that starts a control plane. The e2e tests run one process each, E2E_JOBS side by
-# side: they wait on their clusters far more than they compute. Three take the e2e step on two
-# cores from about 770 s to 570 s. Each failure that load brought out was a race of Tailor's, and
-# each is fixed (docs/performance.md lists them); E2E_JOBS=2 is the quieter choice when one is
-# suspected. Logs go to E2E_OUT; what failed is printed last, so that the end of a CI log names it.
-E2E_JOBS ?= 3
+# side: they wait on their clusters as much as they compute. On two cores three took the e2e step
+# from about 770 s to 570 s, and four, once a test's CPU was cut by a quarter (GOGC in
+# hack/e2e.sh, instance types shared between rounds), from 534 s to 470 s. Each failure that load
+# brought out was a race of Tailor's, and each is fixed (docs/performance.md lists them);
+# E2E_JOBS=2 is the quieter choice when one is suspected. Logs go to E2E_OUT; what failed is
+# printed last, so that the end of a CI log names it.
+E2E_JOBS ?= 4
 E2E_OUT ?= $(or $(TMPDIR),/tmp)/tailor-e2e
 E2E_RUN ?= .
 # BUILT=1 runs the suites' binaries already in E2E_OUT/bin (see test).

@@ -9,7 +9,7 @@
 # suites; PACKAGES= (empty) leaves the other packages out.
 set -uo pipefail
 GO=${GO:-go}
-JOBS=${JOBS:-3}
+JOBS=${JOBS:-4}
 TIMEOUT=${TIMEOUT:-15m}
 OUT=${OUT:-$(mktemp -d)}
 RUN=${RUN:-.}
