@@ -26,8 +26,12 @@ func NewUnavailableOfferings(clk clock.PassiveClock) *UnavailableOfferings {
 	return &UnavailableOfferings{clock: clk, until: map[OfferingKey]time.Time{}}
 }
 
-// Mark records that the offerings had no capacity just now.
+// Mark records that the offerings had no capacity just now. Marking none changes nothing, not
+// even Version: every launch reports what it found short, most often nothing.
 func (u *UnavailableOfferings) Mark(keys ...OfferingKey) {
+	if len(keys) == 0 {
+		return
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	end := u.clock.Now().Add(UnavailableTTL)

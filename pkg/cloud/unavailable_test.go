@@ -37,6 +37,7 @@ func TestUnavailableOfferingsVersionChangesWithTheAnswers(t *testing.T) {
 	u := NewUnavailableOfferings(clk)
 	key := OfferingKey{InstanceType: "m6i.large", Zone: "us-west-2a", CapacityType: "spot"}
 	v0 := u.Version()
+	u.Mark()
 	if u.Version() != v0 {
 		t.Fatal("Version changed with nothing marked")
 	}

@@ -33,9 +33,12 @@ func TestInstanceTypesAreSharedUntilAShortageChangesThem(t *testing.T) {
 		return available, all
 	}
 	first, _ := p.InstanceTypes(ctx, nil)
+	if _, err := p.Create(ctx, newClaim("fits", nil)); err != nil {
+		t.Fatal(err)
+	}
 	again, _ := p.InstanceTypes(ctx, nil)
 	if len(first) == 0 || len(first) != len(again) || first[0] != again[0] {
-		t.Fatalf("two calls with no shortage between them gave different types")
+		t.Fatalf("two calls with a launch that found no shortage between them gave different types")
 	}
 
 	var t4g []cloud.OfferingKey

@@ -17,7 +17,8 @@ import (
 // round. A pool's offerings depend on its node template and on its instance types, so the cache
 // keeps them while the template is the same (by a hash of it) and the cloud hands out the same
 // instance type objects in the same order (the AWS provider keeps them until an offering, a price
-// or the node class changes). A cloud that builds its types anew each time is prepared anew each
+// or what the node class resolved to changes; the fake cloud until a launch finds an offering
+// short or such a mark lapses). A cloud that builds its types anew each time is prepared anew each
 // time, as without the cache.
 //
 // What it keeps is what a plan builds anyway, kept between rounds: about a kilobyte per offering
