@@ -36,15 +36,7 @@ func TestCatalogRefresh(t *testing.T) {
 // an offering marked unavailable, and again when the mark lapses.
 func TestInstanceTypesAreKeptUntilAnOfferingChanges(t *testing.T) {
 	e := newEnv(t, emulator.Options{})
-	ctx := context.Background()
-	read := func() []*cloud.InstanceType {
-		t.Helper()
-		its, err := e.provider.InstanceTypes(ctx, pool())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return its
-	}
+	read := func() []*cloud.InstanceType { t.Helper(); return typesOf(t, e) }
 	offering := func(its []*cloud.InstanceType, key cloud.OfferingKey) cloud.Offering {
 		t.Helper()
 		o, ok := cloud.FindOffering(its, key)
@@ -79,15 +71,7 @@ func TestInstanceTypesAreKeptUntilAnOfferingChanges(t *testing.T) {
 // NodePool; a round after one that found a new image gets new types.
 func TestInstanceTypesOutliveRefreshesThatFindNothingNew(t *testing.T) {
 	e := newEnv(t, emulator.Options{})
-	ctx := context.Background()
-	read := func() []*cloud.InstanceType {
-		t.Helper()
-		its, err := e.provider.InstanceTypes(ctx, pool())
-		if err != nil || len(its) == 0 {
-			t.Fatalf("InstanceTypes: %d types, %v", len(its), err)
-		}
-		return its
-	}
+	read := func() []*cloud.InstanceType { t.Helper(); return typesOf(t, e) }
 	first := read()
 
 	subnets := e.emu.Calls("DescribeSubnets")
@@ -115,4 +99,14 @@ func TestInstanceTypesOutliveRefreshesThatFindNothingNew(t *testing.T) {
 	if read()[0] == first[0] {
 		t.Error("the types were kept after the node class resolved to a new image")
 	}
+}
+
+// typesOf reads the default pool's instance types.
+func typesOf(t *testing.T, e *env) []*cloud.InstanceType {
+	t.Helper()
+	its, err := e.provider.InstanceTypes(context.Background(), pool())
+	if err != nil || len(its) == 0 {
+		t.Fatalf("InstanceTypes: %d types, %v", len(its), err)
+	}
+	return its
 }
