@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
+	"github.com/tailor-sh/tailor/pkg/plugins/tailor"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -40,7 +41,7 @@ func (p *Provisioner) noteKept(pods []*corev1.Pod) {
 		}
 		r := scheduling.PodRequests(pod)
 		p.keptBy[pod.UID] = keptPod{priority: corev1helpers.PodPriority(pod),
-			room: scheduling.Kept{UID: pod.UID, MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()}}
+			room: scheduling.Kept{UID: pod.UID, MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value(), Pod: pod, Excludes: tailor.ExcluderOf(pod)}}
 	}
 }
 

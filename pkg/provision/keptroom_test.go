@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -56,7 +57,7 @@ func TestRoomIsKeptForPodsOnTheirWay(t *testing.T) {
 		var out []scheduling.Kept
 		for _, pod := range pods {
 			r := scheduling.PodRequests(pod)
-			out = append(out, scheduling.Kept{UID: pod.UID, MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value()})
+			out = append(out, scheduling.Kept{UID: pod.UID, MilliCPU: r.Cpu().MilliValue(), Memory: r.Memory().Value(), Pod: pod})
 		}
 		return out
 	}
@@ -92,12 +93,19 @@ func sameKept(a, b []scheduling.Kept) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	seen := map[scheduling.Kept]int{}
+	// By what the room is and whose: Excludes, a func, has no equality.
+	type room struct {
+		uid              types.UID
+		milliCPU, memory int64
+		pod              *corev1.Pod
+	}
+	seen := map[room]int{}
 	for _, k := range a {
-		seen[k]++
+		seen[room{k.UID, k.MilliCPU, k.Memory, k.Pod}]++
 	}
 	for _, k := range b {
-		if seen[k]--; seen[k] < 0 {
+		r := room{k.UID, k.MilliCPU, k.Memory, k.Pod}
+		if seen[r]--; seen[r] < 0 {
 			return false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
@@ -16,6 +17,9 @@ const keptKey fwk.StateKey = Name + "/kept"
 type keptRoom struct {
 	byNode           map[string][]scheduling.Kept
 	milliCPU, memory int64
+	pod              *corev1.Pod
+	// excludes is ExcluderOf(pod).
+	excludes func(other *corev1.Pod, nodeLabels map[string]string) bool
 }
 
 // Clone returns the value itself: the cycle never changes it.
@@ -24,9 +28,67 @@ func (k *keptRoom) Clone() fwk.StateData { return k }
 // keptMessage is Filter's answer on a node whose free room is kept for others.
 const keptMessage = "the room left on the node is kept for the pods Tailor launched it for"
 
+// repelledMessage is Filter's answer on a node where the pod and a pod on its way there exclude
+// each other.
+const repelledMessage = "a pod Tailor launched the node for excludes this pod there by required anti-affinity, or this pod excludes it"
+
 func newKeptRoom(pod *corev1.Pod, byNode map[string][]scheduling.Kept) *keptRoom {
 	r := scheduling.PodRequests(pod)
-	return &keptRoom{byNode: byNode, milliCPU: r.Cpu().MilliValue(), memory: r.Memory().Value()}
+	return &keptRoom{byNode: byNode, milliCPU: r.Cpu().MilliValue(), memory: r.Memory().Value(), pod: pod, excludes: ExcluderOf(pod)}
+}
+
+// ExcluderOf is scheduling.Kept.Excludes for pod: whether its required anti-affinity, parsed once
+// as the scheduler parses it, excludes another pod from a node with the given labels while pod is
+// on that node. It is nil when pod has no such terms (or they do not parse: the scheduler then
+// refuses pod itself).
+func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod, nodeLabels map[string]string) bool {
+	a := pod.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
+		return nil
+	}
+	info, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return nil
+	}
+	terms := info.GetRequiredAntiAffinityTerms()
+	return func(other *corev1.Pod, nodeLabels map[string]string) bool {
+		for i := range terms {
+			if _, ok := nodeLabels[terms[i].TopologyKey]; ok && terms[i].Matches(other, nil) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// repels returns whether the pod and a pod on its way to node exclude each other there by
+// required anti-affinity, in either direction, as InterPodAffinity would once both were on it.
+// The scheduler weighs that only for pods on the node or nominated to it, and a nomination is
+// written after the plan: a pod with no plan (refused everywhere for that very exclusion) would
+// otherwise take the node launched for the pod that excludes it, which could then never join
+// its zone. A kept pod the node carries (nominated, or assumed) is the scheduler's to weigh.
+func (k *keptRoom) repels(node fwk.NodeInfo) bool {
+	kept := k.byNode[node.Node().Name]
+	labels := node.Node().Labels
+	var on map[types.UID]bool
+	for _, p := range kept {
+		if p.Pod == nil || (p.Excludes == nil && k.excludes == nil) {
+			continue
+		}
+		if on == nil {
+			on = make(map[types.UID]bool, len(node.GetPods()))
+			for _, pi := range node.GetPods() {
+				on[pi.GetPod().UID] = true
+			}
+		}
+		if on[p.UID] {
+			continue
+		}
+		if (p.Excludes != nil && p.Excludes(k.pod, labels)) || (k.excludes != nil && k.excludes(p.Pod, labels)) {
+			return true
+		}
+	}
+	return false
 }
 
 // refuses returns whether the pod would take room kept on node for pods on their way there. It

@@ -90,3 +90,64 @@ func TestPreFilterSkipsWhenNoRoomIsKept(t *testing.T) {
 		t.Fatalf("PreFilter: %v, want Skip: nothing held, no room kept", st)
 	}
 }
+
+// repelling is a pod labelled app=name whose required anti-affinity keeps pods labelled
+// app=repels out of its zone.
+func repelling(name, repels string) *corev1.Pod {
+	p := podAsking(name, "100m")
+	p.Namespace, p.Labels = "default", map[string]string{"app": name}
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": repels}}}}}}
+	return p
+}
+
+// TestFilterKeepsPodsThatExcludeEachOtherApart: a pod the plan found no place for (every zone
+// holds a pod whose anti-affinity excludes it) must not take the node launched for one of those
+// pods before that pod is nominated there, nor may a pod whose own anti-affinity excludes a pod
+// on its way; once the pod on its way is on the node (nominated or assumed), the scheduler's own
+// InterPodAffinity weighs them, and the plugin leaves it.
+func TestFilterKeepsPodsThatExcludeEachOtherApart(t *testing.T) {
+	small := podAsking("small", "100m")
+	small.Namespace, small.Labels = "default", map[string]string{"app": "small"}
+	other := podAsking("other", "100m")
+	other.Namespace, other.Labels = "default", map[string]string{"app": "other"}
+	big := repelling("big", "small")
+	zoned := func(on ...*corev1.Pod) fwk.NodeInfo {
+		ni := sizedNode("a", 110, on...)
+		n := ni.Node().DeepCopy()
+		n.Labels = map[string]string{corev1.LabelTopologyZone: "us-west-2b"}
+		ni.SetNode(n)
+		return ni
+	}
+	keptBig := []scheduling.Kept{{UID: big.UID, MilliCPU: 100, Memory: 1 << 30, Pod: big, Excludes: ExcluderOf(big)}}
+	keptSmall := []scheduling.Kept{{UID: small.UID, MilliCPU: 100, Memory: 1 << 30, Pod: small}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		node fwk.NodeInfo
+		kept []scheduling.Kept
+		want fwk.Code
+	}{
+		{name: "a pod excluded by the pod on its way: refused", pod: small, node: zoned(), kept: keptBig, want: fwk.Unschedulable},
+		{name: "a pod it does not exclude: taken", pod: other, node: zoned(), kept: keptBig, want: fwk.Success},
+		{name: "a pod whose anti-affinity excludes the pod on its way: refused", pod: repelling("picky", "small"), node: zoned(), kept: keptSmall, want: fwk.Unschedulable},
+		{name: "the pod on its way is on the node: the scheduler's to weigh", pod: small, node: zoned(big), kept: keptBig, want: fwk.Success},
+		{name: "a node without the term's topology label: taken", pod: small, node: sizedNode("a", 110), kept: keptBig, want: fwk.Success},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plugin{capacity: &plans{kept: map[string][]scheduling.Kept{"a": tc.kept}}}
+			state := framework.NewCycleState()
+			if _, st := p.PreFilter(context.Background(), state, tc.pod, nil); !st.IsSuccess() {
+				t.Fatalf("PreFilter: %v, want success", st)
+			}
+			st := p.Filter(context.Background(), state, tc.pod, tc.node)
+			if st.Code() != tc.want {
+				t.Fatalf("Filter: %v, want %v", st, tc.want)
+			}
+			if st.Code() == fwk.Unschedulable && st.Message() != repelledMessage {
+				t.Errorf("Filter says %q, want %q", st.Message(), repelledMessage)
+			}
+		})
+	}
+}

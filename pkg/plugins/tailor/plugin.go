@@ -159,8 +159,14 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waitsMessage)
 	}
-	if data, err := state.Read(keptKey); err == nil && node.Node() != nil && data.(*keptRoom).refuses(node) {
-		return fwk.NewStatus(fwk.Unschedulable, keptMessage)
+	if data, err := state.Read(keptKey); err == nil && node.Node() != nil {
+		kept := data.(*keptRoom)
+		if kept.refuses(node) {
+			return fwk.NewStatus(fwk.Unschedulable, keptMessage)
+		}
+		if kept.repels(node) {
+			return fwk.NewStatus(fwk.Unschedulable, repelledMessage)
+		}
 	}
 	return nil
 }
