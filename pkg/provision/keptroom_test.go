@@ -93,18 +93,19 @@ func sameKept(a, b []scheduling.Kept) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	// By what the room is and whose: Excludes, a func, has no equality.
+	// By what the room is and whose, and whether it excludes: Excludes, a func, has no equality.
 	type room struct {
 		uid              types.UID
 		milliCPU, memory int64
 		pod              *corev1.Pod
+		excludes         bool
 	}
 	seen := map[room]int{}
 	for _, k := range a {
-		seen[room{k.UID, k.MilliCPU, k.Memory, k.Pod}]++
+		seen[room{k.UID, k.MilliCPU, k.Memory, k.Pod, k.Excludes != nil}]++
 	}
 	for _, k := range b {
-		r := room{k.UID, k.MilliCPU, k.Memory, k.Pod}
+		r := room{k.UID, k.MilliCPU, k.Memory, k.Pod, k.Excludes != nil}
 		if seen[r]--; seen[r] < 0 {
 			return false
 		}
@@ -135,5 +136,29 @@ func TestKeptRoomIsForgottenOnceItsPodBinds(t *testing.T) {
 	p.mu.Unlock()
 	if still {
 		t.Fatal("a pod that bound still has room kept for it")
+	}
+}
+
+// TestKeptRoomCarriesWhatItsPodExcludes: the room noted for a pod with required anti-affinity
+// says what that pod keeps out of its node's domain, for the plugin's Filter; a pod without
+// any excludes nothing.
+func TestKeptRoomCarriesWhatItsPodExcludes(t *testing.T) {
+	p := New(Options{SchedulerName: "tailor", Clock: clocktesting.NewFakeClock(time.Now())})
+	apart, plain := newPod("apart", "1", "1Gi"), newPod("plain", "1", "1Gi")
+	apart.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelTopologyZone,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "small"}}}}}}
+	small := newPod("small", "100m", "1Mi")
+	small.Labels = map[string]string{"app": "small"}
+	p.mu.Lock()
+	p.noteKept([]*corev1.Pod{apart, plain})
+	kept := p.keptBy
+	p.mu.Unlock()
+	zone := map[string]string{corev1.LabelTopologyZone: "us-west-2b"}
+	if ex := kept[apart.UID].room.Excludes; ex == nil || !ex(small, zone) || ex(plain, zone) || ex(small, nil) {
+		t.Errorf("the room of a pod with zone anti-affinity against app=small does not exclude exactly small in a zone")
+	}
+	if kept[plain.UID].room.Excludes != nil {
+		t.Errorf("the room of a pod with no anti-affinity excludes")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
@@ -40,17 +39,23 @@ func newKeptRoom(pod *corev1.Pod, byNode map[string][]scheduling.Kept) *keptRoom
 // ExcluderOf is scheduling.Kept.Excludes for pod: whether its required anti-affinity, parsed once
 // as the scheduler parses it, excludes another pod from a node with the given labels while pod is
 // on that node. It is nil when pod has no such terms (or they do not parse: the scheduler then
-// refuses pod itself).
+// refuses pod itself). A term with a namespaceSelector that is not empty is left out: it selects
+// by the labels of the other pod's namespace, which are not read here, so the scheduler alone
+// weighs it, and this never refuses what the scheduler would take.
 func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod, nodeLabels map[string]string) bool {
-	a := pod.Spec.Affinity
-	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
+	var decidable []corev1.PodAffinityTerm
+	for _, t := range fwk.GetPodAntiAffinityTerms(pod.Spec.Affinity) {
+		if t.NamespaceSelector == nil || len(t.NamespaceSelector.MatchLabels)+len(t.NamespaceSelector.MatchExpressions) == 0 {
+			decidable = append(decidable, t)
+		}
+	}
+	if len(decidable) == 0 {
 		return nil
 	}
-	info, err := framework.NewPodInfo(pod)
+	terms, err := fwk.GetAffinityTerms(pod, decidable)
 	if err != nil {
 		return nil
 	}
-	terms := info.GetRequiredAntiAffinityTerms()
 	return func(other *corev1.Pod, nodeLabels map[string]string) bool {
 		for i := range terms {
 			if _, ok := nodeLabels[terms[i].TopologyKey]; ok && terms[i].Matches(other, nil) {
@@ -66,7 +71,10 @@ func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod, nodeLabels map[string]s
 // The scheduler weighs that only for pods on the node or nominated to it, and a nomination is
 // written after the plan: a pod with no plan (refused everywhere for that very exclusion) would
 // otherwise take the node launched for the pod that excludes it, which could then never join
-// its zone. A kept pod the node carries (nominated, or assumed) is the scheduler's to weigh.
+// its zone. A kept pod the node carries (nominated, or assumed) is the scheduler's to weigh in
+// its first Filter pass, which adds the nominated pods; in its second, without them, this asks
+// again and answers as InterPodAffinity did. Only the node the pod is on its way to is checked,
+// not the rest of the terms' topology domain.
 func (k *keptRoom) repels(node fwk.NodeInfo) bool {
 	kept := k.byNode[node.Node().Name]
 	labels := node.Node().Labels
@@ -81,7 +89,9 @@ func (k *keptRoom) repels(node fwk.NodeInfo) bool {
 				on[pi.GetPod().UID] = true
 			}
 		}
-		if on[p.UID] {
+		// p may be the pod itself, listed on a node its plan has just moved it off (the index
+		// is up to keptFresh old): the scheduler does not weigh a pod against itself either.
+		if on[p.UID] || p.UID == k.pod.UID {
 			continue
 		}
 		if (p.Excludes != nil && p.Excludes(k.pod, labels)) || (k.excludes != nil && k.excludes(p.Pod, labels)) {

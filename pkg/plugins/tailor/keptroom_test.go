@@ -120,8 +120,20 @@ func TestFilterKeepsPodsThatExcludeEachOtherApart(t *testing.T) {
 		ni.SetNode(n)
 		return ni
 	}
-	keptBig := []scheduling.Kept{{UID: big.UID, MilliCPU: 100, Memory: 1 << 30, Pod: big, Excludes: ExcluderOf(big)}}
-	keptSmall := []scheduling.Kept{{UID: small.UID, MilliCPU: 100, Memory: 1 << 30, Pod: small}}
+	keptOf := func(p *corev1.Pod) []scheduling.Kept {
+		return []scheduling.Kept{{UID: p.UID, MilliCPU: 100, Memory: 1 << 30, Pod: p, Excludes: ExcluderOf(p)}}
+	}
+	keptBig, keptSmall := keptOf(big), keptOf(small)
+	// A term with no namespaces selects in its own pod's namespace; an empty namespaceSelector in
+	// every namespace; one with labels by the namespace's labels, which only the scheduler reads.
+	elsewhere := repelling("elsewhere", "small")
+	elsewhere.Namespace = "other"
+	everywhere := repelling("everywhere", "small")
+	everywhere.Namespace = "other"
+	everywhere.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = &metav1.LabelSelector{}
+	labelled := repelling("labelled", "small")
+	labelled.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].NamespaceSelector = &metav1.LabelSelector{
+		MatchLabels: map[string]string{"team": "a"}}
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
@@ -134,6 +146,10 @@ func TestFilterKeepsPodsThatExcludeEachOtherApart(t *testing.T) {
 		{name: "a pod whose anti-affinity excludes the pod on its way: refused", pod: repelling("picky", "small"), node: zoned(), kept: keptSmall, want: fwk.Unschedulable},
 		{name: "the pod on its way is on the node: the scheduler's to weigh", pod: small, node: zoned(big), kept: keptBig, want: fwk.Success},
 		{name: "a node without the term's topology label: taken", pod: small, node: sizedNode("a", 110), kept: keptBig, want: fwk.Success},
+		{name: "a term of another namespace's pod: taken", pod: small, node: zoned(), kept: keptOf(elsewhere), want: fwk.Success},
+		{name: "a term of every namespace: refused", pod: small, node: zoned(), kept: keptOf(everywhere), want: fwk.Unschedulable},
+		{name: "a term by namespace labels: the scheduler's to weigh", pod: small, node: zoned(), kept: keptOf(labelled), want: fwk.Success},
+		{name: "the pod itself, listed on a node it has left: taken", pod: big, node: zoned(), kept: keptOf(repelling("big", "big")), want: fwk.Success},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Plugin{capacity: &plans{kept: map[string][]scheduling.Kept{"a": tc.kept}}}
