@@ -67,20 +67,7 @@ func TestFilterKeepsTheRoomOfPodsOnTheirWay(t *testing.T) {
 			node: sizedNode("a", 110), kept: map[string][]scheduling.Kept{"a": keptFor(onTheirWay[0], onTheirWay[1], podAsking("w3", "2"))},
 			want: fwk.Success},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := &Plugin{capacity: &plans{kept: tc.kept}}
-			state := framework.NewCycleState()
-			if _, st := p.PreFilter(context.Background(), state, tc.pod, nil); !st.IsSuccess() {
-				t.Fatalf("PreFilter: %v, want success: there is kept room to weigh", st)
-			}
-			st := p.Filter(context.Background(), state, tc.pod, tc.node)
-			if st.Code() != tc.want {
-				t.Fatalf("Filter: %v, want %v", st, tc.want)
-			}
-			if st.Code() == fwk.Unschedulable && st.Message() != keptMessage {
-				t.Errorf("Filter says %q, want %q", st.Message(), keptMessage)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { expectFilter(t, tc.kept, tc.pod, tc.node, tc.want, keptMessage) })
 	}
 }
 
@@ -152,18 +139,25 @@ func TestFilterKeepsPodsThatExcludeEachOtherApart(t *testing.T) {
 		{name: "the pod itself, listed on a node it has left: taken", pod: big, node: zoned(), kept: keptOf(repelling("big", "big")), want: fwk.Success},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Plugin{capacity: &plans{kept: map[string][]scheduling.Kept{"a": tc.kept}}}
-			state := framework.NewCycleState()
-			if _, st := p.PreFilter(context.Background(), state, tc.pod, nil); !st.IsSuccess() {
-				t.Fatalf("PreFilter: %v, want success", st)
-			}
-			st := p.Filter(context.Background(), state, tc.pod, tc.node)
-			if st.Code() != tc.want {
-				t.Fatalf("Filter: %v, want %v", st, tc.want)
-			}
-			if st.Code() == fwk.Unschedulable && st.Message() != repelledMessage {
-				t.Errorf("Filter says %q, want %q", st.Message(), repelledMessage)
-			}
+			expectFilter(t, map[string][]scheduling.Kept{"a": tc.kept}, tc.pod, tc.node, tc.want, repelledMessage)
 		})
+	}
+}
+
+// expectFilter runs the plugin's PreFilter and Filter for pod on node with the room kept, and
+// checks Filter's code and, for a refusal, its message.
+func expectFilter(t *testing.T, kept map[string][]scheduling.Kept, pod *corev1.Pod, node fwk.NodeInfo, want fwk.Code, refusal string) {
+	t.Helper()
+	p := &Plugin{capacity: &plans{kept: kept}}
+	state := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), state, pod, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v, want success: there is kept room to weigh", st)
+	}
+	st := p.Filter(context.Background(), state, pod, node)
+	if st.Code() != want {
+		t.Fatalf("Filter: %v, want %v", st, want)
+	}
+	if st.Code() == fwk.Unschedulable && st.Message() != refusal {
+		t.Errorf("Filter says %q, want %q", st.Message(), refusal)
 	}
 }
