@@ -170,6 +170,9 @@ func (o *Operator) Start(ctx context.Context, profile *config.KubeSchedulerProfi
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), o.claimInform.HasSynced, o.poolInform.HasSynced) {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: not a failure
+		}
 		return fmt.Errorf("NodeClaim and NodePool informers did not sync; are Tailor's CRDs installed?")
 	}
 	factory.WaitForCacheSync(ctx.Done())

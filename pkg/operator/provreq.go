@@ -78,7 +78,10 @@ func (o *Operator) runProvisioningRequests(ctx context.Context, h fwk.Handle, c 
 	requests := o.informers.Autoscaling().V1().ProvisioningRequests().Informer()
 	templates := h.SharedInformerFactory().Core().V1().PodTemplates().Informer()
 	if !cache.WaitForCacheSync(ctx.Done(), requests.HasSynced, templates.HasSynced) {
-		return fmt.Errorf("ProvisioningRequest and PodTemplate informers did not sync")
+		// Only a stop ends the wait unsynced: a replica stopped (or killed) while it started is
+		// not a failure (TestFailoverKeepsConsolidateAfter crashed a leader 1.5 s after it began
+		// to lead, on a loaded API server, and read this as the leader's error).
+		return nil
 	}
 	o.wg.Go(func() { c.Run(ctx) })
 	return nil
