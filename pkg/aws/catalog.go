@@ -13,8 +13,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
-
-	"github.com/tailor-sh/tailor/pkg/cloud"
 )
 
 // catalog caches what EC2 sells in the region: instance type descriptions and the zones each is
@@ -89,55 +87,4 @@ func (c *catalog) fetch(ctx context.Context) ([]ec2types.InstanceTypeInfo, map[s
 		}
 	}
 	return types, zones, nil
-}
-
-// unavailableOfferings remembers offerings EC2 recently had no capacity for, so the planner
-// stops choosing them until the TTL passes on the injected clock.
-type unavailableOfferings struct {
-	clock clock.Clock
-	ttl   time.Duration
-
-	mu     sync.Mutex
-	expiry map[cloud.OfferingKey]time.Time
-	// marks counts the marks, so that what was offered before one can be told stale.
-	marks uint64
-}
-
-func newUnavailableOfferings(clk clock.Clock, ttl time.Duration) *unavailableOfferings {
-	return &unavailableOfferings{clock: clk, ttl: ttl, expiry: map[cloud.OfferingKey]time.Time{}}
-}
-
-// mark makes the offering unavailable for the TTL from now; marking again extends it.
-func (u *unavailableOfferings) mark(key cloud.OfferingKey) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.expiry[key] = u.clock.Now().Add(u.ttl)
-	u.marks++
-}
-
-// version changes whenever the set of unavailable offerings does: on a mark, and once a mark
-// lapses (the count of those in force changes; a mark and a lapse at once change marks).
-func (u *unavailableOfferings) version() [2]uint64 {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	now, live := u.clock.Now(), uint64(0)
-	for key, until := range u.expiry {
-		if now.Before(until) {
-			live++
-		} else {
-			delete(u.expiry, key)
-		}
-	}
-	return [2]uint64{u.marks, live}
-}
-
-func (u *unavailableOfferings) has(key cloud.OfferingKey) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	until, ok := u.expiry[key]
-	if ok && !u.clock.Now().Before(until) {
-		delete(u.expiry, key)
-		return false
-	}
-	return ok
 }

@@ -230,7 +230,7 @@ func (p *Provider) fleetAnswer(claim *karpv1.NodeClaim, plan *launchPlan, f *fle
 				// A full reservation says nothing of the type's other reservations or pools.
 				p.reservations.full(f.reservationOf[templateName(e.LaunchTemplateAndOverrides)])
 			} else {
-				p.unavailable.mark(key)
+				p.unavailable.Mark(key)
 			}
 			iced = append(iced, key)
 			continue

@@ -49,7 +49,7 @@ func (p *Provider) launchableTypes(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	cacheable := len(infos) > 0 && len(nc.Status.CapacityReservations) == 0 && len(res.NodeClass.Status.CapacityReservations) == 0
 	var key launchKey
 	if cacheable {
-		key = launchKey{class: launchClassKey(nc, res), catalog: &infos[0], types: len(infos), prices: p.prices.pricesVersion(), unavailable: p.unavailable.version()}
+		key = launchKey{class: launchClassKey(nc, res), catalog: &infos[0], types: len(infos), prices: p.prices.pricesVersion(), unavailable: p.unavailable.Version()}
 		p.mu.Lock()
 		cached, ok := p.launchable[nc.Name]
 		p.mu.Unlock()
@@ -76,7 +76,7 @@ type launchKey struct {
 	catalog     *ec2types.InstanceTypeInfo
 	types       int
 	prices      uint64
-	unavailable [2]uint64
+	unavailable uint64
 }
 
 type launchableEntry struct {
@@ -125,7 +125,7 @@ func (p *Provider) buildLaunchableTypes(nc *awsv1.EC2NodeClass, res *resolve.Res
 				}
 				key := cloud.OfferingKey{InstanceType: it.Name, Zone: zone, CapacityType: ct}
 				it.Offerings = append(it.Offerings, cloud.Offering{Zone: zone, CapacityType: ct, PricePerHour: price,
-					Available: priced && !p.unavailable.has(key)})
+					Available: priced && !p.unavailable.Has(key)})
 			}
 		}
 		if windowsBuild == "" {

@@ -49,7 +49,7 @@ type Provider struct {
 	reservations *reservationTracker
 	catalog      *catalog
 	prices       *prices
-	unavailable  *unavailableOfferings
+	unavailable  *cloud.UnavailableOfferings
 	templates    *launchTemplates
 	// devices applies the device templates of EC2NodeClasses and NodePools (devicetemplates.go).
 	devices declaredDevices
@@ -99,7 +99,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		reservations: newReservationTracker(opts.Clock, opts.UnavailableOfferingsTTL),
 		catalog:      &catalog{ec2: ec2c, clock: opts.Clock},
 		prices:       newPrices(ec2c, pc, cfg.Region, opts.Clock),
-		unavailable:  newUnavailableOfferings(opts.Clock, opts.UnavailableOfferingsTTL),
+		unavailable:  cloud.NewUnavailableOfferingsFor(opts.Clock, opts.UnavailableOfferingsTTL),
 		templates:    newLaunchTemplates(ec2c, opts.ClusterName, opts.Clock),
 		resolutions:  map[string]cachedResolution{},
 		launchable:   map[string]launchableEntry{},
@@ -152,7 +152,7 @@ func (p *Provider) warnDeprecatedKeys(ctx context.Context, pool *karpv1.NodePool
 
 // MarkOfferingUnavailable makes the planner avoid the offering for UnavailableOfferingsTTL, e.g.
 // after a spot interruption warning for that type and zone.
-func (p *Provider) MarkOfferingUnavailable(key cloud.OfferingKey) { p.unavailable.mark(key) }
+func (p *Provider) MarkOfferingUnavailable(key cloud.OfferingKey) { p.unavailable.Mark(key) }
 
 // Resolver exposes the node class resolver, for a controller that writes EC2NodeClass status.
 func (p *Provider) Resolver() *resolve.Resolver { return p.resolver }

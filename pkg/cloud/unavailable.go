@@ -15,15 +15,22 @@ const UnavailableTTL = 3 * time.Minute
 // ends. Providers consult it when they report InstanceTypes, so the planner stops choosing them.
 type UnavailableOfferings struct {
 	clock clock.PassiveClock
+	ttl   time.Duration
 	mu    sync.Mutex
 	until map[OfferingKey]time.Time
 	// changes counts what may change the answers of Has: marks, clears and lapsed marks.
 	changes uint64
 }
 
-// NewUnavailableOfferings returns an empty cache on clk.
+// NewUnavailableOfferings returns an empty cache on clk whose marks last UnavailableTTL.
 func NewUnavailableOfferings(clk clock.PassiveClock) *UnavailableOfferings {
-	return &UnavailableOfferings{clock: clk, until: map[OfferingKey]time.Time{}}
+	return NewUnavailableOfferingsFor(clk, UnavailableTTL)
+}
+
+// NewUnavailableOfferingsFor returns an empty cache on clk whose marks last ttl (a provider's
+// setting, as the AWS provider's UnavailableOfferingsTTL).
+func NewUnavailableOfferingsFor(clk clock.PassiveClock, ttl time.Duration) *UnavailableOfferings {
+	return &UnavailableOfferings{clock: clk, ttl: ttl, until: map[OfferingKey]time.Time{}}
 }
 
 // Mark records that the offerings had no capacity just now. Marking none changes nothing, not
@@ -34,7 +41,7 @@ func (u *UnavailableOfferings) Mark(keys ...OfferingKey) {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	end := u.clock.Now().Add(UnavailableTTL)
+	end := u.clock.Now().Add(u.ttl)
 	for _, k := range keys {
 		u.until[k] = end
 	}
