@@ -290,11 +290,15 @@ func report(t *testing.T, s *workload.Scenario, which Cloud, findings []Finding,
 		t.Errorf("writing the failing scenario: %v", err)
 	}
 	var b strings.Builder
+	checks := make([]string, 0, len(findings))
 	for _, f := range findings {
 		b.WriteString("\n  " + f.String())
+		checks = append(checks, f.Check)
 	}
-	t.Errorf("seed %d FAILED (%s, cloud %s): %d findings:%s\nevidence:\n  %s\nreproduce: go run ./cmd/tailor sandbox --cloud %s --apply %s --until-settled --report json",
-		s.Seed, s.Summary(), which, len(findings), b.String(), evidence, which, dir)
+	// The checks' names head the first line: a CI excerpt that keeps one line of the failure
+	// still says what broke.
+	t.Errorf("seed %d FAILED [%s] (%s, cloud %s): %d findings:%s\nevidence:\n  %s\nreproduce: go run ./cmd/tailor sandbox --cloud %s --apply %s --until-settled --report json",
+		s.Seed, strings.Join(checks, " "), s.Summary(), which, len(findings), b.String(), evidence, which, dir)
 }
 
 // jobOf names the Job that owns pod, or "".
