@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -282,18 +284,29 @@ func TestSSMAndPricing(t *testing.T) {
 	if code := errorCode(err); code != "ParameterNotFound" {
 		t.Errorf("missing parameter: code %q", code)
 	}
-	var products []string
 	client := pricing.NewFromConfig(cfg)
-	for p := pricing.NewGetProductsPaginator(client, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"),
-		Filters: []pricingtypes.Filter{{Field: aws.String("regionCode"), Type: pricingtypes.FilterTypeTermMatch, Value: aws.String(emulator.Region)}}}); p.HasMorePages(); {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
+	products := func(field, value string) []string {
+		var out []string
+		for p := pricing.NewGetProductsPaginator(client, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"),
+			Filters: []pricingtypes.Filter{{Field: aws.String(field), Type: pricingtypes.FilterTypeTermMatch, Value: aws.String(value)}}}); p.HasMorePages(); {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, page.PriceList...)
 		}
-		products = append(products, page.PriceList...)
+		return out
 	}
-	if len(products) != 2*len(ec2facts.TypesIn(emulator.Region)) {
-		t.Errorf("got %d products, want one per instance type and operating system (2×%d)", len(products), len(ec2facts.TypesIn(emulator.Region)))
+	types := len(ec2facts.TypesIn(emulator.Region))
+	if all := products("regionCode", emulator.Region); len(all) != 2*types || len(sets.New(all...)) != len(all) {
+		t.Errorf("got %d products, %d distinct; want one per instance type and operating system (2×%d)", len(all), len(sets.New(all...)), types)
+	}
+	// Fields and values match whatever their case, as in EC2's price list; each spelling is
+	// answered alike, from the list the emulator keeps.
+	for _, spelt := range [][2]string{{"OPERATINGSYSTEM", "linux"}, {"operatingSystem", "Linux"}} {
+		if got := products(spelt[0], spelt[1]); len(got) != types {
+			t.Errorf("%s=%s: %d products, want one per instance type (%d)", spelt[0], spelt[1], len(got), types)
+		}
 	}
 	// Each operating system is asked for on its own, as Tailor asks: Windows costs its Linux
 	// price plus the licence.

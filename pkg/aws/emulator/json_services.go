@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
 type getParameterInput struct {
@@ -69,68 +67,19 @@ func (e *Emulator) pricing(action string, body []byte) (any, error) {
 	if in.ServiceCode != "AmazonEC2" {
 		return nil, &apiError{Code: "InvalidParameterException", Message: "the AWS emulator prices only AmazonEC2"}
 	}
-	// Products are matched first and rendered a page at a time: the catalog has thousands.
-	type product struct {
-		it    *instanceTypeInfo
-		os    string
-		attrs map[string]string
-	}
-	var matching []product
-	for _, os := range []string{"Linux", "Windows"} {
-		for _, it := range e.catalog {
-			attrs := map[string]string{
-				"servicecode": "AmazonEC2", "instanceType": it.InstanceType, "regionCode": e.region, "location": fake.RegionLocation(e.region),
-				"operatingSystem": os, "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
-				"marketoption": "OnDemand", "productFamily": "Compute Instance",
-				"vcpu": strconv.FormatInt(it.VCPUInfo.DefaultVCPUs, 10), "memory": fmt.Sprintf("%d GiB", it.MemoryInfo.SizeInMiB/1024),
-			}
-			// EC2's price list files bare metal under a product family of its own, at dedicated
-			// tenancy (the whole host is the customer's).
-			if it.BareMetal {
-				attrs["productFamily"], attrs["tenancy"] = "Compute Instance (bare metal)", "Dedicated"
-			}
-			if productMatches(attrs, in) {
-				matching = append(matching, product{it: it, os: os, attrs: attrs})
-			}
-		}
-	}
-	maxResults := in.MaxResults
-	pageItems, next, err := page(matching, maxResults, in.NextToken, e.catalogPageCap())
+	matching, err := e.matchingProducts(in)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]string, 0, len(pageItems))
-	for _, p := range pageItems {
-		price, _ := priceFor(p.it, p.os, p.it.onDemandPrice)
-		doc, err := json.Marshal(productJSON(p.it, p.attrs, price))
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, string(doc))
+	items, next, err := page(matching, in.MaxResults, in.NextToken, e.catalogPageCap())
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]any{"FormatVersion": "aws_v1", "PriceList": items}
 	if next != "" {
 		out["NextToken"] = next
 	}
 	return out, nil
-}
-
-func productMatches(attrs map[string]string, in getProductsInput) bool {
-	for _, f := range in.Filters {
-		if f.Type != "TERM_MATCH" {
-			return false
-		}
-		matched := false
-		for k, v := range attrs {
-			if strings.EqualFold(k, f.Field) && strings.EqualFold(v, f.Value) {
-				matched = true
-			}
-		}
-		if !matched {
-			return false
-		}
-	}
-	return true
 }
 
 func productJSON(it *instanceTypeInfo, attrs map[string]string, price float64) map[string]any {
