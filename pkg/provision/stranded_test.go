@@ -152,3 +152,83 @@ func TestAPodStillPendingBesideItsNodeIsWokenOnce(t *testing.T) {
 		t.Errorf("an Event before strandedAfter: %s", <-recorder.Events)
 	}
 }
+
+// A pod found pending strandedAfter beside its node, where the scheduler's Filter plugins accept
+// it, is handed back to the scheduler once rather than planned again (a new plan beside the node
+// that holds it would launch a node too many); if it is still pending another strandedAfter on,
+// it is stranded and planned again.
+func TestAPodTheFilterAcceptsIsHandedBackBeforeItIsPlannedAgain(t *testing.T) {
+	testPlanner(t)
+	ctx := context.Background()
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+	node := zoneNodes()[0]
+	pod := newPod("unseen", "500m", "512Mi")
+	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	claimStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	_ = nodeStore.Add(node)
+	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + node.Name}}
+	c.Status.NodeName = node.Name
+	c.Status.Capacity, c.Status.Allocatable = node.Status.Allocatable, node.Status.Allocatable
+	c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
+	_ = claimStore.Add(c)
+	_ = podStore.Add(pod)
+	recorder := events.NewFakeRecorder(10)
+	activated := 0
+	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder,
+		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore),
+		Activate: func(pods map[string]*corev1.Pod) {
+			if pods[pod.Namespace+"/"+pod.Name] != nil {
+				activated++
+			}
+		}})
+	p.checker = sim
+	p.mu.Lock()
+	p.headFor(pod, node.Name)
+	p.mu.Unlock()
+	stranded := testutil.ToFloat64(metrics.PodsStrandedTotal)
+	state := func() (headed, enqueued bool) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_, headed = p.headed[pod.UID]
+		return headed, p.enqueued[pod.UID]
+	}
+
+	clk.Step(wakeAfter)
+	p.checkStranded(ctx) // woken
+	clk.Step(DefaultStrandedAfter)
+	p.checkStranded(ctx) // stranded, the Filter accepts it: handed back
+	if len(recorder.Events) != 0 {
+		t.Errorf("an Event for a pod handed back: %s", <-recorder.Events)
+	}
+	if headed, enqueued := state(); !headed || enqueued {
+		t.Errorf("handed back: headed=%v enqueued=%v; want it still headed for %s, not planned again", headed, enqueued, node.Name)
+	}
+	if activated != 2 {
+		t.Errorf("activated %d times, want twice (woken, then handed back)", activated)
+	}
+	if d := testutil.ToFloat64(metrics.PodsStrandedTotal) - stranded; d != 0 {
+		t.Errorf("tailor_pods_stranded_total rose by %v for a pod handed back, want 0", d)
+	}
+
+	clk.Step(DefaultStrandedAfter - time.Second)
+	p.checkStranded(ctx)
+	if headed, _ := state(); !headed || len(recorder.Events) != 0 {
+		t.Fatalf("planned again before another strandedAfter (headed=%v)", headed)
+	}
+	clk.Step(2 * time.Second)
+	p.checkStranded(ctx)
+	if headed, enqueued := state(); headed || !enqueued {
+		t.Errorf("still pending after being handed back: headed=%v enqueued=%v; want it planned again", headed, enqueued)
+	}
+	if len(recorder.Events) != 1 {
+		t.Fatalf("%d Events, want one Stranded", len(recorder.Events))
+	}
+	if e := <-recorder.Events; !strings.Contains(e, "Stranded") || !strings.Contains(e, "they accept it") || !strings.Contains(e, "Pending 1m6s") {
+		t.Errorf("Event %q; want Stranded with the whole wait (1m6s) and the Filter's answer", e)
+	}
+	if d := testutil.ToFloat64(metrics.PodsStrandedTotal) - stranded; d != 1 {
+		t.Errorf("tailor_pods_stranded_total rose by %v, want 1", d)
+	}
+}
