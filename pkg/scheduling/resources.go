@@ -54,12 +54,12 @@ func Exceeds(used, limits corev1.ResourceList) (corev1.ResourceName, bool) {
 // Kept is the room a pending pod keeps on the node a plan sent it to, until it binds: what the
 // scheduler's NodeResourcesFit counts of it, and what InterPodAffinity would weigh of it there:
 // the pod itself (read only), whose labels another pod's anti-affinity may select, and Excludes,
-// which reports whether its required anti-affinity excludes another pod from a node with those
-// labels (nil when it has none).
+// which returns the topology keys by which its required anti-affinity excludes another pod from
+// the domains of the node it goes to (nil when it has no such terms).
 type Kept struct {
 	UID      types.UID
 	MilliCPU int64
 	Memory   int64
 	Pod      *corev1.Pod
-	Excludes func(other *corev1.Pod, nodeLabels map[string]string) bool
+	Excludes func(other *corev1.Pod) []string
 }

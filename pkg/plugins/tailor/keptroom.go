@@ -18,8 +18,14 @@ type keptRoom struct {
 	milliCPU, memory int64
 	pod              *corev1.Pod
 	// excludes is ExcluderOf(pod).
-	excludes func(other *corev1.Pod, nodeLabels map[string]string) bool
+	excludes func(other *corev1.Pod) []string
+	// barred are the topology domains the pod may not join while pods on their way there are
+	// not on their nodes yet (see exclusions).
+	barred []domain
 }
+
+// domain is one value of one topology key: a zone, a host.
+type domain struct{ key, value string }
 
 // Clone returns the value itself: the cycle never changes it.
 func (k *keptRoom) Clone() fwk.StateData { return k }
@@ -29,20 +35,20 @@ const keptMessage = "the room left on the node is kept for the pods Tailor launc
 
 // repelledMessage is Filter's answer on a node where the pod and a pod on its way there exclude
 // each other.
-const repelledMessage = "a pod Tailor launched the node for excludes this pod there by required anti-affinity, or this pod excludes it"
+const repelledMessage = "a pod on its way to a node Tailor launched excludes this pod from the node's topology domain by required anti-affinity, or this pod excludes it"
 
 func newKeptRoom(pod *corev1.Pod, byNode map[string][]scheduling.Kept) *keptRoom {
 	r := scheduling.PodRequests(pod)
 	return &keptRoom{byNode: byNode, milliCPU: r.Cpu().MilliValue(), memory: r.Memory().Value(), pod: pod, excludes: ExcluderOf(pod)}
 }
 
-// ExcluderOf is scheduling.Kept.Excludes for pod: whether its required anti-affinity, parsed once
-// as the scheduler parses it, excludes another pod from a node with the given labels while pod is
-// on that node. It is nil when pod has no such terms (or they do not parse: the scheduler then
-// refuses pod itself). A term with a namespaceSelector that is not empty is left out: it selects
-// by the labels of the other pod's namespace, which are not read here, so the scheduler alone
-// weighs it, and this never refuses what the scheduler would take.
-func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod, nodeLabels map[string]string) bool {
+// ExcluderOf is scheduling.Kept.Excludes for pod: the topology keys by which its required
+// anti-affinity, parsed once as the scheduler parses it, excludes another pod from the domain of
+// the node pod is on. It is nil when pod has no such terms (or they do not parse: the scheduler
+// then refuses pod itself). A term with a namespaceSelector that is not empty is left out: it
+// selects by the labels of the other pod's namespace, which are not read here, so the scheduler
+// alone weighs it, and this never refuses what the scheduler would take.
+func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod) []string {
 	var decidable []corev1.PodAffinityTerm
 	for _, t := range fwk.GetPodAntiAffinityTerms(pod.Spec.Affinity) {
 		if t.NamespaceSelector == nil || len(t.NamespaceSelector.MatchLabels)+len(t.NamespaceSelector.MatchExpressions) == 0 {
@@ -56,45 +62,77 @@ func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod, nodeLabels map[string]s
 	if err != nil {
 		return nil
 	}
-	return func(other *corev1.Pod, nodeLabels map[string]string) bool {
+	return func(other *corev1.Pod) []string {
+		var keys []string
 		for i := range terms {
-			if _, ok := nodeLabels[terms[i].TopologyKey]; ok && terms[i].Matches(other, nil) {
-				return true
+			if terms[i].Matches(other, nil) {
+				keys = append(keys, terms[i].TopologyKey)
 			}
 		}
-		return false
+		return keys
 	}
 }
 
-// repels returns whether the pod and a pod on its way to node exclude each other there by
-// required anti-affinity, in either direction, as InterPodAffinity would once both were on it.
-// The scheduler weighs that only for pods on the node or nominated to it, and a nomination is
-// written after the plan: a pod with no plan (refused everywhere for that very exclusion) would
-// otherwise take the node launched for the pod that excludes it, which could then never join
-// its zone. A kept pod the node carries (nominated, or assumed) is the scheduler's to weigh in
-// its first Filter pass, which adds the nominated pods; in its second, without them, this asks
-// again and answers as InterPodAffinity did. Only the node the pod is on its way to is checked,
-// not the rest of the terms' topology domain.
-func (k *keptRoom) repels(node fwk.NodeInfo) bool {
-	kept := k.byNode[node.Node().Name]
-	labels := node.Node().Labels
-	var on map[types.UID]bool
-	for _, p := range kept {
-		if p.Pod == nil || (p.Excludes == nil && k.excludes == nil) {
-			continue
-		}
-		if on == nil {
-			on = make(map[types.UID]bool, len(node.GetPods()))
-			for _, pi := range node.GetPods() {
-				on[pi.GetPod().UID] = true
+// exclusions are the topology domains the pod and pods on their way to a node exclude each other
+// from by required anti-affinity, in either direction, as InterPodAffinity would once the pod on
+// its way is on its node: the domains of that node. The scheduler weighs that only for pods on a
+// node, and for pods nominated to the very node it filters, and a nomination is written after the
+// plan: a pod with no plan (refused everywhere for that very exclusion) would otherwise take the
+// node launched for the pod that excludes it, or another of its zone, and that pod could then
+// never join its zone. A pod on its way that is on its node already (assumed, bound) is the
+// scheduler's to weigh, and so is one whose node is not in the cycle's snapshot (it has not
+// registered: no pod can go there or learn its labels yet). nodeInfo finds a node of the cycle.
+func (k *keptRoom) exclusions(nodeInfo func(name string) fwk.NodeInfo) []domain {
+	var out []domain
+	for name, kept := range k.byNode {
+		var ni fwk.NodeInfo
+		var on map[types.UID]bool
+		for _, p := range kept {
+			// p may be the pod itself, listed on a node its plan has just moved it off (the
+			// index is up to keptFresh old): the scheduler does not weigh a pod against itself.
+			if p.Pod == nil || p.UID == k.pod.UID || (p.Excludes == nil && k.excludes == nil) {
+				continue
+			}
+			var keys []string
+			if p.Excludes != nil {
+				keys = p.Excludes(k.pod)
+			}
+			if k.excludes != nil {
+				keys = append(keys, k.excludes(p.Pod)...)
+			}
+			if len(keys) == 0 {
+				continue
+			}
+			if on == nil {
+				if ni = nodeInfo(name); ni == nil || ni.Node() == nil {
+					break
+				}
+				on = make(map[types.UID]bool, len(ni.GetPods()))
+				for _, pi := range ni.GetPods() {
+					on[pi.GetPod().UID] = true
+				}
+			}
+			if on[p.UID] {
+				continue
+			}
+			for _, key := range keys {
+				if v, ok := ni.Node().Labels[key]; ok {
+					out = append(out, domain{key, v})
+				}
 			}
 		}
-		// p may be the pod itself, listed on a node its plan has just moved it off (the index
-		// is up to keptFresh old): the scheduler does not weigh a pod against itself either.
-		if on[p.UID] || p.UID == k.pod.UID {
-			continue
-		}
-		if (p.Excludes != nil && p.Excludes(k.pod, labels)) || (k.excludes != nil && k.excludes(p.Pod, labels)) {
+	}
+	return out
+}
+
+// repels returns whether node is in a domain the pod may not join (exclusions). A kept pod the
+// node carries as a nomination is the scheduler's to weigh on that node in its first Filter pass,
+// which adds the nominated pods; in its second, without them, this answers as InterPodAffinity
+// did.
+func (k *keptRoom) repels(node fwk.NodeInfo) bool {
+	labels := node.Node().Labels
+	for _, d := range k.barred {
+		if v, ok := labels[d.key]; ok && v == d.value {
 			return true
 		}
 	}

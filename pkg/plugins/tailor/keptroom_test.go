@@ -91,22 +91,25 @@ func repelling(name, repels string) *corev1.Pod {
 
 // TestFilterKeepsPodsThatExcludeEachOtherApart: a pod the plan found no place for (every zone
 // holds a pod whose anti-affinity excludes it) must not take the node launched for one of those
-// pods before that pod is nominated there, nor may a pod whose own anti-affinity excludes a pod
-// on its way; once the pod on its way is on the node (nominated or assumed), the scheduler's own
-// InterPodAffinity weighs them, and the plugin leaves it.
+// pods, nor another node of its zone, before that pod is on its node, nor may a pod whose own
+// anti-affinity excludes a pod on its way; once the pod on its way is on its node (assumed or
+// bound), or nominated to the very node filtered, the scheduler's own InterPodAffinity weighs
+// them, and the plugin leaves it.
 func TestFilterKeepsPodsThatExcludeEachOtherApart(t *testing.T) {
 	small := podAsking("small", "100m")
 	small.Namespace, small.Labels = "default", map[string]string{"app": "small"}
 	other := podAsking("other", "100m")
 	other.Namespace, other.Labels = "default", map[string]string{"app": "other"}
 	big := repelling("big", "small")
-	zoned := func(on ...*corev1.Pod) fwk.NodeInfo {
-		ni := sizedNode("a", 110, on...)
+	inZone := func(name, zone string, on ...*corev1.Pod) fwk.NodeInfo {
+		ni := sizedNode(name, 110, on...)
 		n := ni.Node().DeepCopy()
-		n.Labels = map[string]string{corev1.LabelTopologyZone: "us-west-2b"}
+		n.Labels = map[string]string{corev1.LabelTopologyZone: zone}
 		ni.SetNode(n)
 		return ni
 	}
+	// zoned is node a, where the kept pods are on their way to, in us-west-2b.
+	zoned := func(on ...*corev1.Pod) fwk.NodeInfo { return inZone("a", "us-west-2b", on...) }
 	keptOf := func(p *corev1.Pod) []scheduling.Kept {
 		return []scheduling.Kept{{UID: p.UID, MilliCPU: 100, Memory: 1 << 30, Pod: p, Excludes: ExcluderOf(p)}}
 	}
@@ -127,6 +130,8 @@ func TestFilterKeepsPodsThatExcludeEachOtherApart(t *testing.T) {
 		node fwk.NodeInfo
 		kept []scheduling.Kept
 		want fwk.Code
+		// keptOn is node a, when it is not node itself; nil when a has not registered.
+		keptOn fwk.NodeInfo
 	}{
 		{name: "a pod excluded by the pod on its way: refused", pod: small, node: zoned(), kept: keptBig, want: fwk.Unschedulable},
 		{name: "a pod it does not exclude: taken", pod: other, node: zoned(), kept: keptBig, want: fwk.Success},
@@ -137,20 +142,35 @@ func TestFilterKeepsPodsThatExcludeEachOtherApart(t *testing.T) {
 		{name: "a term of every namespace: refused", pod: small, node: zoned(), kept: keptOf(everywhere), want: fwk.Unschedulable},
 		{name: "a term by namespace labels: the scheduler's to weigh", pod: small, node: zoned(), kept: keptOf(labelled), want: fwk.Success},
 		{name: "the pod itself, listed on a node it has left: taken", pod: big, node: zoned(), kept: keptOf(repelling("big", "big")), want: fwk.Success},
+		// The scheduler counts a nominated pod only on its own node: the rest of its zone is
+		// Tailor's to keep.
+		{name: "another node of the zone of the pod on its way: refused", pod: small, node: inZone("b", "us-west-2b"), keptOn: zoned(), kept: keptBig, want: fwk.Unschedulable},
+		{name: "a pod whose anti-affinity excludes the pod on its way, another node of its zone: refused", pod: repelling("picky", "small"), node: inZone("b", "us-west-2b"), keptOn: zoned(), kept: keptSmall, want: fwk.Unschedulable},
+		{name: "a node of another zone: taken", pod: small, node: inZone("c", "us-west-2c"), keptOn: zoned(), kept: keptBig, want: fwk.Success},
+		{name: "the pod on its way is on its node: the scheduler's to weigh in the whole zone", pod: small, node: inZone("b", "us-west-2b"), keptOn: zoned(big), kept: keptBig, want: fwk.Success},
+		{name: "the node of the pod on its way has not registered: taken", pod: small, node: inZone("b", "us-west-2b"), kept: keptBig, want: fwk.Success},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			expectFilter(t, map[string][]scheduling.Kept{"a": tc.kept}, tc.pod, tc.node, tc.want, repelledMessage)
+			nodes := []fwk.NodeInfo{tc.node}
+			if tc.keptOn != nil {
+				nodes = append(nodes, tc.keptOn)
+			}
+			expectFilter(t, map[string][]scheduling.Kept{"a": tc.kept}, tc.pod, tc.node, tc.want, repelledMessage, nodes...)
 		})
 	}
 }
 
-// expectFilter runs the plugin's PreFilter and Filter for pod on node with the room kept, and
-// checks Filter's code and, for a refusal, its message.
-func expectFilter(t *testing.T, kept map[string][]scheduling.Kept, pod *corev1.Pod, node fwk.NodeInfo, want fwk.Code, refusal string) {
+// expectFilter runs the plugin's PreFilter, over the cluster's nodes (node alone by default),
+// and Filter for pod on node with the room kept, and checks Filter's code and, for a refusal,
+// its message.
+func expectFilter(t *testing.T, kept map[string][]scheduling.Kept, pod *corev1.Pod, node fwk.NodeInfo, want fwk.Code, refusal string, cluster ...fwk.NodeInfo) {
 	t.Helper()
 	p := &Plugin{capacity: &plans{kept: kept}}
 	state := framework.NewCycleState()
-	if _, st := p.PreFilter(context.Background(), state, pod, nil); !st.IsSuccess() {
+	if len(cluster) == 0 {
+		cluster = []fwk.NodeInfo{node}
+	}
+	if _, st := p.PreFilter(context.Background(), state, pod, cluster); !st.IsSuccess() {
 		t.Fatalf("PreFilter: %v, want success: there is kept room to weigh", st)
 	}
 	st := p.Filter(context.Background(), state, pod, node)

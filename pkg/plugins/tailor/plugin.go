@@ -128,7 +128,7 @@ const waitsMessage = "the pod waits for the node Tailor launched for it"
 // node (KeptRoom); when there is none, the common case, Filter is skipped. Filter, not a
 // PreFilterResult, does the holding: a result naming a node that does not exist yet would make
 // the scheduler report the pod as fitting no node for an unnamed reason.
-func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if node, ok := p.capacity.HeldFor(pod); ok {
 		state.Write(heldKey, heldNode(node))
 		return nil, nil
@@ -138,10 +138,34 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if kept := p.capacity.KeptRoom(pod); len(kept) > 0 {
-		state.Write(keptKey, newKeptRoom(pod, kept))
+		room := newKeptRoom(pod, kept)
+		room.barred = room.exclusions(p.nodeInfoIn(nodes))
+		state.Write(keptKey, room)
 		return nil, nil
 	}
 	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+// nodeInfoIn finds a node of the cycle by name: in the scheduler's snapshot, or, where the plugin
+// has none (tests), among the nodes PreFilter was given.
+func (p *Plugin) nodeInfoIn(nodes []fwk.NodeInfo) func(string) fwk.NodeInfo {
+	if p.snapshot != nil {
+		return func(name string) fwk.NodeInfo {
+			ni, err := p.snapshot.NodeInfos().Get(name)
+			if err != nil {
+				return nil
+			}
+			return ni
+		}
+	}
+	return func(name string) fwk.NodeInfo {
+		for _, ni := range nodes {
+			if ni.Node() != nil && ni.Node().Name == name {
+				return ni
+			}
+		}
+		return nil
+	}
 }
 
 // PreFilterExtensions returns nil: neither the hold nor the kept room depends on the other pods of
