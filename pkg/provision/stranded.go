@@ -199,7 +199,11 @@ func (p *Provisioner) findStranded(ix *strandedIndex, now time.Time) (found []st
 		if !ix.nodeExists[h.node] {
 			continue
 		}
-		// A pod handed back to the scheduler gets another strandedAfter from then.
+		// A pod handed back to the scheduler gets another strandedAfter from then, and its node
+		// counts as busy meanwhile (not unused: the pod may bind there yet).
+		if !h.retried.IsZero() {
+			ix.busy[h.node] = true
+		}
 		if waited := now.Sub(up); waited < after || now.Sub(h.retried) < after {
 			if waited >= wakeAfter && p.woken[uid] != h.node {
 				p.woken[uid] = h.node

@@ -10,18 +10,19 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud/fake"
 )
 
-// priceProduct is one product of the emulated price list: its attributes keyed in lower case
-// (GetProducts matches a filter's field and value without regard to case) and its document.
+// priceProduct is one product of the emulated price list: its attributes, keys and values in
+// lower case (GetProducts matches a filter's field and value without regard to case), and its
+// document.
 type priceProduct struct {
 	attrs map[string]string
 	doc   string
 }
 
-// matches says whether the product meets every filter, each a TERM_MATCH with its field in
-// lower case (lowerFilters).
+// matches says whether the product meets every filter, each a TERM_MATCH in lower case
+// (lowerFilters).
 func (p *priceProduct) matches(filters []termFilter) bool {
 	for _, f := range filters {
-		if v, ok := p.attrs[f.field]; !ok || !strings.EqualFold(v, f.value) {
+		if v, ok := p.attrs[f.field]; !ok || v != f.value {
 			return false
 		}
 	}
@@ -30,7 +31,7 @@ func (p *priceProduct) matches(filters []termFilter) bool {
 
 type termFilter struct{ field, value string }
 
-// lowerFilters are in's filters with their fields in lower case; false if one is not a
+// lowerFilters are in's filters, fields and values in lower case; false if one is not a
 // TERM_MATCH, which no product meets.
 func lowerFilters(in getProductsInput) ([]termFilter, bool) {
 	out := make([]termFilter, 0, len(in.Filters))
@@ -38,7 +39,7 @@ func lowerFilters(in getProductsInput) ([]termFilter, bool) {
 		if f.Type != "TERM_MATCH" {
 			return nil, false
 		}
-		out = append(out, termFilter{strings.ToLower(f.Field), f.Value})
+		out = append(out, termFilter{strings.ToLower(f.Field), strings.ToLower(f.Value)})
 	}
 	return out, true
 }
@@ -46,7 +47,8 @@ func lowerFilters(in getProductsInput) ([]termFilter, bool) {
 // priceLists holds each region's price list, Linux then Windows, built on the first GetProducts
 // of any emulator of the region and kept: the catalog and its prices are a function of the
 // region alone (buildCatalog) and never change, and a reader pages through thousands of
-// products a call at a time, which rebuilt every product per page.
+// products a call at a time, which rebuilt every product per page. An option that changed an
+// emulator's catalog or prices would have to key this by it.
 var priceLists sync.Map // region → *priceList
 
 type priceList struct {
@@ -66,12 +68,12 @@ func (l *priceList) matching(in getProductsInput) []string {
 	}
 	var key strings.Builder
 	for _, f := range filters {
-		key.WriteString(f.field + "\x00" + strings.ToLower(f.value) + "\x00")
+		key.WriteString(f.field + "\x00" + f.value + "\x00")
 	}
 	if docs, ok := l.matched.Load(key.String()); ok {
 		return docs.([]string)
 	}
-	var docs []string
+	docs := []string{} // an answer with no product lists none, as EC2's does, not null
 	for i := range l.items {
 		if l.items[i].matches(filters) {
 			docs = append(docs, l.items[i].doc)
@@ -122,7 +124,7 @@ func newPriceProduct(it *instanceTypeInfo, os, region string) (priceProduct, err
 	}
 	lower := make(map[string]string, len(attrs))
 	for k, v := range attrs {
-		lower[strings.ToLower(k)] = v
+		lower[strings.ToLower(k)] = strings.ToLower(v)
 	}
 	return priceProduct{attrs: lower, doc: string(doc)}, nil
 }

@@ -1,6 +1,8 @@
 package tailor
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -20,8 +22,9 @@ type keptRoom struct {
 	// excludes is ExcluderOf(pod).
 	excludes func(other *corev1.Pod) []string
 	// barred are the topology domains the pod may not join while pods on their way there are
-	// not on their nodes yet (see exclusions).
-	barred []domain
+	// not on their nodes yet (see exclusions), and barredKeys their keys, each once.
+	barred     map[domain]bool
+	barredKeys []string
 }
 
 // domain is one value of one topology key: a zone, a host.
@@ -47,7 +50,7 @@ func newKeptRoom(pod *corev1.Pod, byNode map[string][]scheduling.Kept) *keptRoom
 // the node pod is on. It is nil when pod has no such terms (or they do not parse: the scheduler
 // then refuses pod itself). A term with a namespaceSelector that is not empty is left out: it
 // selects by the labels of the other pod's namespace, which are not read here, so the scheduler
-// alone weighs it, and this never refuses what the scheduler would take.
+// alone weighs it: no such term bars a domain.
 func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod) []string {
 	var decidable []corev1.PodAffinityTerm
 	for _, t := range fwk.GetPodAntiAffinityTerms(pod.Spec.Affinity) {
@@ -73,7 +76,7 @@ func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod) []string {
 	}
 }
 
-// exclusions are the topology domains the pod and pods on their way to a node exclude each other
+// exclusions finds the topology domains the pod and pods on their way to a node exclude each other
 // from by required anti-affinity, in either direction, as InterPodAffinity would once the pod on
 // its way is on its node: the domains of that node. The scheduler weighs that only for pods on a
 // node, and for pods nominated to the very node it filters, and a nomination is written after the
@@ -81,9 +84,10 @@ func ExcluderOf(pod *corev1.Pod) func(other *corev1.Pod) []string {
 // node launched for the pod that excludes it, or another of its zone, and that pod could then
 // never join its zone. A pod on its way that is on its node already (assumed, bound) is the
 // scheduler's to weigh, and so is one whose node is not in the cycle's snapshot (it has not
-// registered: no pod can go there or learn its labels yet). nodeInfo finds a node of the cycle.
-func (k *keptRoom) exclusions(nodeInfo func(name string) fwk.NodeInfo) []domain {
-	var out []domain
+// registered: no pod can go there or learn its labels yet), or one the scheduler has bound
+// elsewhere meanwhile (boundElsewhere). nodeInfo finds a node of the cycle. It sets barred and
+// barredKeys.
+func (k *keptRoom) exclusions(nodeInfo func(name string) fwk.NodeInfo, boundElsewhere func(pod *corev1.Pod, node string) bool) {
 	for name, kept := range k.byNode {
 		var ni fwk.NodeInfo
 		var on map[types.UID]bool
@@ -112,17 +116,24 @@ func (k *keptRoom) exclusions(nodeInfo func(name string) fwk.NodeInfo) []domain 
 					on[pi.GetPod().UID] = true
 				}
 			}
-			if on[p.UID] {
+			if on[p.UID] || boundElsewhere(p.Pod, name) {
 				continue
 			}
 			for _, key := range keys {
-				if v, ok := ni.Node().Labels[key]; ok {
-					out = append(out, domain{key, v})
+				v, ok := ni.Node().Labels[key]
+				if !ok || k.barred[domain{key, v}] {
+					continue
 				}
+				if k.barred == nil {
+					k.barred = map[domain]bool{}
+				}
+				if !slices.Contains(k.barredKeys, key) {
+					k.barredKeys = append(k.barredKeys, key)
+				}
+				k.barred[domain{key, v}] = true
 			}
 		}
 	}
-	return out
 }
 
 // repels returns whether node is in a domain the pod may not join (exclusions). A kept pod the
@@ -131,8 +142,8 @@ func (k *keptRoom) exclusions(nodeInfo func(name string) fwk.NodeInfo) []domain 
 // did.
 func (k *keptRoom) repels(node fwk.NodeInfo) bool {
 	labels := node.Node().Labels
-	for _, d := range k.barred {
-		if v, ok := labels[d.key]; ok && v == d.value {
+	for _, key := range k.barredKeys {
+		if v, ok := labels[key]; ok && k.barred[domain{key, v}] {
 			return true
 		}
 	}

@@ -4,6 +4,10 @@ import (
 	"context"
 	"testing"
 
+	corelisters "k8s.io/client-go/listers/core/v1"
+	k8scache "k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,19 +137,19 @@ func TestFilterKeepsPodsThatExcludeEachOtherApart(t *testing.T) {
 		// keptOn is node a, when it is not node itself; nil when a has not registered.
 		keptOn fwk.NodeInfo
 	}{
-		{name: "a pod excluded by the pod on its way: refused", pod: small, node: zoned(), kept: keptBig, want: fwk.Unschedulable},
+		{name: "a pod excluded by the pod on its way: refused", pod: small, node: zoned(), kept: keptBig, want: fwk.UnschedulableAndUnresolvable},
 		{name: "a pod it does not exclude: taken", pod: other, node: zoned(), kept: keptBig, want: fwk.Success},
-		{name: "a pod whose anti-affinity excludes the pod on its way: refused", pod: repelling("picky", "small"), node: zoned(), kept: keptSmall, want: fwk.Unschedulable},
+		{name: "a pod whose anti-affinity excludes the pod on its way: refused", pod: repelling("picky", "small"), node: zoned(), kept: keptSmall, want: fwk.UnschedulableAndUnresolvable},
 		{name: "the pod on its way is on the node: the scheduler's to weigh", pod: small, node: zoned(big), kept: keptBig, want: fwk.Success},
 		{name: "a node without the term's topology label: taken", pod: small, node: sizedNode("a", 110), kept: keptBig, want: fwk.Success},
 		{name: "a term of another namespace's pod: taken", pod: small, node: zoned(), kept: keptOf(elsewhere), want: fwk.Success},
-		{name: "a term of every namespace: refused", pod: small, node: zoned(), kept: keptOf(everywhere), want: fwk.Unschedulable},
+		{name: "a term of every namespace: refused", pod: small, node: zoned(), kept: keptOf(everywhere), want: fwk.UnschedulableAndUnresolvable},
 		{name: "a term by namespace labels: the scheduler's to weigh", pod: small, node: zoned(), kept: keptOf(labelled), want: fwk.Success},
 		{name: "the pod itself, listed on a node it has left: taken", pod: big, node: zoned(), kept: keptOf(repelling("big", "big")), want: fwk.Success},
 		// The scheduler counts a nominated pod only on its own node: the rest of its zone is
 		// Tailor's to keep.
-		{name: "another node of the zone of the pod on its way: refused", pod: small, node: inZone("b", "us-west-2b"), keptOn: zoned(), kept: keptBig, want: fwk.Unschedulable},
-		{name: "a pod whose anti-affinity excludes the pod on its way, another node of its zone: refused", pod: repelling("picky", "small"), node: inZone("b", "us-west-2b"), keptOn: zoned(), kept: keptSmall, want: fwk.Unschedulable},
+		{name: "another node of the zone of the pod on its way: refused", pod: small, node: inZone("b", "us-west-2b"), keptOn: zoned(), kept: keptBig, want: fwk.UnschedulableAndUnresolvable},
+		{name: "a pod whose anti-affinity excludes the pod on its way, another node of its zone: refused", pod: repelling("picky", "small"), node: inZone("b", "us-west-2b"), keptOn: zoned(), kept: keptSmall, want: fwk.UnschedulableAndUnresolvable},
 		{name: "a node of another zone: taken", pod: small, node: inZone("c", "us-west-2c"), keptOn: zoned(), kept: keptBig, want: fwk.Success},
 		{name: "the pod on its way is on its node: the scheduler's to weigh in the whole zone", pod: small, node: inZone("b", "us-west-2b"), keptOn: zoned(big), kept: keptBig, want: fwk.Success},
 		{name: "the node of the pod on its way has not registered: taken", pod: small, node: inZone("b", "us-west-2b"), kept: keptBig, want: fwk.Success},
@@ -177,7 +181,63 @@ func expectFilter(t *testing.T, kept map[string][]scheduling.Kept, pod *corev1.P
 	if st.Code() != want {
 		t.Fatalf("Filter: %v, want %v", st, want)
 	}
-	if st.Code() == fwk.Unschedulable && st.Message() != refusal {
+	if !st.IsSuccess() && st.Message() != refusal {
 		t.Errorf("Filter says %q, want %q", st.Message(), refusal)
 	}
+}
+
+// TestBarredDomainsAreReadFromTheSchedulersSnapshot: in the scheduler, PreFilter finds the node a
+// pod is on its way to in the cycle's snapshot, and leaves out a pod the scheduler's informer has
+// bound to another node since the provisioner noted its room (the index lags behind by a round):
+// it bars nothing.
+func TestBarredDomainsAreReadFromTheSchedulersSnapshot(t *testing.T) {
+	small := podAsking("small", "100m")
+	small.Namespace, small.Labels = "default", map[string]string{"app": "small"}
+	big := repelling("big", "small")
+	zone := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: "us-west-2b"}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
+				corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}}}
+	}
+	nodes := []*corev1.Node{zone("a"), zone("b")}
+	kept := map[string][]scheduling.Kept{"a": {{UID: big.UID, MilliCPU: 100, Memory: 1 << 30, Pod: big, Excludes: ExcluderOf(big)}}}
+	for _, tc := range []struct {
+		name     string
+		informer *corev1.Pod // big as the scheduler's informer has it
+		want     fwk.Code
+	}{
+		{name: "pending: its zone barred", informer: big, want: fwk.UnschedulableAndUnresolvable},
+		{name: "bound to another node since: nothing barred", informer: boundTo(big, "c"), want: fwk.Success},
+		{name: "bound to its node since: the scheduler's to weigh", informer: boundTo(big, "a"), want: fwk.Success},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := k8scache.NewIndexer(k8scache.MetaNamespaceKeyFunc, k8scache.Indexers{k8scache.NamespaceIndex: k8scache.MetaNamespaceIndexFunc})
+			if err := pods.Add(tc.informer); err != nil {
+				t.Fatal(err)
+			}
+			var placed []*corev1.Pod
+			if tc.informer.Spec.NodeName == "a" {
+				placed = append(placed, tc.informer)
+			}
+			snap := cache.NewSnapshot(placed, nodes)
+			p := &Plugin{capacity: &plans{kept: kept}, snapshot: snap, pods: corelisters.NewPodLister(pods)}
+			state := framework.NewCycleState()
+			if _, st := p.PreFilter(context.Background(), state, small, nil); !st.IsSuccess() {
+				t.Fatalf("PreFilter: %v", st)
+			}
+			b, err := snap.NodeInfos().Get("b")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := p.Filter(context.Background(), state, small, b); st.Code() != tc.want {
+				t.Errorf("Filter on node b of the same zone: %v, want %v", st, tc.want)
+			}
+		})
+	}
+}
+
+func boundTo(pod *corev1.Pod, node string) *corev1.Pod {
+	out := pod.DeepCopy()
+	out.Spec.NodeName = node
+	return out
 }

@@ -69,6 +69,9 @@ type Plugin struct {
 	// nodes is the scheduler's node informer, for PreEnqueue, which runs outside any cycle; nil
 	// in tests that build a Plugin by hand.
 	nodes corelisters.NodeLister
+	// pods is the scheduler's pod informer, for PreFilter to tell a pod on its way that has
+	// bound meanwhile (the provisioner's index of kept room lags behind); nil in such tests.
+	pods corelisters.PodLister
 }
 
 var (
@@ -102,6 +105,7 @@ func NewFactory(host Host) frameworkruntime.PluginFactory {
 		pl := &Plugin{capacity: host, snapshot: h.SnapshotSharedLister()}
 		if f := h.SharedInformerFactory(); f != nil {
 			pl.nodes = f.Core().V1().Nodes().Lister()
+			pl.pods = f.Core().V1().Pods().Lister()
 		}
 		return pl, nil
 	}
@@ -139,7 +143,7 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.
 	}
 	if kept := p.capacity.KeptRoom(pod); len(kept) > 0 {
 		room := newKeptRoom(pod, kept)
-		room.barred = room.exclusions(p.nodeInfoIn(nodes))
+		room.exclusions(p.nodeInfoIn(nodes), p.boundElsewhere)
 		state.Write(keptKey, room)
 		return nil, nil
 	}
@@ -168,14 +172,29 @@ func (p *Plugin) nodeInfoIn(nodes []fwk.NodeInfo) func(string) fwk.NodeInfo {
 	}
 }
 
-// PreFilterExtensions returns nil: neither the hold nor the kept room depends on the other pods of
-// a node (Filter reads those from the node it is given).
+// boundElsewhere says whether pod, on its way to node by the provisioner's index, is bound to
+// another node by the scheduler's informer, or gone: the index lags behind by up to a round.
+func (p *Plugin) boundElsewhere(pod *corev1.Pod, node string) bool {
+	if p.pods == nil {
+		return false
+	}
+	now, err := p.pods.Pods(pod.Namespace).Get(pod.Name)
+	return err != nil || now.UID != pod.UID || (now.Spec.NodeName != "" && now.Spec.NodeName != node)
+}
+
+// PreFilterExtensions returns nil: the hold does not depend on the other pods of a node, and the
+// kept room reads them from the node Filter is given. The domains a pod on its way bars are read
+// once, in PreFilter, from the snapshot: a nominated pod or a preemption's victim that the
+// scheduler adds to or takes off a node during the cycle does not move them, and neither would
+// it move the pod on its way, which is on no node yet.
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // Filter refuses a held pod every node but the one it waits for. The refusal is unresolvable:
 // preempting pods elsewhere would not make the pod take that node. It refuses any other pod a
 // node whose room it would take from pods on their way there, as NodeResourcesFit refuses it a
-// node that nominated pods fill: resolvable, since preempting pods there may make room.
+// node that nominated pods fill: resolvable, since preempting pods there may make room. A node in
+// a domain a pod on its way bars (keptRoom.repels) is refused as unresolvable: the pod that bars
+// it is on no node yet, so no victim on this one could lift it.
 func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
 	if data, err := state.Read(heldKey); err == nil {
 		if n := node.Node(); n != nil && n.Name == string(data.(heldNode)) {
@@ -189,7 +208,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 			return fwk.NewStatus(fwk.Unschedulable, keptMessage)
 		}
 		if kept.repels(node) {
-			return fwk.NewStatus(fwk.Unschedulable, repelledMessage)
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, repelledMessage)
 		}
 	}
 	return nil
