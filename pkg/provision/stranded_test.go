@@ -114,26 +114,17 @@ func TestAPodStillPendingBesideItsNodeIsWokenOnce(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	clk := clocktesting.NewFakeClock(start)
-	node := zoneNodes()[0]
 	pod := newPod("waiting", "500m", "512Mi")
-	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
-	claimStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
-	_ = nodeStore.Add(node)
-	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + node.Name}}
-	c.Status.NodeName = node.Name
-	c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
-	_ = claimStore.Add(c)
-	_ = podStore.Add(pod)
+	opts, node, _ := besideItsNode(pod, start)
 	recorder := events.NewFakeRecorder(10)
 	var woken []string
-	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder,
-		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
-		ClaimLister: karplisters.NewNodeClaimLister(claimStore),
-		Activate: func(pods map[string]*corev1.Pod) {
-			for key := range pods {
-				woken = append(woken, key)
-			}
-		}})
+	opts.Kube, opts.Clock, opts.Recorder = kubefake.NewClientset(pod), clk, recorder
+	opts.Activate = func(pods map[string]*corev1.Pod) {
+		for key := range pods {
+			woken = append(woken, key)
+		}
+	}
+	p := New(opts)
 	p.mu.Lock()
 	p.headFor(pod, node.Name)
 	p.mu.Unlock()
@@ -162,27 +153,17 @@ func TestAPodTheFilterAcceptsIsHandedBackBeforeItIsPlannedAgain(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	clk := clocktesting.NewFakeClock(start)
-	node := zoneNodes()[0]
 	pod := newPod("unseen", "500m", "512Mi")
-	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
-	claimStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
-	_ = nodeStore.Add(node)
-	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + node.Name}}
-	c.Status.NodeName = node.Name
-	c.Status.Capacity, c.Status.Allocatable = node.Status.Allocatable, node.Status.Allocatable
-	c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
-	_ = claimStore.Add(c)
-	_ = podStore.Add(pod)
+	opts, node, c := besideItsNode(pod, start)
 	recorder := events.NewFakeRecorder(10)
 	activated := 0
-	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder,
-		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
-		ClaimLister: karplisters.NewNodeClaimLister(claimStore),
-		Activate: func(pods map[string]*corev1.Pod) {
-			if pods[pod.Namespace+"/"+pod.Name] != nil {
-				activated++
-			}
-		}})
+	opts.Kube, opts.Clock, opts.Recorder = kubefake.NewClientset(pod), clk, recorder
+	opts.Activate = func(pods map[string]*corev1.Pod) {
+		if pods[pod.Namespace+"/"+pod.Name] != nil {
+			activated++
+		}
+	}
+	p := New(opts)
 	p.checker = sim
 	p.mu.Lock()
 	p.headFor(pod, node.Name)
@@ -232,4 +213,21 @@ func TestAPodTheFilterAcceptsIsHandedBackBeforeItIsPlannedAgain(t *testing.T) {
 	if d := testutil.ToFloat64(metrics.PodsStrandedTotal) - stranded; d != 1 {
 		t.Errorf("tailor_pods_stranded_total rose by %v, want 1", d)
 	}
+}
+
+// besideItsNode is the provisioner's Options for a cluster of one node, whose NodeClaim
+// initialized at start, and one pending pod: listers set, the rest left to the test.
+func besideItsNode(pod *corev1.Pod, start time.Time) (Options, *corev1.Node, *karpv1.NodeClaim) {
+	node := zoneNodes()[0]
+	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	claimStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	_ = nodeStore.Add(node)
+	c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + node.Name}}
+	c.Status.NodeName = node.Name
+	c.Status.Capacity, c.Status.Allocatable = node.Status.Allocatable, node.Status.Allocatable
+	c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
+	_ = claimStore.Add(c)
+	_ = podStore.Add(pod)
+	return Options{SchedulerName: "tailor", Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore)}, node, c
 }
