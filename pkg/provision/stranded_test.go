@@ -112,19 +112,16 @@ func TestStrandedPodsAndUnusedNodesAreReported(t *testing.T) {
 func TestAPodStillPendingBesideItsNodeIsWokenOnce(t *testing.T) {
 	testPlanner(t)
 	ctx := context.Background()
-	start := time.Now()
-	clk := clocktesting.NewFakeClock(start)
 	pod := newPod("waiting", "500m", "512Mi")
-	opts, node, _ := besideItsNode(pod, start)
-	recorder := events.NewFakeRecorder(10)
+	c := besideItsNode(pod)
+	clk, recorder, node := c.clock, c.recorder, c.node
 	var woken []string
-	opts.Kube, opts.Clock, opts.Recorder = kubefake.NewClientset(pod), clk, recorder
-	opts.Activate = func(pods map[string]*corev1.Pod) {
+	c.opts.Activate = func(pods map[string]*corev1.Pod) {
 		for key := range pods {
 			woken = append(woken, key)
 		}
 	}
-	p := New(opts)
+	p := New(c.opts)
 	p.mu.Lock()
 	p.headFor(pod, node.Name)
 	p.mu.Unlock()
@@ -151,23 +148,20 @@ func TestAPodStillPendingBesideItsNodeIsWokenOnce(t *testing.T) {
 func TestAPodTheFilterAcceptsIsHandedBackBeforeItIsPlannedAgain(t *testing.T) {
 	testPlanner(t)
 	ctx := context.Background()
-	start := time.Now()
-	clk := clocktesting.NewFakeClock(start)
 	pod := newPod("unseen", "500m", "512Mi")
-	opts, node, c := besideItsNode(pod, start)
-	recorder := events.NewFakeRecorder(10)
+	c := besideItsNode(pod)
+	clk, recorder, node := c.clock, c.recorder, c.node
 	activated := 0
-	opts.Kube, opts.Clock, opts.Recorder = kubefake.NewClientset(pod), clk, recorder
-	opts.Activate = func(pods map[string]*corev1.Pod) {
+	c.opts.Activate = func(pods map[string]*corev1.Pod) {
 		if pods[pod.Namespace+"/"+pod.Name] != nil {
 			activated++
 		}
 	}
-	p := New(opts)
+	p := New(c.opts)
 	p.checker = sim
 	p.mu.Lock()
 	p.headFor(pod, node.Name)
-	p.launchedHere[c.Name] = start // launched here: it would be reported Unused were it not busy
+	p.launchedHere[c.claim.Name] = c.start // launched here: it would be reported Unused were it not busy
 	p.mu.Unlock()
 	stranded := testutil.ToFloat64(metrics.PodsStrandedTotal)
 	state := func() (headed, enqueued bool) {
@@ -215,9 +209,20 @@ func TestAPodTheFilterAcceptsIsHandedBackBeforeItIsPlannedAgain(t *testing.T) {
 	}
 }
 
-// besideItsNode is the provisioner's Options for a cluster of one node, whose NodeClaim
-// initialized at start, and one pending pod: listers set, the rest left to the test.
-func besideItsNode(pod *corev1.Pod, start time.Time) (Options, *corev1.Node, *karpv1.NodeClaim) {
+// oneNode is a cluster of one node, whose NodeClaim initialized at start, and one pending pod,
+// with the provisioner's Options for it: listers, a client holding the pod, the fake clock and
+// a recorder set, the rest left to the test.
+type oneNode struct {
+	opts     Options
+	start    time.Time
+	clock    *clocktesting.FakeClock
+	recorder *events.FakeRecorder
+	node     *corev1.Node
+	claim    *karpv1.NodeClaim
+}
+
+func besideItsNode(pod *corev1.Pod) oneNode {
+	start := time.Now()
 	node := zoneNodes()[0]
 	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
 	claimStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
@@ -228,6 +233,8 @@ func besideItsNode(pod *corev1.Pod, start time.Time) (Options, *corev1.Node, *ka
 	c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
 	_ = claimStore.Add(c)
 	_ = podStore.Add(pod)
-	return Options{SchedulerName: "tailor", Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
-		ClaimLister: karplisters.NewNodeClaimLister(claimStore)}, node, c
+	clk, recorder := clocktesting.NewFakeClock(start), events.NewFakeRecorder(10)
+	return oneNode{opts: Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder,
+		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore)}, start: start, clock: clk, recorder: recorder, node: node, claim: c}
 }
