@@ -284,17 +284,25 @@ func (p *Provider) hydrate(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cl
 
 // offeringLabels is the label set a node launched from the offering would carry.
 func offeringLabels(claim *karpv1.NodeClaim, it *cloud.InstanceType, o cloud.Offering, region string) map[string]string {
+	labels := typeLabels(claim, it)
+	setOfferingLabels(labels, o, region)
+	return labels
+}
+
+// typeLabels is the label set of a node of the instance type, but for the offering's own labels.
+func typeLabels(claim *karpv1.NodeClaim, it *cloud.InstanceType) map[string]string {
 	labels := make(map[string]string, len(claim.Labels)+len(it.Labels)+3)
-	for k, v := range claim.Labels {
-		labels[k] = v
-	}
-	for k, v := range it.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, claim.Labels)
+	maps.Copy(labels, it.Labels)
+	return labels
+}
+
+// setOfferingLabels sets the labels an offering decides (zone, region, capacity type) on a set
+// typeLabels made.
+func setOfferingLabels(labels map[string]string, o cloud.Offering, region string) {
 	labels[corev1.LabelTopologyZone] = o.Zone
 	labels[corev1.LabelTopologyRegion] = region
 	labels[karpv1.CapacityTypeLabelKey] = o.CapacityType
-	return labels
 }
 
 // join waits out the boot time on the injected clock, then registers the node unless the

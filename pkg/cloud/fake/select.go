@@ -35,10 +35,13 @@ func (p *Provider) choose(claim *karpv1.NodeClaim, ice map[cloud.OfferingKey]boo
 	)
 	for _, it := range p.catalog {
 		fits := covers(it.Allocatable(), requests)
+		// The claim's own labels (nodepool, template labels) are part of the set because the
+		// node will carry them; Karpenter puts single-valued requirements there too. One set per
+		// type, its offering's labels set in turn: a set per offering was most of a launch's CPU
+		// in a fleet of thousands.
+		probe.ObjectMeta = metav1.ObjectMeta{Labels: typeLabels(claim, it)}
 		for _, o := range it.Offerings {
-			// The claim's own labels (nodepool, template labels) are part of the set because the
-			// node will carry them; Karpenter puts single-valued requirements there too.
-			probe.ObjectMeta = metav1.ObjectMeta{Labels: offeringLabels(claim, it, o, p.region)}
+			setOfferingLabels(probe.Labels, o, p.region)
 			if selector != nil && !selector.Match(&probe) {
 				continue
 			}

@@ -62,6 +62,10 @@ func TestNewNodeClaim(t *testing.T) {
 			}
 			pc := plan.Claims[0]
 			claim := nodeclaim.New(pc)
+			// Karpenter never launches a claim without its finalizer; Tailor creates it with one.
+			if !slices.Equal(claim.Finalizers, []string{karpv1.TerminationFinalizer}) {
+				t.Errorf("finalizers %v, want %s alone", claim.Finalizers, karpv1.TerminationFinalizer)
+			}
 
 			// Instance types: distinct, at most MaxInstanceTypes, the cheapest ones, by price.
 			types, ok := requirementValues(claim, corev1.LabelInstanceTypeStable)
