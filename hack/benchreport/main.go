@@ -154,6 +154,9 @@ var perSize = []figure{
 	// What the provisioner itself spent in the scale-up, beside the sandbox's steps above.
 	{"fleet at scale: the provisioner's rounds that planned pods in the scale-up", fleet, "plan-rounds-up", worst, "", 0},
 	{"fleet at scale: the provisioner's seconds spent planning in the scale-up", fleet, "s-planning-up", worst, "", 0},
+	// The whole process's CPU (API server, etcd, kwok, the controllers and Tailor): with the
+	// cores full, the steps above take as long as this allows.
+	{"fleet at scale: CPU the whole process used in the scale-up (CPU-s)", fleet, "cpu-s-up", worst, "", 0},
 	{"fleet at scale: scale-down to the fleet consolidated (s)", fleet, "s-to-consolidated", worst, "<=", 300},
 	{"fleet at scale: of which no command in flight, deciding (s)", fleet, "s-consolidation-deciding", worst, "", 0},
 	{"fleet at scale: of which a node draining (s)", fleet, "s-consolidation-draining", worst, "", 0},

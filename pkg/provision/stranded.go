@@ -36,6 +36,20 @@ type heading struct {
 	// Filter plugins accepting it there, was handed back to the scheduler instead of planned
 	// again (see replanStranded); zero if it was not.
 	retried time.Time
+	// tried is when a scheduling cycle last began for the pod after it was handed back (Trying).
+	tried time.Time
+}
+
+// Trying records, for a pod handed back to the scheduler beside the node planned for it, that
+// the scheduler is trying it (the plugin's PreFilter). Until then a pod the Filter plugins accept
+// there is not stranded but waiting its turn in the scheduler's queue (see retryAccepted).
+func (p *Provisioner) Trying(pod *corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h, ok := p.headed[pod.UID]; ok && !h.retried.IsZero() {
+		h.tried = p.opts.Clock.Now()
+		p.headed[pod.UID] = h
+	}
 }
 
 // headFor records that a plan put pod on node; call it with p.mu held. The time is kept while
@@ -281,10 +295,10 @@ func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string
 // replanStranded reports each stranded pod with what the scheduler's Filter plugins answer on its
 // node now, as the scheduler asks them (nominations counted), and plans it again: the plan that
 // put it there no longer holds, whatever the reason. A pod they accept there is handed back to
-// the scheduler once instead, for another strandedAfter: the scheduler has not tried it since
-// (a loaded API server, a long queue), and planning it again beside the node that holds it
-// launched nodes too many (issue 35's fleet at 4,000 pods, in one run of two: 1,486 pods planned
-// again, 91 NodeClaims over the need; docs/performance.md).
+// the scheduler instead (retryAccepted): the scheduler has not tried it since (a loaded API
+// server, a long queue), and planning it again beside the node that holds it launched nodes too
+// many (issue 35's fleet at 4,000 pods, in one run of two: 1,486 pods planned again, 91
+// NodeClaims over the need; docs/performance.md).
 func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim) {
 	p.mu.Lock()
 	sim, assumed := p.checker, maps.Clone(p.assumed)
@@ -296,7 +310,7 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 			if status := view.Admits(ctx, view.PreFilter(ctx, s.pod), s.pod, s.node); status != nil {
 				found[i].answer = fmt.Sprintf("%s: %s", status.Plugin(), status.Message())
 			} else {
-				found[i].answer, found[i].accepted = "they accept it (the scheduler has not tried it since)", true
+				found[i].answer, found[i].accepted = "they accept it (the scheduler tried it after it was handed back and did not bind it)", true
 			}
 		}
 		p.checking.Unlock()
@@ -338,7 +352,11 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 
 // retryAccepted hands each pod of found that the Filter plugins accept on its node, and that was
 // not handed back before, to the scheduler again, to be found again only another strandedAfter
-// on. It returns the pods to plan again.
+// on. A pod handed back that the scheduler has not tried since is left waiting its turn: a new
+// node would not be tried sooner, and at 4,000 pods on two cores, where a pod waited over a
+// minute in the scheduler's queue, planning such pods again launched 198 NodeClaims over the
+// need. One the scheduler tried and did not bind, though its Filter plugins accept it there
+// (refused at Reserve or Permit, say), is planned again. It returns the pods to plan again.
 func (p *Provisioner) retryAccepted(ctx context.Context, found []strandedPod) []strandedPod {
 	retry := map[string]*corev1.Pod{}
 	var rest []strandedPod
@@ -346,6 +364,10 @@ func (p *Provisioner) retryAccepted(ctx context.Context, found []strandedPod) []
 	p.mu.Lock()
 	for _, s := range found {
 		h, ok := p.headed[s.pod.UID]
+		if s.accepted && ok && h.node == s.node && !h.retried.IsZero() && !h.tried.After(h.retried) {
+			delete(p.stranded, s.pod.UID)
+			continue // not tried since it was handed back: still in the scheduler's queue
+		}
 		if !s.accepted || !ok || h.node != s.node || !h.retried.IsZero() {
 			rest = append(rest, s)
 			continue

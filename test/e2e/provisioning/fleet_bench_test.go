@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/cloud/fake/kubelet"
 	"github.com/tailor-sh/tailor/pkg/sandbox"
 	"github.com/tailor-sh/tailor/test/e2e/env"
+
 	// HARNESS_KLOG sets klog's flags for a run that needs the provisioner's detailed log, e.g.
 	// HARNESS_KLOG=-vmodule=provisioner=2 for each round's Planned line.
 	_ "github.com/tailor-sh/tailor/test/harness"
@@ -112,6 +114,9 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 		fatalf(b, "starting the sandbox: %v", err)
 	}
 	defer cluster.Stop()
+	// The benchmark's own watches end first: the API server waits for open watches, up to its
+	// 60 s request timeout, before it stops.
+	defer cancel()
 	if err := sandbox.ApplyFiles(ctx, cluster.Config, []string{env.RepoPath("examples", "ec2nodeclass.yaml")}, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -135,11 +140,13 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	heap := sampleHeap(ctx)
 
 	planning := planningSoFar(b)
+	cpuBefore := processCPU(b)
 	began := time.Now()
 	scaleFleet(b, ctx, cluster, pods)
 	waitDeployment(b, ctx, cluster, pods, runTimeout)
 	toRunning := time.Since(began)
 	toBound := time.Unix(0, proxy.lastBinding.Load()).Sub(began)
+	cpuUp := processCPU(b) - cpuBefore
 	reqAtPeak := proxy.total.Load()
 	say("%d pods Running after %.1f s, the last bound after %.1f s, on %d NodeClaims (%d requests from tailor-scheduler so far)",
 		pods, toRunning.Seconds(), toBound.Seconds(), claims.count(), reqAtPeak)
@@ -155,6 +162,9 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 		fatalf(b, "breaking the pods' waits down: %v", err)
 	}
 	steps.report(b)
+	say("the process (API server, etcd, kwok, the controllers and Tailor) used %.0f CPU-s in the scale-up, %.0f%% of its %d cores",
+		cpuUp.Seconds(), 100*cpuUp.Seconds()/toRunning.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
+	b.ReportMetric(cpuUp.Seconds(), "cpu-s-up")
 	b.ReportMetric(toRunning.Seconds(), "s-to-all-running")
 	b.ReportMetric(toBound.Seconds(), "s-to-all-bound")
 	b.ReportMetric(createdToBound.Seconds(), "s-last-created-to-last-bound")
