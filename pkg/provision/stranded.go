@@ -191,7 +191,7 @@ func indexForStranded(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1
 
 // findStranded returns the pods headed to a node that has been up for strandedAfter and still
 // pending, and those to wake (pending wakeAfter, once per node), and keeps the count of stranded
-// pods current. The nodes of stranded pods count as busy. Called with p.mu held.
+// pods current. The nodes pending pods are headed to count as busy. Called with p.mu held.
 func (p *Provisioner) findStranded(ix *strandedIndex, now time.Time) (found []strandedPod, wake []*corev1.Pod) {
 	after := p.strandedAfter()
 	for uid := range p.woken {
@@ -213,11 +213,10 @@ func (p *Provisioner) findStranded(ix *strandedIndex, now time.Time) (found []st
 		if !ix.nodeExists[h.node] {
 			continue
 		}
-		// A pod handed back to the scheduler gets another strandedAfter from then, and its node
-		// counts as busy meanwhile (not unused: the pod may bind there yet).
-		if !h.retried.IsZero() {
-			ix.busy[h.node] = true
-		}
+		// A node a pending pod is on its way to is busy, not unused: the pod may bind there yet.
+		// Counting only the pods found stranded, the 4,000-pod fleet reported 211 to 311 nodes
+		// Unused while their pods waited their turn in the scheduler's queue.
+		ix.busy[h.node] = true
 		if waited := now.Sub(up); waited < after || now.Sub(h.retried) < after {
 			if waited >= wakeAfter && p.woken[uid] != h.node {
 				p.woken[uid] = h.node
@@ -226,7 +225,6 @@ func (p *Provisioner) findStranded(ix *strandedIndex, now time.Time) (found []st
 			continue
 		}
 		found = append(found, strandedPod{pod: pod, node: h.node, up: now.Sub(up)})
-		ix.busy[h.node] = true
 	}
 	for uid := range p.stranded {
 		if pod := ix.byUID[uid]; pod == nil || pod.Spec.NodeName != "" {

@@ -247,3 +247,36 @@ func besideItsNode(pod *corev1.Pod) oneNode {
 		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
 		ClaimLister: karplisters.NewNodeClaimLister(claimStore)}, start: start, clock: clk, recorder: recorder, node: node, claim: c}
 }
+
+// A node that has been up for a while is not unused while a pod a later plan put there waits to
+// bind: in a long scale-up such pods wait their turn in the scheduler's queue, and the node would
+// be reported Unused (an Event, tailor_nodes_unused) before their wait counts as stranded.
+func TestANodeAPendingPodIsHeadedToIsNotUnused(t *testing.T) {
+	testPlanner(t)
+	pod := newPod("late", "500m", "512Mi")
+	c := besideItsNode(pod)
+	p := New(c.opts)
+	p.mu.Lock()
+	p.launchedHere[c.claim.Name] = c.start
+	p.mu.Unlock()
+	c.clock.Step(DefaultStrandedAfter + time.Second)
+	p.mu.Lock()
+	p.headFor(pod, c.node.Name) // planned there now, long after the node came up
+	p.mu.Unlock()
+	p.checkStranded(context.Background())
+	if len(c.recorder.Events) != 0 {
+		t.Errorf("an Event while a pod is on its way to the node: %s", <-c.recorder.Events)
+	}
+	if got := testutil.ToFloat64(metrics.NodesUnused); got != 0 {
+		t.Errorf("tailor_nodes_unused = %v while a pod is on its way to the node, want 0", got)
+	}
+
+	// Once nothing is on its way and nothing landed, it is unused.
+	p.mu.Lock()
+	delete(p.headed, pod.UID)
+	p.mu.Unlock()
+	p.checkStranded(context.Background())
+	if got := testutil.ToFloat64(metrics.NodesUnused); got != 1 {
+		t.Errorf("tailor_nodes_unused = %v with nothing on its way to the node, want 1", got)
+	}
+}
