@@ -139,9 +139,6 @@ func (o *Operator) HeldFor(pod *corev1.Pod) (string, bool) { return o.provisione
 // Gate implements tailor.Capacity.
 func (o *Operator) Gate(pod *corev1.Pod) (string, bool) { return o.provisioner.Gate(pod) }
 
-// Trying implements tailor.Capacity.
-func (o *Operator) Trying(pod *corev1.Pod) { o.provisioner.Trying(pod) }
-
 // KeptRoom implements tailor.Capacity.
 func (o *Operator) KeptRoom(pod *corev1.Pod) map[string][]scheduling.Kept {
 	return o.provisioner.KeptRoom(pod)

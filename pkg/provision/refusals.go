@@ -97,6 +97,7 @@ func leaving(node *corev1.Node) bool {
 func (p *Provisioner) Rejected(pod *corev1.Pod, refusedOn func(node string) *corev1.Node) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.cycleFailed(pod.UID)
 	r := p.refusals[pod.UID]
 	if r == nil || len(r.launched) == 0 {
 		return

@@ -36,19 +36,19 @@ type heading struct {
 	// Filter plugins accepting it there, was handed back to the scheduler instead of planned
 	// again (see replanStranded); zero if it was not.
 	retried time.Time
-	// tried is when a scheduling cycle last began for the pod after it was handed back (Trying).
-	tried time.Time
+	// failed is when a scheduling cycle for the pod last failed after it was handed back: no
+	// node fit (PostFilter, Rejected), or it was let go past Filter (Unreserve).
+	failed time.Time
 }
 
-// Trying records, for a pod handed back to the scheduler beside the node planned for it, that
-// the scheduler is trying it (the plugin's PreFilter). Until then a pod the Filter plugins accept
-// there is not stranded but waiting its turn in the scheduler's queue (see retryAccepted).
-func (p *Provisioner) Trying(pod *corev1.Pod) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if h, ok := p.headed[pod.UID]; ok && !h.retried.IsZero() {
-		h.tried = p.opts.Clock.Now()
-		p.headed[pod.UID] = h
+// cycleFailed records that a scheduling cycle for a pod handed back to the scheduler beside the
+// node planned for it has failed. Until one has, a pod the Filter plugins accept there is not
+// stranded but waiting its turn in the scheduler's queue (see retryAccepted). Called with p.mu
+// held.
+func (p *Provisioner) cycleFailed(uid types.UID) {
+	if h, ok := p.headed[uid]; ok && !h.retried.IsZero() {
+		h.failed = p.opts.Clock.Now()
+		p.headed[uid] = h
 	}
 }
 
@@ -113,7 +113,7 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	p.mu.Lock()
 	found, wake := p.findStranded(ix, now)
 	unneeded := p.unneededClaims(claims, ix.byUID, leavingNodes(nodes, claims), ix.busy, now)
-	unused := p.unusedNodes(claims, ix.upSince, ix.busy, now)
+	unused := p.unusedNodes(claims, ix.upSince, ix.busy, ix.onTheWay, now)
 	lapsed := p.lapsedHolds(claims, now)
 	p.mu.Unlock()
 	p.giveBackClaims(ctx, unneeded)
@@ -164,11 +164,13 @@ type strandedIndex struct {
 	byUID   map[types.UID]*corev1.Pod
 	// busy are the nodes with a pod of a workload on them (or, once findStranded ran, one on its way).
 	busy map[string]bool
+	// onTheWay are the nodes pending pods are headed to (findStranded).
+	onTheWay map[string]bool
 }
 
 func indexForStranded(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1.NodeClaim) *strandedIndex {
 	ix := &strandedIndex{nodeExists: make(map[string]bool, len(nodes)), upSince: map[string]time.Time{}, ofClaim: map[string]bool{},
-		byUID: make(map[types.UID]*corev1.Pod, len(pods)), busy: map[string]bool{}}
+		byUID: make(map[types.UID]*corev1.Pod, len(pods)), busy: map[string]bool{}, onTheWay: map[string]bool{}}
 	for _, n := range nodes {
 		ix.nodeExists[n.Name] = true
 	}
@@ -191,7 +193,8 @@ func indexForStranded(nodes []*corev1.Node, pods []*corev1.Pod, claims []*karpv1
 
 // findStranded returns the pods headed to a node that has been up for strandedAfter and still
 // pending, and those to wake (pending wakeAfter, once per node), and keeps the count of stranded
-// pods current. The nodes pending pods are headed to count as busy. Called with p.mu held.
+// pods current. The nodes of stranded pods count as busy, and those pending pods are headed to as
+// on their way. Called with p.mu held.
 func (p *Provisioner) findStranded(ix *strandedIndex, now time.Time) (found []strandedPod, wake []*corev1.Pod) {
 	after := p.strandedAfter()
 	for uid := range p.woken {
@@ -213,10 +216,16 @@ func (p *Provisioner) findStranded(ix *strandedIndex, now time.Time) (found []st
 		if !ix.nodeExists[h.node] {
 			continue
 		}
-		// A node a pending pod is on its way to is busy, not unused: the pod may bind there yet.
+		// A node a pending pod is on its way to is not unused: the pod may bind there yet.
 		// Counting only the pods found stranded, the 4,000-pod fleet reported 211 to 311 nodes
-		// Unused while their pods waited their turn in the scheduler's queue.
-		ix.busy[h.node] = true
+		// Unused while their pods waited their turn in the scheduler's queue. (Busy is more: it
+		// keeps a node its released gang's pods are still headed to, see unneededClaims.)
+		ix.onTheWay[h.node] = true
+		// A pod handed back to the scheduler gets another strandedAfter from then, and its node
+		// counts as busy meanwhile.
+		if !h.retried.IsZero() {
+			ix.busy[h.node] = true
+		}
 		if waited := now.Sub(up); waited < after || now.Sub(h.retried) < after {
 			if waited >= wakeAfter && p.woken[uid] != h.node {
 				p.woken[uid] = h.node
@@ -225,6 +234,7 @@ func (p *Provisioner) findStranded(ix *strandedIndex, now time.Time) (found []st
 			continue
 		}
 		found = append(found, strandedPod{pod: pod, node: h.node, up: now.Sub(up)})
+		ix.busy[h.node] = true
 	}
 	for uid := range p.stranded {
 		if pod := ix.byUID[uid]; pod == nil || pod.Spec.NodeName != "" {
@@ -260,7 +270,7 @@ func (p *Provisioner) wake(ctx context.Context, pods []*corev1.Pod) {
 // unusedNodes returns the NodeClaims this process launched for pods whose nodes have been up for
 // strandedAfter with no pod ever landed on them, newly found, and sets the gauge; call it with
 // p.mu held.
-func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string]time.Time, busy map[string]bool, now time.Time) []*karpv1.NodeClaim {
+func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string]time.Time, busy, onTheWay map[string]bool, now time.Time) []*karpv1.NodeClaim {
 	var fresh []*karpv1.NodeClaim
 	count := 0
 	live := map[string]bool{}
@@ -268,7 +278,7 @@ func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string
 		live[c.Name] = true
 		node := c.Status.NodeName
 		init, up := upSince[node]
-		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || p.landed[node] > 0 ||
+		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || onTheWay[node] || p.landed[node] > 0 ||
 			c.DeletionTimestamp != nil || p.givenBack[c.Name] {
 			continue
 		}
@@ -308,7 +318,7 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 			if status := view.Admits(ctx, view.PreFilter(ctx, s.pod), s.pod, s.node); status != nil {
 				found[i].answer = fmt.Sprintf("%s: %s", status.Plugin(), status.Message())
 			} else {
-				found[i].answer, found[i].accepted = "they accept it (the scheduler tried it after it was handed back and did not bind it)", true
+				found[i].answer, found[i].accepted = "they accept it", true
 			}
 		}
 		p.checking.Unlock()
@@ -348,13 +358,14 @@ func (p *Provisioner) replanStranded(ctx context.Context, found []strandedPod, n
 	p.batcher.Nudge()
 }
 
-// retryAccepted hands each pod of found that the Filter plugins accept on its node, and that was
-// not handed back before, to the scheduler again, to be found again only another strandedAfter
-// on. A pod handed back that the scheduler has not tried since is left waiting its turn: a new
-// node would not be tried sooner, and at 4,000 pods on two cores, where a pod waited over a
-// minute in the scheduler's queue, planning such pods again launched 198 NodeClaims over the
-// need. One the scheduler tried and did not bind, though its Filter plugins accept it there
-// (refused at Reserve or Permit, say), is planned again. It returns the pods to plan again.
+// retryAccepted hands each pod of found that the Filter plugins accept on its node back to the
+// scheduler, to be found again only another strandedAfter on, as long as no scheduling cycle for
+// it has failed since it was last handed back: until then it waits its turn in the scheduler's
+// queue, and a node planned for it anew would not be tried any sooner (at 4,000 pods on two
+// cores, where pods waited over a minute in that queue, planning such pods again launched 198
+// NodeClaims over the need). One whose cycle failed since, though its Filter plugins accept it
+// there (no room by then, refused at Reserve or Permit), is planned again. It returns the pods to
+// plan again.
 func (p *Provisioner) retryAccepted(ctx context.Context, found []strandedPod) []strandedPod {
 	retry := map[string]*corev1.Pod{}
 	var rest []strandedPod
@@ -362,11 +373,13 @@ func (p *Provisioner) retryAccepted(ctx context.Context, found []strandedPod) []
 	p.mu.Lock()
 	for _, s := range found {
 		h, ok := p.headed[s.pod.UID]
-		if s.accepted && ok && h.node == s.node && !h.retried.IsZero() && !h.tried.After(h.retried) {
-			delete(p.stranded, s.pod.UID)
-			continue // not tried since it was handed back: still in the scheduler's queue
+		if !s.accepted || !ok || h.node != s.node {
+			rest = append(rest, s)
+			continue
 		}
-		if !s.accepted || !ok || h.node != s.node || !h.retried.IsZero() {
+		again := !h.retried.IsZero()
+		if again && h.failed.After(h.retried) {
+			s.answer += " (a scheduling cycle for it failed after it was handed back)"
 			rest = append(rest, s)
 			continue
 		}
@@ -374,7 +387,11 @@ func (p *Provisioner) retryAccepted(ctx context.Context, found []strandedPod) []
 		p.headed[s.pod.UID] = h
 		delete(p.stranded, s.pod.UID)
 		retry[s.pod.Namespace+"/"+s.pod.Name] = s.pod
-		klog.FromContext(ctx).Info("Pod pending beside the node planned for it, where the scheduler's Filter plugins accept it; handed to the scheduler again",
+		logger := klog.FromContext(ctx)
+		if again {
+			logger = logger.V(2) // once per strandedAfter while the scheduler's queue is long
+		}
+		logger.Info("Pod pending beside the node planned for it, where the scheduler's Filter plugins accept it; handed to the scheduler again",
 			"pod", klog.KObj(s.pod), "node", s.node, "pendingFor", s.up.Round(time.Second))
 	}
 	metrics.PodsStranded.Set(float64(len(p.stranded)))

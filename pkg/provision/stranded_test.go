@@ -195,23 +195,27 @@ func TestAPodTheFilterAcceptsIsHandedBackBeforeItIsPlannedAgain(t *testing.T) {
 	}
 	clk.Step(2 * time.Second)
 	p.checkStranded(ctx)
-	// The scheduler has not tried it since it was handed back: it waits its turn in the queue,
-	// and a node planned for it anew would not be tried any sooner.
+	// No scheduling cycle for it has failed since it was handed back: it waits its turn in the
+	// scheduler's queue, and is handed back again rather than planned anew.
 	if headed, enqueued := state(); !headed || enqueued || len(recorder.Events) != 0 {
-		t.Fatalf("planned again, or an Event (%d), though the scheduler has not tried it since it was handed back (headed=%v, enqueued=%v)",
+		t.Fatalf("planned again, or an Event (%d), though no cycle for it failed since it was handed back (headed=%v, enqueued=%v)",
 			len(recorder.Events), headed, enqueued)
 	}
-	p.Trying(pod) // a scheduling cycle for it, and it is still pending after
+	if activated != 3 {
+		t.Errorf("activated %d times, want three (woken, handed back, handed back again)", activated)
+	}
 	clk.Step(time.Second)
+	p.Rejected(pod, func(string) *corev1.Node { return nil }) // a cycle for it fails
+	clk.Step(DefaultStrandedAfter)
 	p.checkStranded(ctx)
 	if headed, enqueued := state(); headed || !enqueued {
-		t.Errorf("tried and still pending after being handed back: headed=%v enqueued=%v; want it planned again", headed, enqueued)
+		t.Errorf("a cycle failed after it was handed back: headed=%v enqueued=%v; want it planned again", headed, enqueued)
 	}
 	if len(recorder.Events) != 1 {
 		t.Fatalf("%d Events, want one Stranded", len(recorder.Events))
 	}
-	if e := <-recorder.Events; !strings.Contains(e, "Stranded") || !strings.Contains(e, "they accept it") || !strings.Contains(e, "Pending 1m7s") {
-		t.Errorf("Event %q; want Stranded with the whole wait (1m7s) and the Filter's answer", e)
+	if e := <-recorder.Events; !strings.Contains(e, "Stranded") || !strings.Contains(e, "they accept it (a scheduling cycle for it failed") || !strings.Contains(e, "Pending 1m37s") {
+		t.Errorf("Event %q; want Stranded with the whole wait (1m37s) and the Filter's answer", e)
 	}
 	if d := testutil.ToFloat64(metrics.PodsStrandedTotal) - stranded; d != 1 {
 		t.Errorf("tailor_pods_stranded_total rose by %v, want 1", d)

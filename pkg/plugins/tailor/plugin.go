@@ -29,9 +29,6 @@ const Name = "Tailor"
 type Capacity interface {
 	// Enqueue hands a pod that fits no existing node to the provisioner.
 	Enqueue(pod *corev1.Pod)
-	// Trying says that a scheduling cycle has begun for pod: a pod that waits beside the node
-	// planned for it is then being tried, not left in the queue.
-	Trying(pod *corev1.Pod)
 	// Rejected says that a scheduling cycle found no node for pod. refusedOn returns a node as
 	// the cycle saw it when the cycle had the node and a plugin other than Tailor's turned the
 	// pod away there, and nil otherwise.
@@ -136,7 +133,6 @@ const waitsMessage = "the pod waits for the node Tailor launched for it"
 // PreFilterResult, does the holding: a result naming a node that does not exist yet would make
 // the scheduler report the pod as fitting no node for an unnamed reason.
 func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	p.capacity.Trying(pod)
 	if node, ok := p.capacity.HeldFor(pod); ok {
 		state.Write(heldKey, heldNode(node))
 		return nil, nil

@@ -17,12 +17,12 @@ import (
 )
 
 // maxVersionsToRunning bounds the versions of a NodeClaim from its creation to a node running its
-// pods: the create, the finalizer, the launch's labels, Launched, one status for Registered and
+// pods: the create (with the finalizer), the launch's labels, Launched, one status for Registered and
 // Initialized when the node is Ready by the time it registers (one more when it is not),
 // Consolidatable, and the first pod's lastPodEventTime. Later pods write it no more while the
 // stored time is under 10 s old. Before, Registered and Initialized were two writes, three while
-// the node booted (Initialized False first).
-const maxVersionsToRunning = 8
+// the node booted (Initialized False first), and the finalizer was a write of its own.
+const maxVersionsToRunning = 7
 
 // TestNodeClaimWritesFromLaunchToRunningPods scales a Deployment onto a NodePool that consolidates
 // at once (consolidateAfter 0, as make bench-scale's) and reads every version of every NodeClaim

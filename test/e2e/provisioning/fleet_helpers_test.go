@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -414,17 +413,6 @@ func resourceOf(path string) string {
 	default:
 		return parts[0] + "/" + parts[2]
 	}
-}
-
-// processCPU is the CPU time (user and system) this process has used so far: every part of the
-// sandbox runs in it, and on a machine whose cores it fills, the time a step takes follows the
-// CPU the whole process spends, so this is the figure that says what a change saved.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // planning is what tailor-scheduler's provisioner has planned so far, read from its metrics (the
