@@ -373,7 +373,13 @@ func (p *Provisioner) retryAccepted(ctx context.Context, found []strandedPod) []
 	p.mu.Lock()
 	for _, s := range found {
 		h, ok := p.headed[s.pod.UID]
-		if !s.accepted || !ok || h.node != s.node {
+		if !ok || h.node != s.node {
+			// Planned elsewhere, or bound, while the Filter plugins were asked: the finding is
+			// stale, and the new heading has a clock of its own. Planning these again was 13,300 of
+			// the 14,499 re-plans in a 20,000-pod fleet run, where asking took seconds.
+			continue
+		}
+		if !s.accepted {
 			rest = append(rest, s)
 			continue
 		}

@@ -284,3 +284,29 @@ func TestANodeAPendingPodIsHeadedToIsNotUnused(t *testing.T) {
 		t.Errorf("tailor_nodes_unused = %v with nothing on its way to the node, want 1", got)
 	}
 }
+
+// A pod planned elsewhere while the Filter plugins were asked about its old node is neither
+// planned again nor handed back: the finding is stale, and its new heading has a clock of its own.
+func TestAStaleStrandedFindingIsDropped(t *testing.T) {
+	testPlanner(t)
+	pod := newPod("moved", "500m", "512Mi")
+	c := besideItsNode(pod)
+	activated := 0
+	c.opts.Activate = func(map[string]*corev1.Pod) { activated++ }
+	p := New(c.opts)
+	p.mu.Lock()
+	p.headFor(pod, "node-planned-since")
+	p.mu.Unlock()
+	for _, accepted := range []bool{true, false} {
+		rest := p.retryAccepted(context.Background(), []strandedPod{{pod: pod, node: c.node.Name, accepted: accepted, answer: "asked"}})
+		if len(rest) != 0 || activated != 0 {
+			t.Errorf("accepted=%v: %d pods to plan again and %d activations for a pod now headed elsewhere, want none", accepted, len(rest), activated)
+		}
+	}
+	p.mu.Lock()
+	h := p.headed[pod.UID]
+	p.mu.Unlock()
+	if h.node != "node-planned-since" || !h.retried.IsZero() {
+		t.Errorf("heading %+v, want the new one untouched", h)
+	}
+}
