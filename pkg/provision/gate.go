@@ -115,7 +115,6 @@ type reservedPlan struct {
 func (p *Provisioner) Unreserve(pod *corev1.Pod, node string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cycleFailed(pod.UID)
 	delete(p.assumed, pod.UID)
 	// It did not land after all: a gang's pods are reserved, held at Permit and let go together
 	// when the gang does not complete, and a node no pod stays on may still be given back.
@@ -139,4 +138,6 @@ func (p *Provisioner) Unreserve(pod *corev1.Pod, node string) {
 			p.headed[pod.UID] = r.headed
 		}
 	}
+	// After the heading Reserve set aside is back: the cycle failed past Filter.
+	p.cycleFailed(pod.UID)
 }

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,12 @@ func TestAPodStillPendingBesideItsNodeIsWokenOnce(t *testing.T) {
 // that holds it would launch a node too many); if it is still pending another strandedAfter on,
 // it is stranded and planned again.
 func TestAPodTheFilterAcceptsIsHandedBackBeforeItIsPlannedAgain(t *testing.T) {
+	for _, failPastFilter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failed past Filter=%v", failPastFilter), func(t *testing.T) { handedBackThenPlannedAgain(t, failPastFilter) })
+	}
+}
+
+func handedBackThenPlannedAgain(t *testing.T, failPastFilter bool) {
 	testPlanner(t)
 	ctx := context.Background()
 	pod := newPod("unseen", "500m", "512Mi")
@@ -205,7 +212,15 @@ func TestAPodTheFilterAcceptsIsHandedBackBeforeItIsPlannedAgain(t *testing.T) {
 		t.Errorf("activated %d times, want three (woken, handed back, handed back again)", activated)
 	}
 	clk.Step(time.Second)
-	p.Rejected(pod, func(string) *corev1.Node { return nil }) // a cycle for it fails
+	if failPastFilter {
+		// Reserved on its node, then let go (a Permit or a binding that failed).
+		if !p.Reserve(pod, node.Name) {
+			t.Fatal("Reserve refused the pod its own node")
+		}
+		p.Unreserve(pod, node.Name)
+	} else {
+		p.Rejected(pod, func(string) *corev1.Node { return nil }) // no node fit
+	}
 	clk.Step(DefaultStrandedAfter)
 	p.checkStranded(ctx)
 	if headed, enqueued := state(); headed || !enqueued {
