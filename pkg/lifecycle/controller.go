@@ -58,15 +58,15 @@ type Controller struct {
 	opts  Options
 	queue *controller.Queue
 	// written are the claims as the informer has them, or as this controller last wrote them
-	// when that is newer (see newWritten).
-	written cache.MutationCache
+	// when that is newer (see writtenClaims).
+	written *writtenClaims
 }
 
 const providerIDIndex = "providerID"
 
 // New registers the controller's event handlers; call it before the informers start.
 func New(opts Options) (*Controller, error) {
-	c := &Controller{opts: opts, written: newWritten(opts.ClaimInform)}
+	c := &Controller{opts: opts, written: newWritten(opts.ClaimInform.GetStore(), opts.Clock.Now)}
 	c.opts.NodeClaims = recordingClaims{NodeClaimInterface: opts.NodeClaims, written: c.written}
 	c.queue = controller.NewQueue("lifecycle", opts.Clock, c.reconcile)
 	if err := opts.NodeInformer.AddIndexers(cache.Indexers{providerIDIndex: func(obj any) ([]string, error) {

@@ -2,11 +2,14 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
@@ -30,7 +33,7 @@ func (a *apiServer) UpdateStatus(_ context.Context, claim *karpv1.NodeClaim, _ m
 // not read at all.
 func TestTheControllerReadsTheClaimItWrote(t *testing.T) {
 	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &karpv1.NodeClaim{}, 0, cache.Indexers{})
-	c := &Controller{written: newWritten(inf)}
+	c := &Controller{written: newWritten(inf.GetStore(), time.Now)}
 	server := &apiServer{rv: 1}
 	claims := recordingClaims{NodeClaimInterface: server, written: c.written}
 	cached := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-a", ResourceVersion: "1"}}
@@ -63,5 +66,42 @@ func TestTheControllerReadsTheClaimItWrote(t *testing.T) {
 	}
 	if got, ok := c.claim("claim-a"); ok {
 		t.Errorf("read %s after the informer dropped it", got.Name)
+	}
+}
+
+// Every claim of a large scale-up is read back as written while the informer is behind, not only
+// the last hundred written (client-go's MutationCache keeps 100: at 1,000 claims launched at
+// once, the others were read from the informer and their next writes conflicted); a write older
+// than writtenTTL gives way to the informer.
+func TestTheControllerReadsEveryClaimItWroteInAScaleUp(t *testing.T) {
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &karpv1.NodeClaim{}, 0, cache.Indexers{})
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := &Controller{written: newWritten(inf.GetStore(), clk.Now)}
+	server := &apiServer{rv: 1000}
+	claims := recordingClaims{NodeClaimInterface: server, written: c.written}
+	const n = 1000
+	for i := range n {
+		cached := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("claim-%04d", i), ResourceVersion: strconv.Itoa(i + 1)}}
+		if err := inf.GetStore().Add(cached); err != nil {
+			t.Fatal(err)
+		}
+		launched := cached.DeepCopy()
+		launched.SetCondition(karpv1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "", clk.Now())
+		if _, err := claims.UpdateStatus(context.Background(), launched, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := 0
+	for i := range n {
+		if got, ok := c.claim(fmt.Sprintf("claim-%04d", i)); !ok || !got.IsTrue(karpv1.ConditionTypeLaunched) {
+			stale++
+		}
+	}
+	if stale > 0 {
+		t.Errorf("%d of %d claims written were read back as the informer's older copy", stale, n)
+	}
+	clk.Step(writtenTTL + time.Second)
+	if got, _ := c.claim("claim-0000"); got.IsTrue(karpv1.ConditionTypeLaunched) {
+		t.Error("a write older than writtenTTL is still preferred to the informer's copy")
 	}
 }
