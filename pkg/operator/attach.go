@@ -67,6 +67,7 @@ func (o *Operator) attachControllers(h fwk.Handle, args *tailor.Args) error {
 		Kube:                  h.ClientSet(),
 		NodeClaims:            nodeClaims,
 		ClaimLister:           o.claimLister,
+		ClaimsSeenUpTo:        o.claimInform.LastSyncResourceVersion,
 		PoolLister:            o.poolLister,
 		Pods:                  pods,
 		Nodes:                 nodeInformer.Lister(),

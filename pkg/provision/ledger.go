@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
@@ -139,41 +140,72 @@ func forgetBound[V any](m map[types.UID]V, unbound map[types.UID]bool) {
 	maps.DeleteFunc(m, func(uid types.UID, _ V) bool { return !unbound[uid] })
 }
 
-// createdClaim is a NodeClaim this process created, with when.
+// createdClaim is a NodeClaim this process created, with when, and when the informer was first
+// found past its creation without showing it (zero while it is not).
 type createdClaim struct {
-	claim *karpv1.NodeClaim
-	at    time.Time
+	claim  *karpv1.NodeClaim
+	at     time.Time
+	passed time.Time
 }
 
 // ClaimGone forgets a NodeClaim this process created once the informer saw it deleted: a claim
 // whose launch failed at once may be gone before any plan listed it, and must not be counted as
-// capacity in flight for its pods until createdTTL ends.
+// capacity in flight for its pods any longer.
 func (p *Provisioner) ClaimGone(name string) {
 	p.mu.Lock()
 	delete(p.created, name)
 	p.mu.Unlock()
 }
 
-// createdTTL is how long a created NodeClaim that the informer never showed (deleted before it
-// was listed) is counted.
+// createdTTL is how long a created NodeClaim that the informer never showed is counted when the
+// informer's resource version cannot tell whether it has seen the create yet (see gone).
 const createdTTL = 30 * time.Second
 
+// createdGrace is how long the informer must have been past a create it does not show before the
+// claim counts as gone: the informer's version moves before its cache takes the event.
+const createdGrace = time.Second
+
+// gone says whether a created claim the informer does not show is gone: the informer has seen
+// past its creation (seenUpTo, its last resource version) for createdGrace, so the claim was
+// deleted before it was listed. An informer behind the create will show it: on a loaded API
+// server a watch ran 30 s and more behind, and a fixed wait then forgot 400 claims in flight of
+// a 4,000-pod scale-up and launched them all again. Without versions to compare (an informer that
+// has not synced, an API server whose versions are not integers), createdTTL after its creation.
+func (c *createdClaim) gone(seenUpTo string, now time.Time) bool {
+	order, err := resourceversion.CompareResourceVersion(seenUpTo, c.claim.ResourceVersion)
+	switch {
+	case err != nil:
+		return now.Sub(c.at) > createdTTL
+	case order < 0:
+		c.passed = time.Time{}
+		return false
+	case c.passed.IsZero():
+		c.passed = now
+	}
+	return now.Sub(c.passed) >= createdGrace
+}
+
 // withCreated returns listed and the claims this process created that it does not hold yet, and
-// forgets those it holds or that are older than createdTTL.
+// forgets those it holds or that are gone.
 func (p *Provisioner) withCreated(listed []*karpv1.NodeClaim) []*karpv1.NodeClaim {
 	seen := make(map[string]bool, len(listed))
 	for _, c := range listed {
 		seen[c.Name] = true
+	}
+	seenUpTo := ""
+	if p.opts.ClaimsSeenUpTo != nil {
+		seenUpTo = p.opts.ClaimsSeenUpTo()
 	}
 	out := listed[:len(listed):len(listed)]
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.opts.Clock.Now()
 	for name, c := range p.created {
-		if seen[name] || now.Sub(c.at) > createdTTL {
+		if seen[name] || c.gone(seenUpTo, now) {
 			delete(p.created, name)
 			continue
 		}
+		p.created[name] = c
 		out = append(out, c.claim)
 	}
 	return out

@@ -35,15 +35,19 @@ type Options struct {
 	Kube          kubernetes.Interface
 	NodeClaims    karpclient.NodeClaimInterface
 	ClaimLister   karplisters.NodeClaimLister
-	PoolLister    karplisters.NodePoolLister
-	Pods          corelisters.PodLister
-	Nodes         corelisters.NodeLister
-	DaemonSets    appslisters.DaemonSetLister
-	Cloud         cloud.CloudProvider
-	Recorder      events.EventRecorder
-	Clock         clock.WithTicker
-	BatchIdle     time.Duration
-	BatchMax      time.Duration
+	// ClaimsSeenUpTo is the resource version the NodeClaim informer has seen up to (its
+	// LastSyncResourceVersion): a claim this process created is counted until the informer is
+	// past its creation (see createdClaim.gone). Nil: for createdTTL.
+	ClaimsSeenUpTo func() string
+	PoolLister     karplisters.NodePoolLister
+	Pods           corelisters.PodLister
+	Nodes          corelisters.NodeLister
+	DaemonSets     appslisters.DaemonSetLister
+	Cloud          cloud.CloudProvider
+	Recorder       events.EventRecorder
+	Clock          clock.WithTicker
+	BatchIdle      time.Duration
+	BatchMax       time.Duration
 	// StrandedAfter is how long a pod may stay pending beside the node a plan put it on, once
 	// that node is up (see checkStranded); 0 means DefaultStrandedAfter.
 	StrandedAfter time.Duration

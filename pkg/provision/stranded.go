@@ -290,7 +290,8 @@ func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string
 		}
 	}
 	for name := range p.launchedHere {
-		if !live[name] && p.opts.Clock.Since(p.launchedHere[name]) > createdTTL {
+		// A claim the informer has yet to show is still counted as created (see withCreated).
+		if _, created := p.created[name]; !live[name] && !created && p.opts.Clock.Since(p.launchedHere[name]) > createdTTL {
 			delete(p.launchedHere, name)
 			delete(p.unused, name)
 			delete(p.givenBack, name)
