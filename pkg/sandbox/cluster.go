@@ -120,7 +120,7 @@ func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) 
 	if err != nil {
 		return nil, err
 	}
-	cp, err := StartControlPlane(tb, filepath.Join(opts.Dir, "etcd"), flags...)
+	cp, err := StartControlPlane(tb, filepath.Join(opts.Dir, "etcd"), append(flags, opts.Throughput.apiServerFlags()...)...)
 	if err != nil {
 		return nil, err
 	}

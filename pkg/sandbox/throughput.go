@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"fmt"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
@@ -25,13 +27,26 @@ type Throughput struct {
 	// KwokParallelism is how many node and pod stages kwok plays at once, each a status write
 	// (4 if unset).
 	KwokParallelism int
+	// StreamsPerConnection is how many requests the API server lets a client have open at once
+	// on one HTTP/2 connection (its own default, 100, if unset). A client past the limit dials a
+	// new connection for each request that does not fit, so a ReplicaSet creating thousands of
+	// pods at once opened thousands of connections, each a TLS handshake for both ends.
+	StreamsPerConnection int
 }
 
 // FleetThroughput is for fleets of thousands of nodes in one process: client limits the API
 // server is the bound of, not the client; a ReplicaSet that makes 5,000 pods in one sync; kwok
 // four times as parallel.
 func FleetThroughput() Throughput {
-	return Throughput{QPS: 5000, Burst: 10000, Workers: 4, ReplicaBurst: 5000, KwokParallelism: 16}
+	return Throughput{QPS: 5000, Burst: 10000, Workers: 4, ReplicaBurst: 5000, KwokParallelism: 16, StreamsPerConnection: 10000}
+}
+
+// apiServerFlags are the API server's flags for t.
+func (t Throughput) apiServerFlags() []string {
+	if t.StreamsPerConnection <= 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("--http2-max-streams-per-connection=%d", t.StreamsPerConnection)}
 }
 
 func (t Throughput) workers() int {

@@ -141,6 +141,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	heap := sampleHeap(ctx)
 
 	planning := planningSoFar(b)
+	requestsBefore := apiRequests()
 	cpuBefore := cputime.Process(b)
 	began := time.Now()
 	scaleFleet(b, ctx, cluster, pods)
@@ -178,6 +179,7 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	b.ReportMetric(float64(planned.rounds), "plan-rounds-up")
 	b.ReportMetric(planned.seconds, "s-planning-up")
 	say("tailor-scheduler's API requests in the scale-up: %s", proxy.latencies(8))
+	say("the API server's requests in the scale-up, from every client: %s", topRequests(requestsBefore, apiRequests(), 14))
 	say("etcd's disk in the scale-up: %s", etcdDisk())
 	say("pods pending beside their node in the scale-up: %s", wakeUps())
 	if os.Getenv("TAILOR_SCALE_UP_ONLY") != "" {
