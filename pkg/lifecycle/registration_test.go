@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/retry"
 )
 
 // A node write that conflicts is made again on the node as the API server has it, not on the
@@ -59,7 +60,7 @@ func TestANodeWriteThatConflictsIsMadeAgainOnTheLiveNode(t *testing.T) {
 	if err := c.onLiveNodeOnConflict(context.Background(), stale, write); !apierrors.IsConflict(err) {
 		t.Errorf("a node that keeps conflicting: %v; want the conflict", err)
 	}
-	if len(versions) != nodeConflictTries {
-		t.Errorf("a node that keeps conflicting was written %d times; want %d", len(versions), nodeConflictTries)
+	if len(versions) != retry.DefaultRetry.Steps {
+		t.Errorf("a node that keeps conflicting was written %d times; want %d", len(versions), retry.DefaultRetry.Steps)
 	}
 }
