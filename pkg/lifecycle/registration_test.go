@@ -11,12 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/util/retry"
 )
 
 // A node write that conflicts is made again on the node as the API server has it, not on the
 // informer's copy that conflicted: the kubelet wrote since, and the informer may stay behind for
-// seconds. A node that keeps conflicting is left to the queue's backoff after nodeConflictTries.
+// seconds. A node that keeps conflicting is left to the queue's backoff after nodeConflictRetry.Steps tries.
 func TestANodeWriteThatConflictsIsMadeAgainOnTheLiveNode(t *testing.T) {
 	live := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", ResourceVersion: "7"},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "node.kubernetes.io/network-unavailable", Effect: corev1.TaintEffectNoSchedule}}}}
@@ -43,8 +42,8 @@ func TestANodeWriteThatConflictsIsMadeAgainOnTheLiveNode(t *testing.T) {
 	c := &Controller{opts: Options{Kube: kube}}
 	var taintsWritten []corev1.Taint
 	write := func(n *corev1.Node) error {
-		taintsWritten = n.Spec.Taints
-		return c.patchNode(context.Background(), n, map[string]string{"registered": "true"}, n.Spec.Taints, nil)
+		taintsWritten = append([]corev1.Taint{}, n.Spec.Taints...)
+		return c.patchNode(context.Background(), n, map[string]string{"registered": "true"}, taintsWritten, nil)
 	}
 	if err := c.onLiveNodeOnConflict(context.Background(), stale, write); err != nil {
 		t.Fatalf("a write that conflicted once: %v", err)
@@ -56,11 +55,17 @@ func TestANodeWriteThatConflictsIsMadeAgainOnTheLiveNode(t *testing.T) {
 		t.Errorf("the write again kept taints %v; want the live node's", taintsWritten)
 	}
 
+	// A patch that only merges labels overwrites nothing, and carries no version to conflict on.
+	versions = nil
+	if err := c.patchNode(context.Background(), stale, map[string]string{"initialized": "true"}, nil, nil); err != nil || len(versions) != 1 || versions[0] != "" {
+		t.Errorf("a labels-only patch: %v, versions %v; want one patch without a version", err, versions)
+	}
+
 	versions, conflictsLeft = nil, -1 // conflicts for ever
 	if err := c.onLiveNodeOnConflict(context.Background(), stale, write); !apierrors.IsConflict(err) {
 		t.Errorf("a node that keeps conflicting: %v; want the conflict", err)
 	}
-	if len(versions) != retry.DefaultRetry.Steps {
-		t.Errorf("a node that keeps conflicting was written %d times; want %d", len(versions), retry.DefaultRetry.Steps)
+	if len(versions) != nodeConflictRetry.Steps {
+		t.Errorf("a node that keeps conflicting was written %d times; want %d", len(versions), nodeConflictRetry.Steps)
 	}
 }

@@ -18,8 +18,8 @@ import (
 // as the informer is behind its creation: on a loaded API server a watch ran more than 30 s behind
 // a burst of creates, the old fixed 30 s forgot about 400 claims in flight, and their pods were
 // planned and launched again. Once the informer is past the create without showing the claim, it
-// was deleted, and it is forgotten a moment later. Where versions cannot be compared, the fixed
-// wait stays.
+// was deleted, and it is forgotten createdGrace later. Where versions cannot be compared, the fixed
+// wait stays; an informer that never catches up lets it go after createdMax.
 func TestAClaimCreatedIsCountedUntilTheInformerIsPastItsCreation(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -39,7 +39,7 @@ func TestAClaimCreatedIsCountedUntilTheInformerIsPastItsCreation(t *testing.T) {
 	}
 
 	create("default-a", "100")
-	clk.Step(5 * time.Minute)
+	clk.Step(4 * time.Minute)
 	if !counted("default-a") {
 		t.Fatal("a claim was forgotten while the informer was still behind its creation")
 	}
@@ -82,5 +82,17 @@ func TestAClaimCreatedIsCountedUntilTheInformerIsPastItsCreation(t *testing.T) {
 	clk.Step(time.Second)
 	if counted("default-c") {
 		t.Error("without comparable versions, a claim was still counted after createdTTL")
+	}
+
+	// An informer that stays behind for createdMax.
+	seenUpTo = "150"
+	create("default-d", "160")
+	clk.Step(createdMax)
+	if !counted("default-d") {
+		t.Fatal("a claim was forgotten before createdMax while the informer was behind it")
+	}
+	clk.Step(time.Second)
+	if counted("default-d") {
+		t.Error("a claim the informer never showed is still counted after createdMax")
 	}
 }

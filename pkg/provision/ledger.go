@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/klog/v2"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/provision/planner"
@@ -162,16 +163,29 @@ func (p *Provisioner) ClaimGone(name string) {
 const createdTTL = 30 * time.Second
 
 // createdGrace is how long the informer must have been past a create it does not show before the
-// claim counts as gone: the informer's version moves before its cache takes the event.
-const createdGrace = time.Second
+// claim counts as gone: the reflector's version moves when it queues an event, before the cache
+// has taken it, and on a loaded process the cache may follow seconds later. A claim deleted
+// without the informer seeing it (lost in a relist) costs nothing counted a few seconds longer.
+const createdGrace = 5 * time.Second
+
+// createdMax is how long a created claim is counted at most: an informer that has not shown a
+// create for this long is not catching up, and the claim's pods are better planned again than
+// held for ever.
+const createdMax = 5 * time.Minute
 
 // gone says whether a created claim the informer does not show is gone: the informer has seen
 // past its creation (seenUpTo, its last resource version) for createdGrace, so the claim was
 // deleted before it was listed. An informer behind the create will show it: on a loaded API
 // server a watch ran 30 s and more behind, and a fixed wait then forgot 400 claims in flight of
 // a 4,000-pod scale-up and launched them all again. Without versions to compare (an informer that
-// has not synced, an API server whose versions are not integers), createdTTL after its creation.
+// has not synced, an API server whose versions are not integers), createdTTL after its creation;
+// in any case, createdMax.
 func (c *createdClaim) gone(seenUpTo string, now time.Time) bool {
+	if now.Sub(c.at) > createdMax {
+		klog.InfoS("Forgetting a NodeClaim this process created that the informer has not shown", "nodeClaim", c.claim.Name,
+			"created", now.Sub(c.at).Round(time.Second), "informerVersion", seenUpTo, "claimVersion", c.claim.ResourceVersion)
+		return true
+	}
 	order, err := resourceversion.CompareResourceVersion(seenUpTo, c.claim.ResourceVersion)
 	switch {
 	case err != nil:

@@ -105,7 +105,7 @@ func (p *Provisioner) adoptUnlisted(cached []*karpv1.NodeClaim, live []karpv1.No
 			continue
 		}
 		// Counted as created now, again at each list until the informer shows it: withCreated
-		// forgets a created claim after createdTTL.
+		// forgets a created claim once the informer is past it (createdClaim.gone).
 		p.created[c.Name] = createdClaim{claim: c, at: now}
 		unlisted[c.Name] = true
 	}

@@ -116,11 +116,11 @@ type Cluster struct {
 func Start(ctx context.Context, tb ktesting.TB, opts Options) (*Cluster, error) {
 	logger := klog.FromContext(ctx)
 	began := time.Now()
-	flags, err := gateFlags(tb, opts.FeatureGates)
+	flags, err := controlPlaneFlags(tb, opts)
 	if err != nil {
 		return nil, err
 	}
-	cp, err := StartControlPlane(tb, filepath.Join(opts.Dir, "etcd"), append(flags, opts.Throughput.apiServerFlags()...)...)
+	cp, err := StartControlPlane(tb, filepath.Join(opts.Dir, "etcd"), flags...)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +189,16 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		return nil
 	}
 	return c.startScheduler(ctx)
+}
+
+// controlPlaneFlags are the API server's flags for opts: its feature gates, and what its throughput
+// asks of it.
+func controlPlaneFlags(tb ktesting.TB, opts Options) ([]string, error) {
+	flags, err := gateFlags(tb, opts.FeatureGates)
+	if err != nil {
+		return nil, err
+	}
+	return append(flags, opts.Throughput.apiServerFlags()...), nil
 }
 
 // clientsFor are the clients of the built-in and of Tailor's resources through cfg. The control

@@ -14,7 +14,11 @@ import (
 // limit it announces in its first HTTP/2 SETTINGS frame is FleetThroughput's, not its default.
 func TestTheFleetsAPIServerTakesThousandsOfStreamsOnAConnection(t *testing.T) {
 	want := FleetThroughput().StreamsPerConnection
-	cp, err := StartControlPlane(t, filepath.Join(t.TempDir(), "etcd"), FleetThroughput().apiServerFlags()...)
+	flags, err := controlPlaneFlags(t, Options{Throughput: FleetThroughput()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := StartControlPlane(t, filepath.Join(t.TempDir(), "etcd"), flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
