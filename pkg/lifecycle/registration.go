@@ -11,10 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	nodeutil "k8s.io/kubernetes/pkg/util/node"
-	"sigs.k8s.io/kwok/pkg/utils/wait"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
@@ -157,10 +157,11 @@ func isExtended(name corev1.ResourceName) bool {
 var nodeConflictRetry = wait.Backoff{Steps: 3, Duration: 10 * time.Millisecond, Factor: 1, Jitter: 0.1}
 
 // onLiveNodeOnConflict runs write on node, the informer's copy, and, when the write conflicts,
-// again on the node as the API server has it (client-go's retry.RetryOnConflict). The kubelet writes its node's status every few seconds, and on a loaded API server the
-// node informer runs behind it: retried from the informer through the queue, a registration
-// conflicted again until the informer caught up (4,925 of 6,170 node patches in a 4,000-pod
-// scale-up of the fleet benchmark). The disruption's taint does the same (forceful.taint).
+// again on the node as the API server has it (client-go's retry.RetryOnConflict). The kubelet
+// writes its node's status every few seconds, and on a loaded API server the node informer runs
+// behind it: retried from the informer through the queue, a registration conflicted again until
+// the informer caught up (4,925 of 6,170 node patches in a 4,000-pod scale-up of the fleet
+// benchmark). The disruption's taint does the same (forceful.taint).
 func (c *Controller) onLiveNodeOnConflict(ctx context.Context, node *corev1.Node, write func(*corev1.Node) error) error {
 	return retry.RetryOnConflict(nodeConflictRetry, func() error {
 		err := write(node)

@@ -29,8 +29,8 @@ const writtenTTL = 2 * time.Minute
 // client-go's MutationCache does the same, but keeps the last 100 writes only: when 1,000 claims
 // launched at once and the informer ran 30 s behind, the writes it had dropped were read back
 // from the informer, and 2,902 of 4,001 label writes and 2,627 of 5,441 status writes of a
-// 4,000-pod scale-up of the fleet benchmark conflicted. These are kept for every claim, until the informer is as new or
-// writtenTTL has passed.
+// 4,000-pod scale-up of the fleet benchmark conflicted. These are kept for every claim, until the
+// informer is as new or writtenTTL has passed.
 type writtenClaims struct {
 	informer cache.Store
 	now      func() time.Time

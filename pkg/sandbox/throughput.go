@@ -36,7 +36,7 @@ type Throughput struct {
 
 // FleetThroughput is for fleets of thousands of nodes in one process: client limits the API
 // server is the bound of, not the client; a ReplicaSet that makes 5,000 pods in one sync; kwok
-// four times as parallel.
+// four times as parallel; an API server that takes each client's requests on one connection.
 func FleetThroughput() Throughput {
 	return Throughput{QPS: 5000, Burst: 10000, Workers: 4, ReplicaBurst: 5000, KwokParallelism: 16, StreamsPerConnection: 10000}
 }
