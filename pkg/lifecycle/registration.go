@@ -8,15 +8,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	nodeutil "k8s.io/kubernetes/pkg/util/node"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/controller"
 	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
@@ -33,7 +32,7 @@ func (c *Controller) register(ctx context.Context, claim *karpv1.NodeClaim) (tim
 	}
 	var initialized bool
 	var recheck time.Duration
-	err = c.onLiveNodeOnConflict(ctx, node, func(node *corev1.Node) error {
+	err = controller.WriteLiveNode(ctx, c.opts.Kube, node, nodeConflictRetry, func(node *corev1.Node) error {
 		labels := map[string]string{}
 		for k, v := range claim.Labels {
 			labels[k] = v
@@ -152,27 +151,10 @@ func isExtended(name corev1.ResourceName) bool {
 	return true
 }
 
-// nodeConflictRetry is how onLiveNodeOnConflict tries again: three tries in all, 10 ms apart. Each
-// holds one of the controller's workers, and the queue's backoff takes over after them.
+// nodeConflictRetry is how registration writes its node again after a conflict
+// (controller.WriteLiveNode): three tries in all, 10 ms apart. Each holds one of the controller's
+// workers, and the queue's backoff takes over after them.
 var nodeConflictRetry = wait.Backoff{Steps: 3, Duration: 10 * time.Millisecond, Factor: 1, Jitter: 0.1}
-
-// onLiveNodeOnConflict runs write on node, the informer's copy, and, when the write conflicts,
-// again on the node as the API server has it (client-go's retry.RetryOnConflict). The kubelet
-// writes its node's status every few seconds, and on a loaded API server the node informer runs
-// behind it: retried from the informer through the queue, a registration conflicted again until
-// the informer caught up (4,925 of 6,170 node patches in a 4,000-pod scale-up of the fleet
-// benchmark). The disruption's taint does the same (forceful.taint).
-func (c *Controller) onLiveNodeOnConflict(ctx context.Context, node *corev1.Node, write func(*corev1.Node) error) error {
-	return retry.RetryOnConflict(nodeConflictRetry, func() error {
-		err := write(node)
-		if apierrors.IsConflict(err) {
-			if live, getErr := c.opts.Kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); getErr == nil {
-				node = live
-			}
-		}
-		return err
-	})
-}
 
 // patchNode merges labels into the node and, when taints or finalizers are not nil, replaces
 // them. A patch that replaces them carries the node's resource version, so that a concurrent

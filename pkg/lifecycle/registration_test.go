@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/tailor-sh/tailor/pkg/controller"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,7 @@ func TestANodeWriteThatConflictsIsMadeAgainOnTheLiveNode(t *testing.T) {
 		taintsWritten = append([]corev1.Taint{}, n.Spec.Taints...)
 		return c.patchNode(context.Background(), n, map[string]string{"registered": "true"}, taintsWritten, nil)
 	}
-	if err := c.onLiveNodeOnConflict(context.Background(), stale, write); err != nil {
+	if err := controller.WriteLiveNode(context.Background(), kube, stale, nodeConflictRetry, write); err != nil {
 		t.Fatalf("a write that conflicted once: %v", err)
 	}
 	if len(versions) != 2 || versions[0] != "5" || versions[1] != "7" {
@@ -62,7 +63,7 @@ func TestANodeWriteThatConflictsIsMadeAgainOnTheLiveNode(t *testing.T) {
 	}
 
 	versions, conflictsLeft = nil, -1 // conflicts for ever
-	if err := c.onLiveNodeOnConflict(context.Background(), stale, write); !apierrors.IsConflict(err) {
+	if err := controller.WriteLiveNode(context.Background(), kube, stale, nodeConflictRetry, write); !apierrors.IsConflict(err) {
 		t.Errorf("a node that keeps conflicting: %v; want the conflict", err)
 	}
 	if len(versions) != nodeConflictRetry.Steps {

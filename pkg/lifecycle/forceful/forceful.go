@@ -24,6 +24,7 @@ import (
 
 	"github.com/tailor-sh/tailor/pkg/apis"
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/controller"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	"github.com/tailor-sh/tailor/pkg/metrics"
 	"github.com/tailor-sh/tailor/pkg/nodetaint"
@@ -163,13 +164,8 @@ func (d *Disrupter) nodeOf(claim *karpv1.NodeClaim) *corev1.Node {
 // node's resourceVersion all the time) is retried at once from a fresh read, rather than failing
 // the disruption: an interruption would otherwise wait for its notice to be delivered again.
 func (d *Disrupter) taint(ctx context.Context, node *corev1.Node) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := controller.WriteLiveNode(ctx, d.opts.Kube, node, retry.DefaultRetry, func(node *corev1.Node) error {
 		_, err := nodetaint.SetDisrupted(ctx, d.opts.Kube, node, true)
-		if apierrors.IsConflict(err) {
-			if fresh, getErr := d.opts.Kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); getErr == nil {
-				node = fresh
-			}
-		}
 		return err
 	})
 	if err != nil {
