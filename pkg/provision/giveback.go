@@ -48,14 +48,15 @@ func (p *Provisioner) giveBackAfter() time.Duration {
 }
 
 // unneededClaims returns the NodeClaims this process launched for pods that every one of those
-// pods has since left: each bound elsewhere, was deleted, or was planned onto other capacity, no
-// pending pod is planned onto the claim or headed for its node, and no pod has landed on its node,
-// for giveBackAfter. Such a claim was launched for nothing; waiting for consolidation to notice
+// pods has since left: each bound elsewhere, was deleted, or was planned onto other capacity (an
+// instance already launched waits until they are bound or the scheduler has refused them there,
+// see awaitedByTheirPods), no pending pod is planned onto the claim or headed for its node, and no
+// pod has landed on its node, for giveBackAfter. Such a claim was launched for nothing; waiting for consolidation to notice
 // (consolidateAfter, then a disruption pass) would bill it for minutes. Claims this process did not
 // create (another leader's, Karpenter's) are consolidation's, and so are claims marked
 // karpenter.sh/do-not-disrupt. leaving are the nodes being deleted or disrupted: a pod still bound
 // to one is on its way to the claim planned for it. Call it with p.mu held.
-func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types.UID]*corev1.Pod, leaving, busy map[string]bool, now time.Time) []giveBack {
+func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types.UID]*corev1.Pod, leaving, busy, awaited map[string]bool, now time.Time) []giveBack {
 	if p.giveBackAfter() < 0 {
 		return nil
 	}
@@ -81,7 +82,7 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 			}
 			delete(p.gangReleased, c.Name)
 		}
-		if wanted[c.Name] || (node != "" && (wanted[node] || busy[node] || p.landed[node] > 0)) {
+		if wanted[c.Name] || awaited[c.Name] || (node != "" && (wanted[node] || busy[node] || p.landed[node] > 0)) {
 			p.wantedAt[c.Name] = now
 			continue
 		}
@@ -104,6 +105,37 @@ func (p *Provisioner) unneededClaims(claims []*karpv1.NodeClaim, byUID map[types
 		}
 	}
 	return out
+}
+
+// awaitedByTheirPods returns the launched NodeClaims (an instance exists) that a pod they were
+// launched for still waits for: pending, and not refused there by a scheduling cycle that had the
+// node up (see refusals.launched and Rejected). Such a claim is kept whatever plans have made of
+// the pod since. The plans' own marks do not cover a scheduler that is minutes behind: a pod's
+// plan onto a claim ends when the claim initializes, its destination NominationWindow later,
+// and a re-plan may head it to another node that happens to have room; in a 20,000-pod fleet
+// run, 723 launched nodes were given back in one pass while the pods they were launched for
+// waited in the scheduler's queue, and more nodes were launched for them. A pod that binds
+// elsewhere, or that the scheduler refuses there, lets its claim go. Call it with p.mu held.
+func (p *Provisioner) awaitedByTheirPods(claims []*karpv1.NodeClaim, byUID map[types.UID]*corev1.Pod) map[string]bool {
+	launched := make(map[string]bool, len(p.launchedHere))
+	for _, c := range claims {
+		if _, ours := p.launchedHere[c.Name]; ours && c.Status.ProviderID != "" && c.DeletionTimestamp == nil {
+			launched[c.Name] = true
+		}
+	}
+	awaited := map[string]bool{}
+	for uid, r := range p.refusals {
+		pod := byUID[uid]
+		if pod == nil || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+			continue
+		}
+		for _, name := range r.launched {
+			if launched[name] {
+				awaited[name] = true
+			}
+		}
+	}
+	return awaited
 }
 
 // wantedBesideReleasedGangs is claimsWanted without the pods of the gangs given back (see

@@ -165,3 +165,64 @@ func TestUnreservedPodDoesNotLand(t *testing.T) {
 		t.Fatalf("gave back %v; want only the claim whose pod was reserved there and let go", client.names)
 	}
 }
+
+// A launched node whose pod waits in a scheduler minutes behind is kept, though no plan heads
+// the pod there any more (its plan ended when the claim initialized): the pod may bind there
+// yet. Once the pod binds elsewhere the node is given back GiveBackAfter later; a node the
+// scheduler had up and refused its pod on is not kept for that pod.
+func TestALaunchedNodeWaitsForThePodsItWasLaunchedFor(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+	claimStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	nodeStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
+	nodes := map[string]*corev1.Node{}
+	for _, name := range []string{"slow", "refused"} {
+		c := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}}}
+		c.Status.ProviderID, c.Status.NodeName = "aws:///i-"+name, "n-"+name
+		c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
+		_ = claimStore.Add(c)
+		n := readyNode("n-"+name, "2", "4Gi")
+		n.Labels[karpv1.NodeInitializedLabelKey] = "true"
+		nodes[n.Name] = n
+		_ = nodeStore.Add(n)
+	}
+	queued, picky := newPod("queued", "1", "1Gi"), newPod("picky", "1", "1Gi")
+	_ = podStore.Add(queued)
+	_ = podStore.Add(picky)
+	client := &deletions{}
+	recorder := events.NewFakeRecorder(20)
+	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(), NodeClaims: client, Clock: clk, Recorder: recorder,
+		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
+	p.mu.Lock()
+	p.launchedHere["slow"], p.launchedHere["refused"] = start, start
+	p.noteLaunched("slow", []*corev1.Pod{queued})
+	p.noteLaunched("refused", []*corev1.Pod{picky})
+	p.mu.Unlock()
+	// A scheduling cycle had n-refused up and found no place there for picky.
+	p.Rejected(picky, func(name string) *corev1.Node { return nodes[name] })
+
+	clk.Step(10 * time.Minute)
+	p.checkStranded(ctx)
+	if !slices.Equal(client.names, []string{"refused"}) {
+		t.Fatalf("gave back %v ten minutes on; want only the node the scheduler refused its pod on", client.names)
+	}
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, "Unused") && strings.Contains(e, "n-slow") {
+			t.Errorf("reported a node its pod still waits for as unused: %s", e)
+		}
+	}
+	queued.Spec.NodeName = "elsewhere"
+	_ = podStore.Update(queued)
+	clk.Step(DefaultGiveBackAfter - time.Second)
+	p.checkStranded(ctx)
+	if len(client.names) != 1 {
+		t.Fatalf("gave back %v within GiveBackAfter of its pod binding elsewhere", client.names)
+	}
+	clk.Step(2 * time.Second)
+	p.checkStranded(ctx)
+	if !slices.Equal(client.names, []string{"refused", "slow"}) {
+		t.Fatalf("gave back %v; want slow too once its pod bound elsewhere", client.names)
+	}
+}

@@ -112,8 +112,9 @@ func (p *Provisioner) checkStranded(ctx context.Context) {
 	ix := indexForStranded(nodes, pods, claims)
 	p.mu.Lock()
 	found, wake := p.findStranded(ix, now)
-	unneeded := p.unneededClaims(claims, ix.byUID, leavingNodes(nodes, claims), ix.busy, now)
-	unused := p.unusedNodes(claims, ix.upSince, ix.busy, ix.onTheWay, now)
+	awaited := p.awaitedByTheirPods(claims, ix.byUID)
+	unneeded := p.unneededClaims(claims, ix.byUID, leavingNodes(nodes, claims), ix.busy, awaited, now)
+	unused := p.unusedNodes(claims, ix.upSince, ix.busy, ix.onTheWay, awaited, now)
 	lapsed := p.lapsedHolds(claims, now)
 	p.mu.Unlock()
 	p.giveBackClaims(ctx, unneeded)
@@ -268,9 +269,9 @@ func (p *Provisioner) wake(ctx context.Context, pods []*corev1.Pod) {
 }
 
 // unusedNodes returns the NodeClaims this process launched for pods whose nodes have been up for
-// strandedAfter with no pod ever landed on them, newly found, and sets the gauge; call it with
-// p.mu held.
-func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string]time.Time, busy, onTheWay map[string]bool, now time.Time) []*karpv1.NodeClaim {
+// strandedAfter with no pod ever landed on them, newly found, and sets the gauge; a claim a pod it
+// was launched for still waits for (awaited) is not unused. Call it with p.mu held.
+func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string]time.Time, busy, onTheWay, awaited map[string]bool, now time.Time) []*karpv1.NodeClaim {
 	var fresh []*karpv1.NodeClaim
 	count := 0
 	live := map[string]bool{}
@@ -278,7 +279,7 @@ func (p *Provisioner) unusedNodes(claims []*karpv1.NodeClaim, upSince map[string
 		live[c.Name] = true
 		node := c.Status.NodeName
 		init, up := upSince[node]
-		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || onTheWay[node] || p.landed[node] > 0 ||
+		if _, ours := p.launchedHere[c.Name]; !ours || !up || now.Sub(init) < p.strandedAfter() || busy[node] || onTheWay[node] || awaited[c.Name] || p.landed[node] > 0 ||
 			c.DeletionTimestamp != nil || p.givenBack[c.Name] {
 			continue
 		}
