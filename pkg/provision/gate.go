@@ -127,6 +127,7 @@ func (p *Provisioner) Unreserve(pod *corev1.Pod, node string) {
 	// its plan PostFilter would let the scheduler clear its nomination there.
 	if r, ok := p.reserved[pod.UID]; ok {
 		delete(p.reserved, pod.UID)
+		p.keyOf(pod)
 		if r.claim != "" {
 			p.planned[pod.UID] = r.claim
 			p.wrote(pod.UID)

@@ -2,8 +2,8 @@ package provision
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -91,31 +91,60 @@ func (p *Provisioner) Initialized(claim, node string) {
 	if node == "" {
 		return
 	}
-	p.activatePending(func(pod *corev1.Pod) bool {
-		h, ok := p.headed[pod.UID]
-		return ok && h.node == node || claim != "" && p.planned[pod.UID] == claim
-	})
+	p.activatePending(node, claim)
 }
 
-// activatePending moves the pending pods that match into the scheduler's active queue. match is
-// called with p.mu held; activatePending takes it itself, so its caller must not hold it.
-func (p *Provisioner) activatePending(match func(*corev1.Pod) bool) {
+// activatePending moves the pending pods headed to node, or planned onto claim, into the
+// scheduler's active queue; an empty name matches nothing. It takes p.mu itself, so its caller
+// must not hold it. It reads the provisioner's own maps and looks up only the pods they name: it
+// runs once per NodeClaim that initializes, and listing every pod each time cost a 10,000-pod
+// scale-up 13 CPU-s (2,500 claims, each scanning the pending pods under p.mu, where the
+// scheduler's Reserve waits).
+func (p *Provisioner) activatePending(node, claim string) {
 	if p.opts.Activate == nil {
 		return
 	}
-	pods, err := p.opts.Pods.List(labels.Everything())
-	if err != nil {
-		return
+	type named struct {
+		uid types.UID
+		key string
 	}
-	activate := map[string]*corev1.Pod{}
+	var found []named
 	p.mu.Lock()
-	for _, pod := range pods {
-		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && match(pod) {
-			activate[pod.Namespace+"/"+pod.Name] = pod
+	if node != "" {
+		for uid, h := range p.headed {
+			if h.node == node {
+				found = append(found, named{uid, p.podKeys[uid]})
+			}
+		}
+	}
+	if claim != "" {
+		for uid, c := range p.planned {
+			if c == claim {
+				found = append(found, named{uid, p.podKeys[uid]})
+			}
 		}
 	}
 	p.mu.Unlock()
+	activate := map[string]*corev1.Pod{}
+	for _, f := range found {
+		namespace, name, err := cache.SplitMetaNamespaceKey(f.key)
+		if err != nil || name == "" {
+			continue // its key was never seen: the stranded watch wakes it (wake)
+		}
+		pod, err := p.opts.Pods.Pods(namespace).Get(name)
+		if err == nil && pod.UID == f.uid && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
+			activate[f.key] = pod
+		}
+	}
 	if len(activate) > 0 {
 		p.opts.Activate(activate)
+	}
+}
+
+// keyOf remembers pod's namespace/name for activatePending; call it with p.mu held whenever pod
+// is planned or headed somewhere.
+func (p *Provisioner) keyOf(pod *corev1.Pod) {
+	if _, ok := p.podKeys[pod.UID]; !ok {
+		p.podKeys[pod.UID] = pod.Namespace + "/" + pod.Name
 	}
 }

@@ -91,3 +91,22 @@ func TestInitializedActivatesThePodsPlannedThere(t *testing.T) {
 		t.Fatalf("activated %v, want only the pending pod headed for n1", activated)
 	}
 }
+
+// The names kept to wake pods by claim or node go with the pods' plans: a pod that bound is
+// forgotten at the next round, and one still headed somewhere is kept.
+func TestPodKeysGoWithThePlans(t *testing.T) {
+	p := New(Options{Clock: clocktesting.NewFakeClock(time.Now())})
+	waiting, landed := newPod("waiting", "1", "1Gi"), newPod("landed", "1", "1Gi")
+	p.mu.Lock()
+	p.headFor(waiting, "n1")
+	p.headFor(landed, "n1")
+	listed := p.seq
+	p.mu.Unlock()
+	landed.Spec.NodeName = "n1"
+	p.forgetStale(nil, []*corev1.Pod{waiting, landed}, nil, listed)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.podKeys[waiting.UID] != "default/waiting" || len(p.podKeys) != 1 {
+		t.Errorf("pod keys %v after a round; want only default/waiting", p.podKeys)
+	}
+}

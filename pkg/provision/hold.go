@@ -55,7 +55,7 @@ func (p *Provisioner) heldFor(pod *corev1.Pod) (string, bool) {
 // its node has ended because the claim is going away (Initialized does so when it initializes). The scheduler watches neither, and
 // the plugin's queueing hint wakes a held pod only on an event about a node.
 func (p *Provisioner) Released(claim string) {
-	p.activatePending(func(pod *corev1.Pod) bool { return p.planned[pod.UID] == claim })
+	p.activatePending("", claim)
 }
 
 // lapsedHolds returns the claims among claims whose hold on their pods has just lapsed: created

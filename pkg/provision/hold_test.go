@@ -104,6 +104,9 @@ func TestReleasedWakesTheClaimsPendingPods(t *testing.T) {
 		}})
 	p.mu.Lock()
 	p.planned[mine.UID], p.planned[bound.UID], p.planned[other.UID] = "claim-b", "claim-b", "claim-c"
+	for _, pod := range []*corev1.Pod{mine, bound, other} {
+		p.keyOf(pod) // as every write to planned does
+	}
 	p.mu.Unlock()
 	p.Released("claim-b")
 	if len(woken) != 1 || woken[0] != "default/mine" {

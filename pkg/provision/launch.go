@@ -65,6 +65,7 @@ func (p *Provisioner) create(ctx context.Context, pc *planner.PlannedClaim) (*ka
 	p.mu.Lock()
 	for _, pod := range pc.Pods {
 		p.planned[pod.UID] = created.Name
+		p.keyOf(pod)
 		p.wrote(pod.UID)
 	}
 	p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)

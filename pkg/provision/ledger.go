@@ -132,6 +132,12 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 	forgetBound(p.headed, unbound)
 	forgetBound(p.admitted, unbound)
 	forgetBound(p.reserved, unbound)
+	for uid := range p.podKeys {
+		_, planned := p.planned[uid]
+		if _, headed := p.headed[uid]; !planned && !headed {
+			delete(p.podKeys, uid)
+		}
+	}
 	return &planner.Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
 		maps.Clone(p.enqueued)
 }

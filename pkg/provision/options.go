@@ -99,6 +99,7 @@ func New(opts Options) *Provisioner {
 		awaitedNodes: map[string]time.Time{},
 
 		headed:       map[types.UID]heading{},
+		podKeys:      map[types.UID]string{},
 		stranded:     map[types.UID]bool{},
 		launchedHere: map[string]time.Time{},
 		landed:       map[string]int{},

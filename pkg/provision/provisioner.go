@@ -104,6 +104,9 @@ type Provisioner struct {
 	// when; stranded are the pods found still pending strandedAfter after that node came up.
 	headed   map[types.UID]heading
 	stranded map[types.UID]bool
+	// podKeys are the namespace/name of the pods in planned or headed, so that the pods of one
+	// claim or node are found without listing every pod (see activatePending).
+	podKeys map[types.UID]string
 	// launchedHere are the NodeClaims this process created for pods, with when; landed counts, by
 	// node, the pods the scheduler has reserved there and not unreserved; unused the claims
 	// already reported as unused.
@@ -374,6 +377,7 @@ func (p *Provisioner) record(pending []*corev1.Pod, plan *planner.Plan) {
 	for claim, ps := range plan.InFlight {
 		for _, pod := range ps {
 			p.planned[pod.UID] = claim
+			p.keyOf(pod)
 			p.wrote(pod.UID)
 		}
 		p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)

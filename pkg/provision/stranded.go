@@ -59,6 +59,7 @@ func (p *Provisioner) headFor(pod *corev1.Pod, node string) {
 		return
 	}
 	p.headed[pod.UID] = heading{node: node, since: p.opts.Clock.Now(), siblings: siblingsOf(pod)}
+	p.keyOf(pod)
 }
 
 func (p *Provisioner) strandedAfter() time.Duration {
