@@ -49,10 +49,15 @@ type dedupe struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	until map[string]time.Time
+	// sweepAbove is the size past which the next allow drops the keys whose hold has ended.
+	sweepAbove int
 }
 
+// dedupeSweepFloor is the fewest keys kept before a sweep.
+const dedupeSweepFloor = 10000
+
 func newDedupe(clk clock.PassiveClock) *dedupe {
-	return &dedupe{clock: clk, until: map[string]time.Time{}}
+	return &dedupe{clock: clk, until: map[string]time.Time{}, sweepAbove: dedupeSweepFloor}
 }
 
 // allow reports whether the Event of key may be written now, and if so holds it back for period.
@@ -63,12 +68,16 @@ func (d *dedupe) allow(key string, period time.Duration) bool {
 	if until, ok := d.until[key]; ok && now.Before(until) {
 		return false
 	}
-	if len(d.until) > 10000 {
+	if len(d.until) > d.sweepAbove {
+		// The next sweep waits until the map has doubled again: a fleet whose held keys are more
+		// than the floor (5,000 nodes, each blocked on its Node and its NodeClaim) swept the
+		// whole map on every call, two per node per pass.
 		for k, until := range d.until {
 			if !now.Before(until) {
 				delete(d.until, k)
 			}
 		}
+		d.sweepAbove = max(2*len(d.until), dedupeSweepFloor)
 	}
 	d.until[key] = now.Add(period)
 	return true

@@ -2,7 +2,9 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +138,44 @@ func TestCommandEventsUseKarpentersReasons(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The Event holds of a large fleet (two keys a node, each held for minutes) are more than the
+// sweep's floor: keys whose hold ended are still dropped, but not on every new key.
+func TestDedupeDropsEndedHoldsAsItGrows(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	d := newDedupe(clk)
+	for i := range 25000 {
+		if !d.allow(fmt.Sprintf("old-%d", i), time.Minute) {
+			t.Fatalf("key %d refused the first time", i)
+		}
+	}
+	if d.allow("old-7", time.Minute) {
+		t.Fatal("a key held for a minute was allowed again at once")
+	}
+	clk.Step(2 * time.Minute)
+	for i := range 20000 {
+		d.allow(fmt.Sprintf("new-%d", i), time.Minute)
+	}
+	if n := len(d.until); n > 20000 {
+		t.Errorf("%d keys held after 20,000 new ones, with the 25,000 old ones' holds ended; want the old ones dropped", n)
+	}
+	if !d.allow("old-7", time.Minute) {
+		t.Error("a key whose hold ended was refused")
+	}
+}
+
+// BenchmarkDedupeAllowNew is the check of an Event not written yet (a node just initialized,
+// a reason that changed) beside the holds of a fleet: twice the sweep's floor, all in force.
+func BenchmarkDedupeAllowNew(b *testing.B) {
+	d := newDedupe(clocktesting.NewFakeClock(time.Now()))
+	for i := range 20000 {
+		d.allow(fmt.Sprintf("held-%d", i), time.Hour)
+	}
+	i := 0
+	for b.Loop() {
+		d.allow("new-"+strconv.Itoa(i), time.Hour)
+		i++
 	}
 }
