@@ -117,19 +117,39 @@ func (c *Controller) Trigger() {
 	}
 }
 
+// idleRest is how many times its own length a pass that found nothing rests before the next
+// one, whatever triggers it: the loop then takes at most a fifth of a core while it finds nothing.
+// In a scale-up every node that initializes turns Consolidatable and triggers a pass, and at
+// 20,000 pods on 5,000 nodes passes ran back to back, each finding every node awaited by its
+// pods: 17% of two cores in a profile of the binding phase, beside a scheduler minutes behind.
+const idleRest = 4
+
+// restAfter is how long the loop rests after a pass that took took and found nothing.
+func restAfter(took time.Duration) time.Duration {
+	return idleRest * max(took, 0)
+}
+
 // Run makes passes until ctx ends: after each command at once (there may be more to do), else
-// on a trigger or every PollInterval.
+// on a trigger or every PollInterval, and no sooner than restAfter the pass.
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("disruption")
 	ctx = klog.NewContext(ctx, logger)
 	c.recoverAbandoned(ctx)
 	for {
+		began := c.opts.Clock.Now()
 		acted, err := c.pass(ctx)
 		if err != nil {
 			logger.Error(err, "Disruption pass failed")
 		}
 		if acted && err == nil {
 			continue
+		}
+		if rest := restAfter(c.opts.Clock.Since(began)); rest > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.opts.Clock.After(rest):
+			}
 		}
 		select {
 		case <-ctx.Done():
