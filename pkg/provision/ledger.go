@@ -104,6 +104,12 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			if node == "" && claimNode[claim] != "" {
 				p.destined[uid] = destination{node: claimNode[claim], until: now.Add(NominationWindow)}
 			}
+			if h, ok := p.headed[uid]; ok && h.node == claimNode[claim] {
+				// Cycles that failed while the node was still starting (registered and Ready,
+				// before its startup taints were gone) are no refusal of the node it became.
+				h.refused = time.Time{}
+				p.headed[uid] = h
+			}
 		}
 		delete(p.planned, uid)
 		delete(p.written, uid)
@@ -138,7 +144,7 @@ func (p *Provisioner) forgetStale(nodes []*corev1.Node, pods []*corev1.Pod, clai
 			delete(p.podKeys, uid)
 		}
 	}
-	return &planner.Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed)},
+	return &planner.Cluster{Nodes: nodes, Pods: pods, Claims: claims, Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed), Toward: p.towardNodes()},
 		maps.Clone(p.enqueued)
 }
 

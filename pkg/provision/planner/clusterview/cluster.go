@@ -24,6 +24,10 @@ type Cluster struct {
 	Planned map[types.UID]string
 	// Assumed maps pods the scheduler has reserved onto a node, but not yet bound, to that node.
 	Assumed map[types.UID]string
+	// Toward maps pending pods an earlier plan left to a node that exists, or whose claim has
+	// initialized, to that node, while the scheduler has not refused them since: they are
+	// counted there, as the scheduler will place them, instead of planned again every round.
+	Toward map[types.UID]string
 }
 
 // View is what the planner sees of the cluster.
@@ -148,6 +152,8 @@ func (v *View) placePods(c *Cluster, claimNode map[string]string, leaving map[st
 		case c.Assumed[p.UID] != "" && countOn(p, c.Assumed[p.UID]):
 		case c.Planned[p.UID] != "" && countOn(p, claimNode[c.Planned[p.UID]]):
 			v.Headed[p.UID] = claimNode[c.Planned[p.UID]]
+		case c.Toward[p.UID] != "" && countOn(p, c.Toward[p.UID]):
+			v.Headed[p.UID] = c.Toward[p.UID]
 		case p.Status.NominatedNodeName != "" && v.InFlight[p.Status.NominatedNodeName] != "":
 			if countOn(p, p.Status.NominatedNodeName) {
 				v.Headed[p.UID] = p.Status.NominatedNodeName
