@@ -15,6 +15,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
@@ -32,6 +33,16 @@ type deletions struct {
 func (d *deletions) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
 	d.names = append(d.names, name)
 	return nil
+}
+
+// givingBack is a provisioner over the stores that records the NodeClaims it deletes and the
+// Events it writes.
+func givingBack(clk clock.WithTicker, podStore, nodeStore, claimStore cache.Indexer) (*Provisioner, *deletions, *events.FakeRecorder) {
+	client, recorder := &deletions{}, events.NewFakeRecorder(20)
+	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(), NodeClaims: client, Clock: clk, Recorder: recorder,
+		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
+		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
+	return p, client, recorder
 }
 
 // A NodeClaim launched for pods that all went elsewhere is deleted once no pending pod has been on
@@ -74,11 +85,7 @@ func TestUnneededClaimsAreGivenBack(t *testing.T) {
 	for _, p := range []*corev1.Pod{left, waiting, running, moving} {
 		_ = podStore.Add(p)
 	}
-	client := &deletions{}
-	recorder := events.NewFakeRecorder(20)
-	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(), NodeClaims: client, Clock: clk, Recorder: recorder,
-		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
-		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
+	p, client, recorder := givingBack(clk, podStore, nodeStore, claimStore)
 	p.mu.Lock()
 	for _, name := range []string{"unlaunched", "empty", "busy", "waited", "replacing", "pinned"} {
 		p.launchedHere[name] = start
@@ -148,10 +155,7 @@ func TestUnreservedPodDoesNotLand(t *testing.T) {
 	released, held := newPod("ring-0", "1", "1Gi"), newPod("ring-1", "1", "1Gi")
 	_ = podStore.Add(released)
 	_ = podStore.Add(held)
-	client := &deletions{}
-	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(), NodeClaims: client, Clock: clk, Recorder: events.NewFakeRecorder(20),
-		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
-		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
+	p, client, _ := givingBack(clk, podStore, nodeStore, claimStore)
 	p.mu.Lock()
 	p.launchedHere["released"], p.launchedHere["held"] = start, start
 	p.mu.Unlock()
@@ -190,11 +194,7 @@ func TestALaunchedNodeWaitsForThePodsItWasLaunchedFor(t *testing.T) {
 	queued, picky := newPod("queued", "1", "1Gi"), newPod("picky", "1", "1Gi")
 	_ = podStore.Add(queued)
 	_ = podStore.Add(picky)
-	client := &deletions{}
-	recorder := events.NewFakeRecorder(20)
-	p := New(Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(), NodeClaims: client, Clock: clk, Recorder: recorder,
-		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
-		ClaimLister: karplisters.NewNodeClaimLister(claimStore)})
+	p, client, recorder := givingBack(clk, podStore, nodeStore, claimStore)
 	p.mu.Lock()
 	p.launchedHere["slow"], p.launchedHere["refused"] = start, start
 	p.noteLaunched("slow", []*corev1.Pod{queued})
