@@ -108,7 +108,7 @@ func TestNodeThatNeverRegistersIsReplaced(t *testing.T) {
 	})
 	e.ApplyExample("ec2nodeclass.yaml")
 	e.ApplyExample("nodepool.yaml")
-	if _, err := e.Cluster.Kube.AppsV1().Deployments("default").Create(e.Ctx, env.DeploymentOf("web", 1, "1", "1Gi"), metav1.CreateOptions{}); err != nil {
+	if _, err := e.Cluster.Kube.AppsV1().Deployments("default").Create(e.Ctx, env.DeploymentOf("web", 2, "1", "1Gi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var stuck string
