@@ -300,10 +300,14 @@ func least(into, of corev1.ResourceList) {
 	}
 }
 
+// OnNode is pod as if bound to node: a copy of the Pod struct sharing its maps, slices and
+// pointers with pod, which no reader of a plan's pods writes to (the scheduler's plugins read pods
+// as they read the informer's). Each round counts every pod on its way this way, and a deep copy
+// of each was 91 of the 2,878 CPU-s of a 20,000-pod scale-up.
 func OnNode(p *corev1.Pod, node string) *corev1.Pod {
-	out := p.DeepCopy()
+	out := *p
 	out.Spec.NodeName = node
-	return out
+	return &out
 }
 
 // PoolUsage adds up, per NodePool, the capacity its live NodeClaims hold (the largest instance
