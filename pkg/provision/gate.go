@@ -65,8 +65,7 @@ func (p *Provisioner) Adopt(claim string, pods []*corev1.Pod) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pod := range pods {
-		p.planned[pod.UID] = claim
-		p.wrote(pod.UID)
+		p.planOnto(pod, claim)
 	}
 	p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 }
@@ -127,16 +126,15 @@ func (p *Provisioner) Unreserve(pod *corev1.Pod, node string) {
 	// its plan PostFilter would let the scheduler clear its nomination there.
 	if r, ok := p.reserved[pod.UID]; ok {
 		delete(p.reserved, pod.UID)
-		p.keyOf(pod)
 		if r.claim != "" {
-			p.planned[pod.UID] = r.claim
-			p.wrote(pod.UID)
+			p.planOnto(pod, r.claim)
 		}
 		if r.destined.node != "" {
 			p.destined[pod.UID] = r.destined
 		}
 		if r.headed.node != "" {
 			p.headed[pod.UID] = r.headed
+			p.keyOf(pod)
 		}
 	}
 	// After the heading Reserve set aside is back: the cycle failed past Filter.

@@ -64,9 +64,7 @@ func (p *Provisioner) create(ctx context.Context, pc *planner.PlannedClaim) (*ka
 	metrics.NodeClaimCreated(pc.NodePool.Name, "provisioned", created.Annotations[planner.MinValuesRelaxedAnnotationKey] == "true")
 	p.mu.Lock()
 	for _, pod := range pc.Pods {
-		p.planned[pod.UID] = created.Name
-		p.keyOf(pod)
-		p.wrote(pod.UID)
+		p.planOnto(pod, created.Name)
 	}
 	p.awaited[created.Name] = p.opts.Clock.Now().Add(NominationWindow)
 	p.created[created.Name] = createdClaim{claim: created, at: p.opts.Clock.Now()}

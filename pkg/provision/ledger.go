@@ -54,6 +54,14 @@ func (p *Provisioner) Ledger() Ledger {
 	return Ledger{Planned: maps.Clone(p.planned), Assumed: maps.Clone(p.assumed), Awaited: awaited, AwaitedNodes: nodes}
 }
 
+// planOnto records that a plan put pod on claim: in planned, numbered (wrote), with the pod's key
+// for activatePending. Every write of a plan goes through it; call it with p.mu held.
+func (p *Provisioner) planOnto(pod *corev1.Pod, claim string) {
+	p.planned[pod.UID] = claim
+	p.keyOf(pod)
+	p.wrote(pod.UID)
+}
+
 // wrote numbers a write to planned or assumed; call it with p.mu held.
 func (p *Provisioner) wrote(uid types.UID) {
 	p.seq++

@@ -376,9 +376,7 @@ func (p *Provisioner) record(pending []*corev1.Pod, plan *planner.Plan) {
 	p.noteKept(pending)
 	for claim, ps := range plan.InFlight {
 		for _, pod := range ps {
-			p.planned[pod.UID] = claim
-			p.keyOf(pod)
-			p.wrote(pod.UID)
+			p.planOnto(pod, claim)
 		}
 		p.awaited[claim] = p.opts.Clock.Now().Add(NominationWindow)
 	}

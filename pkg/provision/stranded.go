@@ -44,10 +44,11 @@ type heading struct {
 	refused time.Time
 }
 
-// cycleFailed records that a scheduling cycle for a pod handed back to the scheduler beside the
-// node planned for it has failed. Until one has, a pod the Filter plugins accept there is not
-// stranded but waiting its turn in the scheduler's queue (see retryAccepted). Called with p.mu
-// held.
+// cycleFailed records that a scheduling cycle for a pod headed for a node has failed: from then
+// on plans no longer count it there (refused, see towardNodes), and, for a pod handed back to the
+// scheduler beside that node, it may be stranded (failed): until a cycle has failed, a pod the
+// Filter plugins accept there is waiting its turn in the scheduler's queue (see retryAccepted).
+// Called with p.mu held.
 func (p *Provisioner) cycleFailed(uid types.UID) {
 	h, ok := p.headed[uid]
 	if !ok {
