@@ -311,9 +311,12 @@ func OnNode(p *corev1.Pod, node string) *corev1.Pod {
 }
 
 // PoolUsage adds up, per NodePool, the capacity its live NodeClaims hold (the largest instance
-// type a claim may launch as, until it has launched) and their count.
+// type a claim may launch as, until it has launched) and their count. The sums are kept in place:
+// every round adds up every claim, and a new list per claim was 55 CPU-s of a 20,000-pod
+// scale-up on 5,000 claims.
 func PoolUsage(claims []*karpv1.NodeClaim, typesByPool map[string][]*cloud.InstanceType) map[string]corev1.ResourceList {
 	out := map[string]corev1.ResourceList{}
+	one := *resource.NewQuantity(1, resource.DecimalSI)
 	for _, claim := range claims {
 		pool := claim.Labels[karpv1.NodePoolLabelKey]
 		if pool == "" || claim.DeletionTimestamp != nil {
@@ -323,10 +326,24 @@ func PoolUsage(claims []*karpv1.NodeClaim, typesByPool map[string][]*cloud.Insta
 		if len(capacity) == 0 {
 			capacity = largestOption(claim, typesByPool[pool])
 		}
-		used := scheduling.Add(out[pool], capacity)
-		out[pool] = scheduling.Add(used, corev1.ResourceList{nodepool.ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)})
+		used := out[pool]
+		if used == nil {
+			used = corev1.ResourceList{}
+			out[pool] = used
+		}
+		for name, q := range capacity {
+			addTo(used, name, q)
+		}
+		addTo(used, nodepool.ResourceNodes, one)
 	}
 	return out
+}
+
+// addTo adds q to sum's name in place. Each sum starts from zero, so its quantities are its own.
+func addTo(sum corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	total := sum[name]
+	total.Add(q)
+	sum[name] = total
 }
 
 func largestOption(claim *karpv1.NodeClaim, its []*cloud.InstanceType) corev1.ResourceList {
