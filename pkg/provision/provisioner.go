@@ -104,6 +104,9 @@ type Provisioner struct {
 	// when; stranded are the pods found still pending strandedAfter after that node came up.
 	headed   map[types.UID]heading
 	stranded map[types.UID]bool
+	// askedAt is when the stranded watch last asked the Filter plugins about stranded pods (see
+	// checkStranded); the watch's own.
+	askedAt time.Time
 	// podKeys are the namespace/name of the pods in planned or headed, so that the pods of one
 	// claim or node are found without listing every pod (see activatePending).
 	podKeys map[types.UID]string

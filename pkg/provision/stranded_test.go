@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -249,7 +251,7 @@ type oneNode struct {
 	claim    *karpv1.NodeClaim
 }
 
-func besideItsNode(pod *corev1.Pod) oneNode {
+func besideItsNode(pods ...*corev1.Pod) oneNode {
 	start := time.Now()
 	node := zoneNodes()[0]
 	nodeStore, podStore := cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil), cache.NewIndexer(cache.MetaNamespaceKeyFunc, nil)
@@ -260,9 +262,13 @@ func besideItsNode(pod *corev1.Pod) oneNode {
 	c.Status.Capacity, c.Status.Allocatable = node.Status.Allocatable, node.Status.Allocatable
 	c.SetCondition(karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "", start)
 	_ = claimStore.Add(c)
-	_ = podStore.Add(pod)
+	objects := make([]runtime.Object, 0, len(pods))
+	for _, pod := range pods {
+		_ = podStore.Add(pod)
+		objects = append(objects, pod)
+	}
 	clk, recorder := clocktesting.NewFakeClock(start), events.NewFakeRecorder(10)
-	return oneNode{opts: Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(pod), Clock: clk, Recorder: recorder,
+	return oneNode{opts: Options{SchedulerName: "tailor", Kube: kubefake.NewClientset(objects...), Clock: clk, Recorder: recorder,
 		Pods: corelisters.NewPodLister(podStore), Nodes: corelisters.NewNodeLister(nodeStore),
 		ClaimLister: karplisters.NewNodeClaimLister(claimStore)}, start: start, clock: clk, recorder: recorder, node: node, claim: c}
 }
@@ -323,5 +329,47 @@ func TestAStaleStrandedFindingIsDropped(t *testing.T) {
 	p.mu.Unlock()
 	if h.node != "node-planned-since" || !h.retried.IsZero() {
 		t.Errorf("heading %+v, want the new one untouched", h)
+	}
+}
+
+// The pods found stranded are asked about together, at most a few times per strandedAfter: each
+// ask takes a snapshot of the whole cluster, and in a long scale-up pods come of age at every tick
+// of the watch.
+func TestStrandedPodsAreAskedAboutTogether(t *testing.T) {
+	testPlanner(t)
+	first, second := newPod("first", "500m", "512Mi"), newPod("second", "500m", "512Mi")
+	c := besideItsNode(first, second)
+	var handedBack []string
+	c.opts.Activate = func(pods map[string]*corev1.Pod) {
+		for key := range pods {
+			handedBack = append(handedBack, key)
+		}
+	}
+	p := New(c.opts)
+	p.checker = sim
+	ctx := context.Background()
+	head := func(pod *corev1.Pod) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.headFor(pod, c.node.Name)
+		p.woken[pod.UID] = c.node.Name // woken already: only the hand-backs are counted here
+	}
+	head(first)
+	c.clock.Step(wakeAfter / 2)
+	head(second)
+	c.clock.Step(DefaultStrandedAfter - wakeAfter/2)
+	p.checkStranded(ctx)
+	if want := []string{"default/first"}; !slices.Equal(handedBack, want) {
+		t.Fatalf("handed back %v at strandedAfter, want %v", handedBack, want)
+	}
+	c.clock.Step(wakeAfter / 2)
+	p.checkStranded(ctx)
+	if len(handedBack) != 1 {
+		t.Fatalf("handed back %v at the next tick, want the second pod left for the next ask", handedBack)
+	}
+	c.clock.Step(DefaultStrandedAfter/3 - wakeAfter/2)
+	p.checkStranded(ctx)
+	if want := []string{"default/first", "default/second"}; !slices.Equal(handedBack, want) {
+		t.Fatalf("handed back %v a third of strandedAfter after the first ask, want %v", handedBack, want)
 	}
 }
