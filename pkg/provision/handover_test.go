@@ -33,6 +33,9 @@ func TestReserveHandsTheDisplacedSiblingThePodsPlace(t *testing.T) {
 		p.headFor(a, "n1")
 		p.headFor(b, "n2")
 		p.admitted[a.UID], p.admitted[b.UID] = "n1", "n2"
+		// Refused once, long ago, as a scale-up's pods are before their nodes are up.
+		p.needing[a.UID] = need{since: clk.Now().Add(-NeedWindow)}
+		p.forced = false // the first round's
 		return p, a, b
 	}
 
@@ -41,6 +44,9 @@ func TestReserveHandsTheDisplacedSiblingThePodsPlace(t *testing.T) {
 	p.mu.Lock()
 	if h, c := p.headed[a.UID], p.planned[a.UID]; h.node != "n2" || c != "claim-2" || p.admitted[a.UID] != "n2" {
 		t.Errorf("a heads for %q on claim %q (admitted %q); want n2, claim-2: b took its room on n1", h.node, c, p.admitted[a.UID])
+	}
+	if p.needsPlanning(clk.Now()) || p.forced {
+		t.Error("a round asked for, though a took b's place and is on its way there")
 	}
 	p.mu.Unlock()
 
@@ -60,6 +66,9 @@ func TestReserveHandsTheDisplacedSiblingThePodsPlace(t *testing.T) {
 	defer p.mu.Unlock()
 	if _, ok := p.headed[a.UID]; ok || p.planned[a.UID] != "" || !p.enqueued[a.UID] {
 		t.Errorf("a still heads for %q after an unplanned sibling took its room; want it planned again", p.headed[a.UID].node)
+	}
+	if !p.needsPlanning(clk.Now()) {
+		t.Error("no round would plan a, which has no place left")
 	}
 }
 

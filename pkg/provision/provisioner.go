@@ -149,6 +149,8 @@ type Provisioner struct {
 	// settledAt is when quiet last listed the nodes and NodeClaims and found none leaving or
 	// launching (see settled); reconcile's own.
 	settledAt time.Time
+	// lookedAt is when a round last read the cluster (see quiet); reconcile's own.
+	lookedAt time.Time
 	// reserved holds what Reserve took from a pod's plan until the pod binds or is unreserved.
 	reserved map[types.UID]reservedPlan
 	// told maps pending pods to the NodePools they were told cannot launch, with the cause, so
@@ -219,6 +221,7 @@ func (p *Provisioner) Run(ctx context.Context, pl *planner.Planner, checker *sim
 // earlier rounds left to say.
 func (p *Provisioner) reconcile(ctx context.Context, pl *planner.Planner) error {
 	start := p.opts.Clock.Now()
+	p.lookedAt = start
 	r, err := p.readCluster(ctx)
 	if err != nil {
 		return err

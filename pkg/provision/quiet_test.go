@@ -103,3 +103,75 @@ func mustDelete(t *testing.T, s cache.Indexer, obj any) {
 		t.Fatal(err)
 	}
 }
+
+// Pods the scheduler refused stay known to need capacity until they bind. Once a plan has sent
+// one somewhere, rounds over it read the cluster once per resync only, to check the plan against
+// it, until the scheduler refuses the pod where it was sent; a pod the refusal backoff holds back
+// asks for no more.
+func TestAPlannedRefusedPodCostsAFullRoundPerResyncOnly(t *testing.T) {
+	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	claims := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	p := New(Options{SchedulerName: "tailor", Clock: clk, Pods: corelisters.NewPodLister(pods),
+		Nodes: corelisters.NewNodeLister(nodes), ClaimLister: karplisters.NewNodeClaimLister(claims)})
+	mustAdd(t, nodes, readyNode("node-a", "4", "16Gi"))
+	step := func(what string, want bool) {
+		t.Helper()
+		if got := p.quiet(); got != want {
+			t.Fatalf("%s: quiet() = %v, want %v", what, got, want)
+		}
+	}
+	looked := func() { p.lookedAt = clk.Now() } // what reconcile records of a full round
+	step("the first round", false)
+	looked()
+
+	pod := newPod("waiting", "1", "1Gi")
+	p.PodChanged(nil, pod)
+	was := pod.DeepCopy()
+	refused(pod)
+	mustAdd(t, pods, pod)
+	p.PodChanged(was, pod)
+	step("a pod just refused: a burst may be opening", false)
+	looked()
+	clk.Step(NeedWindow)
+	step("the burst over, the pod not planned yet", false)
+	looked()
+
+	p.mu.Lock()
+	p.headFor(pod, "node-a")
+	p.mu.Unlock()
+	step("the pod headed for a node, a full round just taken", true)
+	clk.Step(ResyncInterval - time.Second)
+	step("within a resync of the last full round", true)
+	clk.Step(time.Second)
+	step("a resync since the last full round: the plan is checked against the cluster", false)
+	looked()
+	step("the round after it", true)
+
+	refuse := func() {
+		clk.Step(time.Second)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.cycleFailed(pod.UID)
+	}
+	refuse()
+	step("the scheduler refused it where it was headed", false)
+	looked()
+	p.Enqueue(pod) // PostFilter hands it over
+	step("handed over, not planned yet", false)
+	looked()
+	p.mu.Lock()
+	p.headFor(pod, "node-b") // the round placed it elsewhere
+	p.mu.Unlock()
+	step("handed over and placed again by a round", true)
+
+	refuse()
+	p.mu.Lock()
+	p.refusals[pod.UID] = &refusals{until: clk.Now().Add(time.Minute)}
+	p.mu.Unlock()
+	step("held back by the refusal backoff", true)
+	clk.Step(time.Minute)
+	looked()
+	step("its backoff over", false)
+}

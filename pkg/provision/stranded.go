@@ -39,8 +39,10 @@ type heading struct {
 	// failed is when a scheduling cycle for the pod last failed after it was handed back: no
 	// node fit (PostFilter, Rejected), or it was let go past Filter (Unreserve).
 	failed time.Time
+	// placed is when a plan last put the pod on node: since, or a later plan that agreed.
+	placed time.Time
 	// refused is when a scheduling cycle for the pod last failed, handed back or not. Until one
-	// fails after since, the pod counts on node in the plans (see towardNodes).
+	// fails after placed, the pod counts on node in the plans (see towardNodes).
 	refused time.Time
 }
 
@@ -61,8 +63,8 @@ func (p *Provisioner) cycleFailed(uid types.UID) {
 	p.headed[uid] = h
 }
 
-// towardNodes are the pending pods headed for a node that the scheduler has not refused since
-// they were headed there, with the node: a plan counts each there, as the scheduler will place
+// towardNodes are the pending pods headed for a node that the scheduler has not refused since a
+// plan last put them there, with the node: a plan counts each there, as the scheduler will place
 // it, instead of placing it again. Without this, every pod whose NodeClaim had initialized was
 // planned again in every round until it bound (it was on no claim in flight any more, and
 // fitted its node): in a 10,000-pod scale-up on two cores that was each of 307 rounds, 116 s
@@ -72,20 +74,30 @@ func (p *Provisioner) cycleFailed(uid types.UID) {
 func (p *Provisioner) towardNodes() map[types.UID]string {
 	out := make(map[types.UID]string, len(p.headed))
 	for uid, h := range p.headed {
-		if !h.refused.After(h.since) {
+		if h.toward() {
 			out[uid] = h.node
 		}
 	}
 	return out
 }
 
-// headFor records that a plan put pod on node; call it with p.mu held. The time is kept while
-// the node stays the same, so re-plans that agree do not reset it.
+// toward says whether the pod counts on its node: no scheduling cycle for it has failed since a
+// plan last put it there.
+func (h heading) toward() bool { return !h.refused.After(h.placed) }
+
+// headFor records that a plan put pod on node; call it with p.mu held. The time it has been
+// headed there (since, the stranded watch's clock) is kept while the node stays the same, so
+// re-plans that agree do not reset it; but the pod counts there again (placed). A pod refused
+// there and placed there again by the next plan used to stay refused, and every round planned it
+// again, a round every two seconds for three pods in the 20,000-pod fleet.
 func (p *Provisioner) headFor(pod *corev1.Pod, node string) {
+	now := p.opts.Clock.Now()
 	if h, ok := p.headed[pod.UID]; ok && h.node == node {
+		h.placed = now
+		p.headed[pod.UID] = h
 		return
 	}
-	p.headed[pod.UID] = heading{node: node, since: p.opts.Clock.Now(), siblings: siblingsOf(pod)}
+	p.headed[pod.UID] = heading{node: node, since: now, placed: now, siblings: siblingsOf(pod)}
 	p.keyOf(pod)
 }
 

@@ -71,4 +71,15 @@ func TestAPodLeftToANodeCountsThereUntilTheSchedulerRefusesIt(t *testing.T) {
 	if got := counted(); got["left"] != nodes[1].Name {
 		t.Errorf("headed for a new node, the refused pod is counted %v, want on %s", got, nodes[1].Name)
 	}
+	clk.Step(time.Second)
+	p.mu.Lock()
+	p.headFor(launched, nodes[1].Name) // a later plan put it back where it was refused
+	since := p.headed[launched.UID].since
+	p.mu.Unlock()
+	if got := counted(); got["launched"] != nodes[1].Name {
+		t.Errorf("placed again on the node that refused it, the pod is counted %v, want on %s until it is refused again", got, nodes[1].Name)
+	}
+	if !since.Before(clk.Now()) {
+		t.Errorf("placed again on the same node, its heading restarted at %v: the stranded watch would never find it", since)
+	}
 }

@@ -175,8 +175,10 @@ func fleetScaleOnce(b *testing.B, pods, down int) {
 	b.ReportMetric(lat.p50.Seconds(), "s-created-to-bound-p50")
 	b.ReportMetric(lat.p90.Seconds(), "s-created-to-bound-p90")
 	planned := planningSoFar(b).since(planning)
-	say("the provisioner's rounds in the scale-up: %d planned, %.1f s planning", planned.rounds, planned.seconds)
+	say("the provisioner's rounds in the scale-up: %d planned, %.1f s planning; %d read the cluster and found nothing to plan, %d did not read it",
+		planned.rounds, planned.seconds, planned.idle, planned.quiet)
 	b.ReportMetric(float64(planned.rounds), "plan-rounds-up")
+	b.ReportMetric(float64(planned.idle), "idle-rounds-up")
 	b.ReportMetric(planned.seconds, "s-planning-up")
 	say("tailor-scheduler's API requests in the scale-up: %s", proxy.latencies(8))
 	say("the API server's requests in the scale-up, from every client: %s", topRequests(requestsBefore, apiRequests(), 14))

@@ -416,10 +416,12 @@ func resourceOf(path string) string {
 }
 
 // planning is what tailor-scheduler's provisioner has planned so far, read from its metrics (the
-// sandbox runs it in this process): rounds that planned pods, and seconds spent planning them.
+// sandbox runs it in this process): rounds that planned pods, and seconds spent planning them;
+// rounds that read the cluster and found nothing to plan (idle), and rounds that did not read it
+// (quiet).
 type planning struct {
-	rounds  int
-	seconds float64
+	rounds, idle, quiet int
+	seconds             float64
 }
 
 func planningSoFar(b *testing.B) planning {
@@ -427,9 +429,12 @@ func planningSoFar(b *testing.B) planning {
 	if err := tailormetrics.PlanDuration.Write(&h); err != nil {
 		b.Fatal(err)
 	}
-	return planning{rounds: int(testutil.ToFloat64(tailormetrics.ProvisionerRounds.WithLabelValues("planned"))), seconds: h.GetHistogram().GetSampleSum()}
+	rounds := func(outcome string) int {
+		return int(testutil.ToFloat64(tailormetrics.ProvisionerRounds.WithLabelValues(outcome)))
+	}
+	return planning{rounds: rounds("planned"), idle: rounds("idle"), quiet: rounds("quiet"), seconds: h.GetHistogram().GetSampleSum()}
 }
 
 func (p planning) since(before planning) planning {
-	return planning{rounds: p.rounds - before.rounds, seconds: p.seconds - before.seconds}
+	return planning{rounds: p.rounds - before.rounds, idle: p.idle - before.idle, quiet: p.quiet - before.quiet, seconds: p.seconds - before.seconds}
 }
