@@ -138,9 +138,9 @@ func (p *Provisioner) fullLookWanted() string {
 // sent it somewhere holds, it needs nothing more of a round, and nor do the plans being followed
 // (following), but a round used to read the cluster whenever either was there. At 20,000 pods on
 // 5,000 nodes on two cores the scheduler took 20 minutes to work through its queue once every
-// node was up, and each round that a status write, a hand-back or the resync opened listed every
-// pod and viewed the whole cluster, mostly to find nothing to plan: those rounds were 12% of the
-// process's CPU.
+// node was up, and each round that a status write, a sibling taking a pod's place (handOver) or
+// the resync opened listed every pod and viewed the whole cluster, mostly to find nothing to
+// plan: those rounds were 10-12% of the process's CPU.
 
 // needsPlanning reports whether a pod handed over or known to need capacity may need a plan: one
 // of a burst still open (its untried siblings are planned with it, see burst), or one not on its
