@@ -19,19 +19,8 @@ import (
 // booked), a request for a full round, the nodes and NodeClaims that are leaving or launching, and
 // once per resync a sweep of the pods for a refusal the handlers missed.
 func TestARoundReadsTheClusterOnlyWhenAPodMayNeedCapacity(t *testing.T) {
-	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	claims := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	p := New(Options{SchedulerName: "tailor", Clock: clk, Pods: corelisters.NewPodLister(pods),
-		Nodes: corelisters.NewNodeLister(nodes), ClaimLister: karplisters.NewNodeClaimLister(claims)})
-	mustAdd(t, nodes, readyNode("node-a", "4", "16Gi"))
-	step := func(what string, want bool) {
-		t.Helper()
-		if got := p.quiet(); got != want {
-			t.Fatalf("%s: quiet() = %v, want %v", what, got, want)
-		}
-	}
+	q := newQuietTest(t)
+	p, clk, nodes, claims, pods, step := q.p, q.clk, q.nodes, q.claims, q.pods, q.step
 	step("the first round, which looks at pods pending from before", false)
 	step("nothing pending", true)
 
@@ -90,6 +79,30 @@ func TestARoundReadsTheClusterOnlyWhenAPodMayNeedCapacity(t *testing.T) {
 	step("a NodeClaim launching", false)
 }
 
+// quietTest is a provisioner over listers of one ready node, node-a, and step, which checks what
+// the quiet test says next.
+type quietTest struct {
+	p                   *Provisioner
+	clk                 *clocktesting.FakeClock
+	nodes, claims, pods cache.Indexer
+	step                func(what string, want bool)
+}
+
+func newQuietTest(t *testing.T) quietTest {
+	q := quietTest{clk: clocktesting.NewFakeClock(time.Unix(0, 0)), nodes: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		claims: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), pods: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+	q.p = New(Options{SchedulerName: "tailor", Clock: q.clk, Pods: corelisters.NewPodLister(q.pods),
+		Nodes: corelisters.NewNodeLister(q.nodes), ClaimLister: karplisters.NewNodeClaimLister(q.claims)})
+	mustAdd(t, q.nodes, readyNode("node-a", "4", "16Gi"))
+	q.step = func(what string, want bool) {
+		t.Helper()
+		if got := q.p.quiet(); got != want {
+			t.Fatalf("%s: quiet() = %v, want %v", what, got, want)
+		}
+	}
+	return q
+}
+
 func mustAdd(t testing.TB, s cache.Indexer, obj any) {
 	t.Helper()
 	if err := s.Add(obj); err != nil {
@@ -109,19 +122,8 @@ func mustDelete(t *testing.T, s cache.Indexer, obj any) {
 // it, until the scheduler refuses the pod where it was sent; a pod the refusal backoff holds back
 // asks for no more.
 func TestAPlannedRefusedPodCostsAFullRoundPerResyncOnly(t *testing.T) {
-	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	claims := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	p := New(Options{SchedulerName: "tailor", Clock: clk, Pods: corelisters.NewPodLister(pods),
-		Nodes: corelisters.NewNodeLister(nodes), ClaimLister: karplisters.NewNodeClaimLister(claims)})
-	mustAdd(t, nodes, readyNode("node-a", "4", "16Gi"))
-	step := func(what string, want bool) {
-		t.Helper()
-		if got := p.quiet(); got != want {
-			t.Fatalf("%s: quiet() = %v, want %v", what, got, want)
-		}
-	}
+	q := newQuietTest(t)
+	p, clk, pods, step := q.p, q.clk, q.pods, q.step
 	looked := func() { p.lookedAt = clk.Now() } // what reconcile records of a full round
 	step("the first round", false)
 	looked()
