@@ -65,7 +65,8 @@ var (
 	}, []string{"outcome"})
 	// ProvisionerRounds counts the provisioner's rounds by what each did: "quiet" (nothing could
 	// need capacity, so the cluster was not read), "idle" (read, and found nothing to plan) or
-	// "planned". A backlog of pods that fit existing nodes should add to "quiet" alone.
+	// "planned". A backlog of pods that fit existing nodes should add to "quiet", and to "idle" at
+	// most once per resync while pods are on their way to the nodes their plans chose.
 	ProvisionerRounds = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Subsystem: "provisioner", Name: "rounds_total",
 		Help: "Provisioning rounds, by outcome: quiet (the cluster not read), idle (nothing to plan) or planned.",
