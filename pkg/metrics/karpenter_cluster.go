@@ -14,6 +14,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	karpv1 "github.com/tailor-sh/tailor/pkg/apis/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // ClusterSource lists what Karpenter's cluster gauges are computed from, at scrape time, from the
@@ -117,11 +118,11 @@ func (clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			use[p.Spec.NodeName] = u
 		}
 		req, lim := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
-		add(u.requests, req)
-		add(u.limits, lim)
+		scheduling.AddTo(u.requests, req)
+		scheduling.AddTo(u.limits, lim)
 		if ownedByDaemonSet(p) {
-			add(u.dsRequests, req)
-			add(u.dsLimits, lim)
+			scheduling.AddTo(u.dsRequests, req)
+			scheduling.AddTo(u.dsLimits, lim)
 		}
 	}
 	allocated, requested := corev1.ResourceList{}, corev1.ResourceList{}
@@ -146,8 +147,8 @@ func (clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(nodeLifetime, prometheus.GaugeValue, src.Now().Sub(n.CreationTimestamp.Time).Seconds(), labels...)
-		add(allocated, n.Status.Allocatable)
-		add(requested, u.requests)
+		scheduling.AddTo(allocated, n.Status.Allocatable)
+		scheduling.AddTo(requested, u.requests)
 	}
 	for name, a := range allocated {
 		if v := value(name, a); v > 0 {
@@ -197,14 +198,6 @@ func ownedByDaemonSet(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func add(into, list corev1.ResourceList) {
-	for name, q := range list {
-		sum := into[name]
-		sum.Add(q)
-		into[name] = sum
-	}
 }
 
 // value is a quantity as Karpenter serves it: cores for cpu, units (bytes, pods) otherwise.

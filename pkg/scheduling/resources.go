@@ -19,12 +19,19 @@ func Add(a, b corev1.ResourceList) corev1.ResourceList {
 	if out == nil {
 		out = corev1.ResourceList{}
 	}
-	for name, q := range b {
-		sum := out[name]
-		sum.Add(q)
-		out[name] = sum
-	}
+	AddTo(out, b)
 	return out
+}
+
+// AddTo adds b to sum in place, for sums taken over many lists without a new list for each. The
+// quantities of sum must be its own (sum started empty, or deep-copied): adding to a quantity can
+// change the decimal it shares with the list it was copied from.
+func AddTo(sum, b corev1.ResourceList) {
+	for name, q := range b {
+		total := sum[name]
+		total.Add(q)
+		sum[name] = total
+	}
 }
 
 // Fits reports whether want fits in have for every resource named in want.

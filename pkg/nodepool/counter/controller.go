@@ -20,6 +20,7 @@ import (
 	"github.com/tailor-sh/tailor/pkg/controller"
 	karpclient "github.com/tailor-sh/tailor/pkg/generated/clientset/versioned/typed/karpenter/v1"
 	karplisters "github.com/tailor-sh/tailor/pkg/generated/listers/karpenter/v1"
+	"github.com/tailor-sh/tailor/pkg/scheduling"
 )
 
 // ResourceNodes is the key of status.resources that counts the pool's nodes.
@@ -117,11 +118,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 func Count(claims []*karpv1.NodeClaim) corev1.ResourceList {
 	out := corev1.ResourceList{ResourceNodes: *resource.NewQuantity(int64(len(claims)), resource.DecimalSI)}
 	for _, claim := range claims {
-		for name, q := range claim.Status.Capacity {
-			sum := out[name]
-			sum.Add(q)
-			out[name] = sum
-		}
+		scheduling.AddTo(out, claim.Status.Capacity)
 	}
 	return out
 }

@@ -316,7 +316,7 @@ func OnNode(p *corev1.Pod, node string) *corev1.Pod {
 // scale-up on 5,000 claims.
 func PoolUsage(claims []*karpv1.NodeClaim, typesByPool map[string][]*cloud.InstanceType) map[string]corev1.ResourceList {
 	out := map[string]corev1.ResourceList{}
-	one := *resource.NewQuantity(1, resource.DecimalSI)
+	oneNode := corev1.ResourceList{nodepool.ResourceNodes: *resource.NewQuantity(1, resource.DecimalSI)}
 	for _, claim := range claims {
 		pool := claim.Labels[karpv1.NodePoolLabelKey]
 		if pool == "" || claim.DeletionTimestamp != nil {
@@ -331,19 +331,10 @@ func PoolUsage(claims []*karpv1.NodeClaim, typesByPool map[string][]*cloud.Insta
 			used = corev1.ResourceList{}
 			out[pool] = used
 		}
-		for name, q := range capacity {
-			addTo(used, name, q)
-		}
-		addTo(used, nodepool.ResourceNodes, one)
+		scheduling.AddTo(used, capacity)
+		scheduling.AddTo(used, oneNode)
 	}
 	return out
-}
-
-// addTo adds q to sum's name in place. Each sum starts from zero, so its quantities are its own.
-func addTo(sum corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
-	total := sum[name]
-	total.Add(q)
-	sum[name] = total
 }
 
 func largestOption(claim *karpv1.NodeClaim, its []*cloud.InstanceType) corev1.ResourceList {
